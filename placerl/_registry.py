@@ -1,0 +1,60 @@
+"""A tiny name -> object registry shared by orders, presets, cost models and placers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Generic, TypeVar
+
+from placerl.errors import ConfigError
+
+T = TypeVar("T")
+
+
+class Registry(Mapping[str, T], Generic[T]):
+    """A read-only mapping of names to entries with a decorator to add entries.
+
+    Args:
+        kind: What the entries are, used in error messages ("traversal order", ...).
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, T] = {}
+
+    def register(self, name: str, entry: T, *, overwrite: bool = False) -> T:
+        """Add ``entry`` under ``name``; refuses to silently replace an existing one."""
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{self.kind} name must be a non-empty string, got {name!r}")
+        if name in self._entries and not overwrite:
+            raise ConfigError(
+                f"{self.kind} {name!r} is already registered; pass overwrite=True to replace it"
+            )
+        self._entries[name] = entry
+        return entry
+
+    def decorator(self, name: str, *, overwrite: bool = False) -> Callable[[T], T]:
+        """Return a decorator that registers the decorated object under ``name``."""
+
+        def wrap(entry: T) -> T:
+            return self.register(name, entry, overwrite=overwrite)
+
+        return wrap
+
+    def __getitem__(self, name: str) -> T:
+        try:
+            return self._entries[name]
+        except (KeyError, TypeError):
+            known = ", ".join(sorted(self._entries))
+            raise ConfigError(f"unknown {self.kind} {name!r}; known: {known}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {sorted(self._entries)})"

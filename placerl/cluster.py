@@ -1,0 +1,393 @@
+"""Clusters: the devices a graph is placed on, the links between them, and the comm model.
+
+A :class:`Cluster` is a frozen description: devices (name, kind, speed factor, memory), one
+bandwidth and latency per ordered device pair, and the name of the communication model the
+step-time simulator uses (``placeto``, ``links`` or ``ideal``; see :mod:`placerl.sim`).
+
+Speed factors are relative to the reference device on which ``Node.cost`` was measured: a
+device of speed 2 runs an op in ``cost / 2`` seconds (unless the node has an explicit cost for
+the device's kind). Units are seconds, bytes and bytes per second.
+
+Presets (``Cluster.preset(name, ...)``) live in the :data:`PRESETS` registry:
+
+* ``placeto`` - n identical K80-class GPUs with the constants of Placeto's simulator
+  (Addanki et al., NeurIPS 2019): 7,600 bytes/us transfer speed, a 25 us gap after each
+  transfer, a 5.7 us gap after each op, one outgoing transfer channel per device.
+* ``gpu4_pcie`` - 4 V100-16GB on PCIe 3.0 x16: 15.75 GB/s theoretical per direction, of which
+  about 12 GB/s is reached by peer-to-peer copies; we use 12e9 B/s and a 10 us latency.
+* ``gpu8_nvlink`` - a DGX A100: 8 A100-40GB on NVSwitch, 600 GB/s of NVLink 3 bandwidth per GPU
+  (300e9 B/s per direction, NVIDIA's A100 datasheet) and about 3 us latency.
+* ``cpu_gpu`` - one host CPU (a 2-socket Xeon, roughly 1/15 of a V100's FP32 throughput) and n
+  V100-16GB GPUs on PCIe 3.0 (12e9 B/s, 10 us).
+* ``Cluster.from_msr(path)`` - k accelerators and l CPUs from an msr-fiddle file header
+  (Tarnawski et al., NeurIPS 2020); transfer times there come from the edges themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from placerl._registry import Registry
+from placerl.errors import ClusterError, GraphError
+
+GiB = 1024**3
+
+#: Values of :attr:`Cluster.comm_model`, documented in :mod:`placerl.sim`.
+COMM_MODELS = ("placeto", "links", "ideal")
+
+#: Device kinds the pipeline objective treats as host CPUs (they pay no communication).
+CPU_KINDS = frozenset({"cpu"})
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device of a cluster.
+
+    Attributes:
+        name: Unique name, e.g. ``gpu:0``.
+        kind: Cost-table key (``gpu``, ``cpu``, ``accelerator``, ...): a node's ``costs[kind]``
+            applies to this device.
+        speed: Speed relative to the reference device (cost / speed = seconds here).
+        memory: Bytes of memory (``math.inf`` for unlimited).
+        peak_flops: Optional peak FLOP/s, for roofline cost estimates.
+        mem_bandwidth: Optional memory bandwidth in bytes/s, for roofline cost estimates.
+    """
+
+    name: str
+    kind: str = "gpu"
+    speed: float = 1.0
+    memory: float = math.inf
+    peak_flops: float | None = None
+    mem_bandwidth: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ClusterError(f"device name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.kind, str) or not self.kind:
+            raise ClusterError(f"device {self.name!r}: kind must be a non-empty string")
+        _positive(self.speed, f"device {self.name!r} speed", allow_inf=False)
+        _positive(self.memory, f"device {self.name!r} memory", allow_inf=True)
+        for what in ("peak_flops", "mem_bandwidth"):
+            value = getattr(self, what)
+            if value is not None:
+                _positive(value, f"device {self.name!r} {what}", allow_inf=False)
+
+    @property
+    def is_cpu(self) -> bool:
+        """True for host-CPU kinds (no communication charge under the pipeline objective)."""
+        return self.kind in CPU_KINDS
+
+
+def _positive(value: Any, what: str, *, allow_inf: bool) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ClusterError(f"{what} must be a number, got {value!r}") from None
+    if not x > 0 or (math.isinf(x) and not allow_inf):
+        limit = "> 0" if allow_inf else "finite and > 0"
+        raise ClusterError(f"{what} is {x!r}; it must be {limit}")
+    return x
+
+
+def _pair_matrix(value: Any, n: int, what: str) -> np.ndarray:
+    """A scalar or an n x n matrix as a read-only float matrix (the diagonal is unused)."""
+    arr = np.array(value, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full((n, n), float(arr))
+    if arr.shape != (n, n):
+        raise ClusterError(
+            f"{what} matrix has shape {arr.shape}; expected ({n}, {n}) for {n} devices"
+        )
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Cluster:
+    """Devices, pairwise links and the communication model of the step-time simulator.
+
+    Args:
+        devices: The devices; placements index into this sequence.
+        bandwidth: Bytes/s per ordered pair ``[src, dst]`` (a scalar means every pair).
+        latency: Seconds per transfer per ordered pair (a scalar means every pair).
+        comm_model: ``placeto``, ``links`` or ``ideal`` (see :mod:`placerl.sim`).
+        transfer_gap: Idle seconds on a channel after each transfer (``placeto`` model).
+        op_gap: Idle seconds on a device after each op of nonzero cost.
+        name: A label (the preset name for presets).
+
+    Raises:
+        ClusterError: No devices, duplicate names, zero / negative / NaN bandwidth, negative
+            latency, bad memory or speed, mismatched matrix shapes, an unknown comm model.
+    """
+
+    devices: tuple[Device, ...]
+    bandwidth: np.ndarray = field(default=np.inf)  # type: ignore[assignment]
+    latency: np.ndarray = field(default=0.0)  # type: ignore[assignment]
+    comm_model: str = "links"
+    transfer_gap: float = 0.0
+    op_gap: float = 0.0
+    name: str = "cluster"
+
+    def __post_init__(self) -> None:
+        devices = tuple(self.devices)
+        if not devices:
+            raise ClusterError("a cluster needs at least one device")
+        if not all(isinstance(d, Device) for d in devices):
+            raise ClusterError("devices must be placerl.cluster.Device objects")
+        names = [d.name for d in devices]
+        duplicates = sorted({x for x in names if names.count(x) > 1})
+        if duplicates:
+            raise ClusterError(f"duplicate device names: {', '.join(duplicates)}")
+        if self.comm_model not in COMM_MODELS:
+            raise ClusterError(
+                f"unknown comm_model {self.comm_model!r}; known: {', '.join(COMM_MODELS)}"
+            )
+        n = len(devices)
+        bandwidth = _pair_matrix(self.bandwidth, n, "bandwidth")
+        latency = _pair_matrix(self.latency, n, "latency")
+        off_diagonal = ~np.eye(n, dtype=bool)
+        bad = off_diagonal & ~(bandwidth > 0)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ClusterError(
+                f"bandwidth {names[i]} -> {names[j]} is {float(bandwidth[i, j])!r}; it must be > 0"
+            )
+        bad = off_diagonal & ~((latency >= 0) & np.isfinite(latency))
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ClusterError(
+                f"latency {names[i]} -> {names[j]} is {float(latency[i, j])!r}; "
+                "it must be finite and >= 0"
+            )
+        for what in ("transfer_gap", "op_gap"):
+            value = float(getattr(self, what))
+            if not (value >= 0 and math.isfinite(value)):
+                raise ClusterError(f"{what} is {value!r}; it must be finite and >= 0")
+            object.__setattr__(self, what, value)
+        object.__setattr__(self, "devices", devices)
+        object.__setattr__(self, "bandwidth", bandwidth)
+        object.__setattr__(self, "latency", latency)
+
+    # ------------------------------------------------------------------------- accessors
+    @property
+    def num_devices(self) -> int:
+        """Number of devices."""
+        return len(self.devices)
+
+    def __len__(self) -> int:
+        return len(self.devices)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Kind of each device, in device order."""
+        return tuple(d.kind for d in self.devices)
+
+    @property
+    def speeds(self) -> np.ndarray:
+        """Speed factor of each device."""
+        return np.array([d.speed for d in self.devices], dtype=np.float64)
+
+    @property
+    def memory(self) -> np.ndarray:
+        """Memory bytes of each device (``inf`` for unlimited)."""
+        return np.array([d.memory for d in self.devices], dtype=np.float64)
+
+    @property
+    def is_cpu(self) -> np.ndarray:
+        """Boolean per device: a host CPU kind."""
+        return np.array([d.is_cpu for d in self.devices], dtype=bool)
+
+    def transfer_time(self, nbytes: float, src: int, dst: int) -> float:
+        """Uncontended seconds to move ``nbytes`` from device ``src`` to ``dst``."""
+        if src == dst:
+            return 0.0
+        return float(self.latency[src, dst] + nbytes / self.bandwidth[src, dst])
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable description (for results and logs)."""
+        return {
+            "name": self.name,
+            "comm_model": self.comm_model,
+            "transfer_gap": self.transfer_gap,
+            "op_gap": self.op_gap,
+            "devices": [vars(d).copy() for d in self.devices],
+            "bandwidth": self.bandwidth.tolist(),
+            "latency": self.latency.tolist(),
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Cluster):
+            return NotImplemented
+        return (
+            self.devices == other.devices
+            and np.array_equal(self.bandwidth, other.bandwidth)
+            and np.array_equal(self.latency, other.latency)
+            and (self.comm_model, self.transfer_gap, self.op_gap)
+            == (other.comm_model, other.transfer_gap, other.op_gap)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(f"{k}x{self.kinds.count(k)}" for k in dict.fromkeys(self.kinds))
+        return f"Cluster({self.name!r}, {kinds}, comm_model={self.comm_model!r})"
+
+    # ----------------------------------------------------------------------- factories
+    @classmethod
+    def preset(cls, name: str, **options: Any) -> Cluster:
+        """Build a registered preset, e.g. ``Cluster.preset("placeto", n_devices=3)``."""
+        factory = PRESETS[name]
+        try:
+            return factory(**options)
+        except TypeError as err:
+            raise ClusterError(f"bad options for cluster preset {name!r}: {err}") from None
+
+    @classmethod
+    def from_msr(cls, path: str | Path) -> Cluster:
+        """k accelerators + l CPUs with per-accelerator memory from an msr-fiddle file header.
+
+        Args:
+            path: A file path, or the name of a bundled file (``"bert24_training"``).
+        """
+        from placerl.graph.msr import resolve_msr_path
+
+        try:
+            resolved = resolve_msr_path(path)
+        except GraphError as err:
+            raise ClusterError(str(err)) from None
+        header = json.loads(resolved.read_text())
+        try:
+            k, l_cpus, memory = (
+                int(header["maxFPGAs"]),
+                int(header["maxCPUs"]),
+                header["maxSizePerFPGA"],
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ClusterError(f"msr file {resolved} has a bad header: {err!r}") from None
+        if k < 0 or l_cpus < 0 or k + l_cpus == 0:
+            raise ClusterError(
+                f"msr file {resolved}: need maxFPGAs + maxCPUs >= 1, got {k} + {l_cpus}"
+            )
+        devices = [Device(f"acc:{i}", "accelerator", memory=float(memory)) for i in range(k)]
+        devices += [Device(f"cpu:{i}", "cpu") for i in range(l_cpus)]
+        return cls(tuple(devices), comm_model="ideal", name=f"msr:{resolved.stem}")
+
+
+PresetFn = Callable[..., Cluster]
+PRESETS: Registry[PresetFn] = Registry("cluster preset")
+
+
+def register_preset(name: str, *, overwrite: bool = False) -> Callable[[PresetFn], PresetFn]:
+    """Register a cluster factory usable as ``Cluster.preset(name, **options)``."""
+    return PRESETS.decorator(name, overwrite=overwrite)
+
+
+def _check_count(n: Any) -> int:
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ClusterError(f"n_devices must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def _gpus(n: int, prefix: str, **spec: Any) -> list[Device]:
+    return [Device(f"{prefix}:{i}", **spec) for i in range(_check_count(n))]
+
+
+# Published device specs used by the presets (FP32 peak FLOP/s, memory bandwidth).
+K80_DIE = {"kind": "gpu", "memory": 12 * GiB, "peak_flops": 4.37e12, "mem_bandwidth": 240e9}
+V100_16GB = {"kind": "gpu", "memory": 16 * GiB, "peak_flops": 15.7e12, "mem_bandwidth": 900e9}
+A100_40GB = {"kind": "gpu", "memory": 40 * GiB, "peak_flops": 19.5e12, "mem_bandwidth": 1555e9}
+PCIE3_BANDWIDTH, PCIE3_LATENCY = 12e9, 10e-6
+NVLINK3_BANDWIDTH, NVLINK3_LATENCY = 300e9, 3e-6
+
+
+@register_preset("placeto")
+def placeto(n_devices: int = 3, memory: float = 12 * GiB) -> Cluster:
+    """Placeto's simulator: K80-class GPUs, 7,600 B/us, 25 us transfer gap, 5.7 us op gap."""
+    spec = {**K80_DIE, "memory": memory}
+    return Cluster(
+        tuple(_gpus(n_devices, "gpu", **spec)),
+        bandwidth=7600e6,
+        latency=0.0,
+        comm_model="placeto",
+        transfer_gap=25e-6,
+        op_gap=5.7e-6,
+        name="placeto",
+    )
+
+
+@register_preset("gpu4_pcie")
+def gpu4_pcie(n_devices: int = 4, comm_model: str = "links") -> Cluster:
+    """V100-16GB GPUs on PCIe 3.0 x16 (12e9 B/s peer-to-peer, 10 us)."""
+    return Cluster(
+        tuple(_gpus(n_devices, "gpu", **V100_16GB)),
+        bandwidth=PCIE3_BANDWIDTH,
+        latency=PCIE3_LATENCY,
+        comm_model=comm_model,
+        name="gpu4_pcie",
+    )
+
+
+@register_preset("gpu8_nvlink")
+def gpu8_nvlink(n_devices: int = 8, comm_model: str = "links") -> Cluster:
+    """DGX A100: A100-40GB GPUs on NVSwitch (300e9 B/s per direction, 3 us)."""
+    return Cluster(
+        tuple(_gpus(n_devices, "gpu", **A100_40GB)),
+        bandwidth=NVLINK3_BANDWIDTH,
+        latency=NVLINK3_LATENCY,
+        comm_model=comm_model,
+        name="gpu8_nvlink",
+    )
+
+
+@register_preset("cpu_gpu")
+def cpu_gpu(
+    n_devices: int = 2,
+    cpu_speed: float = 1 / 15,
+    cpu_memory: float = 256 * GiB,
+    comm_model: str = "links",
+) -> Cluster:
+    """One host CPU (device 0) and ``n_devices`` V100-16GB GPUs, all on PCIe 3.0."""
+    cpu = Device(
+        "cpu:0", "cpu", speed=cpu_speed, memory=cpu_memory, peak_flops=1.0e12, mem_bandwidth=230e9
+    )
+    return Cluster(
+        (cpu, *_gpus(n_devices, "gpu", **V100_16GB)),
+        bandwidth=PCIE3_BANDWIDTH,
+        latency=PCIE3_LATENCY,
+        comm_model=comm_model,
+        name="cpu_gpu",
+    )
+
+
+def homogeneous(
+    n_devices: int,
+    *,
+    kind: str = "gpu",
+    memory: float = math.inf,
+    bandwidth: float = PCIE3_BANDWIDTH,
+    latency: float = 0.0,
+    comm_model: str = "links",
+    speeds: Sequence[float] | None = None,
+) -> Cluster:
+    """A quick cluster of ``n_devices`` devices of one kind (tests, sanity envs, sweeps)."""
+    speeds = [1.0] * _check_count(n_devices) if speeds is None else list(speeds)
+    if len(speeds) != n_devices:
+        raise ClusterError(f"got {len(speeds)} speeds for {n_devices} devices")
+    devices = [Device(f"{kind}:{i}", kind, speed=s, memory=memory) for i, s in enumerate(speeds)]
+    return Cluster(
+        tuple(devices),
+        bandwidth=bandwidth,
+        latency=latency,
+        comm_model=comm_model,
+        name="homogeneous",
+    )
+
+
+register_preset("homogeneous")(homogeneous)

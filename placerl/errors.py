@@ -1,0 +1,28 @@
+"""Errors raised at placerl's boundaries.
+
+Every error names the offending thing (node, device, option) so a user can fix the input
+without reading a traceback from deep inside numpy or networkx. All subclass ``ValueError``
+so generic input-checking code keeps working.
+"""
+
+from __future__ import annotations
+
+
+class PlaceRLError(ValueError):
+    """Base class of every error placerl raises on bad input."""
+
+
+class GraphError(PlaceRLError):
+    """A computation graph is malformed (cycle, bad attribute, unknown node, ...)."""
+
+
+class ClusterError(PlaceRLError):
+    """A cluster description is malformed (bad bandwidth, memory, preset name, ...)."""
+
+
+class PlacementError(PlaceRLError):
+    """A placement does not fit its graph or cluster (length, device index, dtype, ...)."""
+
+
+class ConfigError(PlaceRLError):
+    """An option or registry name is unknown or out of range."""

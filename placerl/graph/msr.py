@@ -1,0 +1,145 @@
+"""Importer for the msr-fiddle profiled-graph format (Tarnawski et al., NeurIPS 2020).
+
+The public dnn-partitioning benchmark (MIT license, see ``data/msr/LICENSE.txt``) describes each
+graph as JSON: a header (``maxSizePerFPGA``, ``maxFPGAs``, ``maxCPUs``), nodes (``id``,
+``supportedOnFpga``, ``cpuLatency``, ``fpgaLatency``, ``isBackwardNode``, optional
+``colorClass``, ``size``) and edges (``sourceId``, ``destId``, ``cost``). Seven files ship with
+placerl and load by name: ``load_graph("msr:bert24_training")``; any other file of the format
+loads by path.
+
+Mapping to :class:`~placerl.graph.CompGraph` (node order = file order):
+
+* ``fpgaLatency`` -> ``cost`` (the accelerator is the reference device) and
+  ``costs["accelerator"]`` (``inf`` when ``supportedOnFpga`` is false); ``cpuLatency`` ->
+  ``costs["cpu"]``. Times are kept in the file's own unit, so the published optima of the
+  benchmark are reproduced exactly.
+* ``size`` -> ``mem_bytes``; ``colorClass`` -> colocation ``group``; ``isBackwardNode`` ->
+  ``backward``.
+* edge ``cost`` -> the edge's explicit transfer ``time``; edge ``size`` -> ``bytes``, and a
+  node's ``out_bytes`` is the largest size among its out-edges.
+* node names are the file's ``name`` fields when present and unique, else ``n<id>``; the
+  original id is kept in ``attrs["msr_id"]``. The header goes to ``meta``.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from placerl.errors import GraphError
+from placerl.graph.core import CompGraph
+
+_NODE_KEYS = ("id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode", "size")
+_EDGE_KEYS = ("sourceId", "destId", "cost")
+_HEADER_KEYS = ("maxSizePerFPGA", "maxFPGAs", "maxCPUs")
+
+
+def bundled_msr_dir() -> Path:
+    """Folder of the msr-fiddle files shipped inside the package."""
+    return Path(str(resources.files("placerl.graph") / "data" / "msr"))
+
+
+def msr_names() -> tuple[str, ...]:
+    """Names of the bundled msr-fiddle graphs (``bert24_training``, ...)."""
+    return tuple(sorted(p.stem for p in bundled_msr_dir().glob("*.json")))
+
+
+def resolve_msr_path(name_or_path: str | Path) -> Path:
+    """A bundled graph's file by name, or an existing file path.
+
+    Raises:
+        GraphError: Neither a bundled name nor an existing file (lists the bundled names).
+    """
+    bundled = bundled_msr_dir() / f"{name_or_path}.json"
+    if isinstance(name_or_path, str) and "/" not in name_or_path and bundled.is_file():
+        return bundled
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    raise GraphError(
+        f"no msr graph {str(name_or_path)!r}: not a file, and not one of the bundled graphs "
+        f"({', '.join(msr_names())})"
+    )
+
+
+def _require(record: Any, keys: tuple[str, ...], what: str) -> None:
+    if not isinstance(record, dict):
+        raise GraphError(f"{what} must be a JSON object, got {type(record).__name__}")
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise GraphError(f"{what} is missing required field(s): {', '.join(missing)}")
+
+
+def parse_msr(data: dict[str, Any], *, name: str = "msr") -> CompGraph:
+    """Build a :class:`CompGraph` from a parsed msr-fiddle JSON document.
+
+    Raises:
+        GraphError: For a missing field, an unknown node id in an edge, a duplicate id, or any
+            error :class:`CompGraph` itself detects (cycles, negative latencies, ...).
+    """
+    _require(data, (*_HEADER_KEYS, "nodes", "edges"), f"msr graph {name!r}")
+    records = data["nodes"]
+    for i, record in enumerate(records):
+        _require(record, _NODE_KEYS, f"msr graph {name!r} node #{i}")
+    ids = [record["id"] for record in records]
+    if len(set(ids)) != len(ids):
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        raise GraphError(f"msr graph {name!r} has duplicate node ids: {dupes}")
+    file_names = [record.get("name") for record in records]
+    use_file_names = all(isinstance(x, str) and x for x in file_names) and len(
+        set(file_names)
+    ) == len(file_names)
+    node_name = {
+        record["id"]: (record["name"] if use_file_names else f"n{record['id']}")
+        for record in records
+    }
+
+    out_bytes = dict.fromkeys(ids, 0.0)
+    edges = []
+    for i, edge in enumerate(data["edges"]):
+        _require(edge, _EDGE_KEYS, f"msr graph {name!r} edge #{i}")
+        src, dst = edge["sourceId"], edge["destId"]
+        for end in (src, dst):
+            if end not in node_name:
+                raise GraphError(
+                    f"msr graph {name!r} edge {src} -> {dst} names unknown node id {end}"
+                )
+        nbytes = float(edge.get("size", 0.0))
+        out_bytes[src] = max(out_bytes[src], nbytes)
+        edges.append(
+            {"src": node_name[src], "dst": node_name[dst], "bytes": nbytes, "time": edge["cost"]}
+        )
+
+    nodes = []
+    for record in records:
+        supported = bool(record["supportedOnFpga"])
+        node = {
+            "name": node_name[record["id"]],
+            "op": "backward" if record["isBackwardNode"] else "forward",
+            "cost": record["fpgaLatency"],
+            "costs": {
+                "accelerator": record["fpgaLatency"] if supported else float("inf"),
+                "cpu": record["cpuLatency"],
+            },
+            "out_bytes": out_bytes[record["id"]],
+            "mem_bytes": record["size"],
+            "backward": bool(record["isBackwardNode"]),
+            "attrs": {"msr_id": record["id"]},
+        }
+        if record.get("colorClass") is not None:
+            node["group"] = f"color{record['colorClass']}"
+        nodes.append(node)
+    meta = {"source": "msr", **{key: data[key] for key in _HEADER_KEYS}}
+    return CompGraph(nodes, edges, name=name, meta=meta)
+
+
+def load_msr(name_or_path: str | Path) -> CompGraph:
+    """Load a bundled msr-fiddle graph by name (``"bert24_training"``) or any file by path."""
+    path = resolve_msr_path(name_or_path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise GraphError(f"msr file {path} is not valid JSON: {err}") from None
+    return parse_msr(data, name=path.stem)
