@@ -22,9 +22,9 @@ def describe(spec: str, order: str, seed: int, cluster: str | None) -> str:
     lines = [
         f"graph      {g.name}: {g.num_nodes} nodes, {g.num_edges} edges",
         f"cost       total {g.total_cost:.6g} s, max {a.cost.max():.6g} s",
-        f"memory     {a.mem_bytes.sum():.6g} bytes resident, {a.out_bytes.sum():.6g} bytes of outputs",
+        f"memory     {a.mem_bytes.sum():.6g} B resident, {a.out_bytes.sum():.6g} B of outputs",
         f"kinds      explicit costs for: {', '.join(g.device_kinds) or '-'}",
-        f"groups     {len(a.group_names)} colocation groups, {int(a.backward.sum())} backward nodes",
+        f"groups     {len(a.group_names)} colocation groups, {int(a.backward.sum())} backward",
     ]
     names = [g.names[v] for v in traversal_order(g, order, seed=seed)]
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
@@ -33,7 +33,8 @@ def describe(spec: str, order: str, seed: int, cluster: str | None) -> str:
         c = Cluster.from_msr(cluster[4:]) if cluster.startswith("msr:") else Cluster.preset(cluster)
         lines.append(f"cluster    {c!r}")
         lines.extend(
-            f"  {d.name:<8} kind={d.kind} speed={d.speed:.3g} memory={d.memory:.4g}" for d in c.devices
+            f"  {d.name:<8} kind={d.kind} speed={d.speed:.3g} memory={d.memory:.4g}"
+            for d in c.devices
         )
     return "\n".join(lines)
 

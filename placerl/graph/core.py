@@ -298,10 +298,9 @@ class CompGraph:
         g = nx.DiGraph()
         g.add_nodes_from(range(len(self._nodes)))
         g.add_edges_from((self._index[e.src], self._index[e.dst]) for e in self._edges)
-        try:
-            cycle = nx.find_cycle(g)
-        except nx.NetworkXNoCycle:
+        if nx.is_directed_acyclic_graph(g):  # fast; find_cycle only to name the culprit
             return
+        cycle = nx.find_cycle(g)
         names = [self._nodes[u].name for u, _ in cycle] + [self._nodes[cycle[0][0]].name]
         raise GraphError(f"graph {self.name!r} has a cycle: {' -> '.join(names)}")
 

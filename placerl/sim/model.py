@@ -1,0 +1,252 @@
+"""``CostModel``: precompute once per (graph, cluster, objective), evaluate placements fast."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from placerl._registry import Registry
+from placerl.cluster import Cluster
+from placerl.errors import PlacementError
+from placerl.graph import CompGraph
+from placerl.sim import kernels
+from placerl.sim.result import SimResult
+
+
+class Objective(Protocol):
+    """How a :class:`CostModel` turns a checked placement into a :class:`SimResult`."""
+
+    def __call__(self, model: CostModel, placement: np.ndarray) -> SimResult: ...
+
+
+OBJECTIVES: Registry[Objective] = Registry("objective")
+
+
+def register_objective(name: str, *, overwrite: bool = False) -> Callable[[Objective], Objective]:
+    """Register ``fn(model, placement) -> SimResult`` as objective ``name``."""
+    return OBJECTIVES.decorator(name, overwrite=overwrite)
+
+
+def duration_matrix(graph: CompGraph, cluster: Cluster) -> np.ndarray:
+    """Seconds of each node on each device: ``costs[kind]`` if given, else ``cost / speed``."""
+    a = graph.arrays
+    out = np.empty((a.num_nodes, cluster.num_devices))
+    for d, device in enumerate(cluster.devices):
+        scaled = a.cost / device.speed
+        explicit = a.kind_costs.get(device.kind)
+        out[:, d] = scaled if explicit is None else np.where(np.isnan(explicit), scaled, explicit)
+    out.flags.writeable = False
+    return out
+
+
+def check_placement(placement: Any, graph: CompGraph, num_devices: int) -> np.ndarray:
+    """Validate a placement and return it as a contiguous ``int64`` array.
+
+    Raises:
+        PlacementError: Wrong shape or length, a non-numeric / non-integer / NaN entry, or a
+            device index out of range; the message names the first offending node.
+    """
+    arr = np.asarray(placement)
+    n = graph.num_nodes
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise PlacementError(
+            f"placement has shape {arr.shape}; expected ({n},): "
+            f"one device per node of {graph.name!r}"
+        )
+    if arr.dtype.kind == "f":
+        bad = np.flatnonzero(np.isnan(arr))
+        if bad.size:
+            raise PlacementError(f"placement is NaN at node {graph.names[bad[0]]!r}")
+        bad = np.flatnonzero(arr != np.round(arr))
+        if bad.size:
+            v = bad[0]
+            raise PlacementError(
+                f"placement has non-integer device {arr[v].item()!r} at node {graph.names[v]!r}"
+            )
+    elif arr.dtype.kind not in "iu":
+        raise PlacementError(f"placement must hold integer device indices, got dtype {arr.dtype}")
+    bad = np.flatnonzero((arr < 0) | (arr >= num_devices))
+    if bad.size:
+        v = bad[0]
+        raise PlacementError(
+            f"placement puts node {graph.names[v]!r} on device {arr[v].item()!r}; "
+            f"the cluster has devices 0..{num_devices - 1}"
+        )
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+class CostModel:
+    """Everything about (graph, cluster, objective) that does not depend on the placement.
+
+    Args:
+        graph: The computation graph.
+        cluster: The devices and links.
+        objective: A registered objective name (``step_time``, ``pipeline``).
+
+    Example:
+        >>> g, c = load_graph("msr:bert24_inference"), Cluster.from_msr("bert24_inference")
+        >>> model = CostModel(g, c, objective="pipeline")
+        >>> model.evaluate(np.zeros(32, dtype=int)).runtime   # doctest: +SKIP
+    """
+
+    def __init__(self, graph: CompGraph, cluster: Cluster, objective: str = "step_time") -> None:
+        self.graph = graph
+        self.cluster = cluster
+        self.objective = objective
+        self._objective_fn = OBJECTIVES[objective]
+        self.arrays = graph.arrays
+        self.durations = duration_matrix(graph, cluster)
+        self.capacity = cluster.memory
+        self.is_cpu = cluster.is_cpu
+        self.comm_model = kernels.COMM_MODEL_CODES[cluster.comm_model]
+        self.edge_time = np.ascontiguousarray(self.arrays.edge_time)
+        grouped = self.arrays.group >= 0
+        self._grouped_nodes = np.flatnonzero(grouped)
+        first_of_group = {}
+        for v in self._grouped_nodes:
+            first_of_group.setdefault(int(self.arrays.group[v]), int(v))
+        self._group_leader = np.array(
+            [first_of_group[int(self.arrays.group[v])] for v in self._grouped_nodes], dtype=np.int64
+        )
+
+    @property
+    def num_devices(self) -> int:
+        """Number of devices of the cluster."""
+        return self.cluster.num_devices
+
+    def evaluate(self, placement: Any, *, check: bool = True) -> SimResult:
+        """Evaluate one placement (a device index per node, in node-index order).
+
+        Args:
+            placement: Array-like of device indices.
+            check: Validate the placement first; envs that build placements themselves may skip.
+        """
+        if check:
+            placement = check_placement(placement, self.graph, self.num_devices)
+        return self._objective_fn(self, placement)
+
+    def runtime(self, placement: Any, *, check: bool = True) -> float:
+        """Only the runtime of :meth:`evaluate`."""
+        return self.evaluate(placement, check=check).runtime
+
+    def evaluate_batch(self, placements: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Evaluate many placements at once.
+
+        Args:
+            placements: Array of shape ``(batch, num_nodes)``.
+
+        Returns:
+            ``(runtimes, feasible)``: float and bool arrays of shape ``(batch,)``.
+        """
+        batch = np.asarray(placements)
+        if batch.ndim != 2:
+            raise PlacementError(
+                f"a batch of placements must be 2-D (batch, nodes), got shape {batch.shape}"
+            )
+        checked = [check_placement(row, self.graph, self.num_devices) for row in batch]
+        results = [self._objective_fn(self, row) for row in checked]
+        return (
+            np.array([r.runtime for r in results], dtype=np.float64),
+            np.array([r.feasible for r in results], dtype=bool),
+        )
+
+    # ---------------------------------------------------------- shared result assembly
+    def node_durations(self, placement: np.ndarray) -> np.ndarray:
+        """Duration of each node on its assigned device."""
+        return self.durations[np.arange(placement.shape[0]), placement]
+
+    def resident_memory(self, placement: np.ndarray) -> np.ndarray:
+        """Sum of ``mem_bytes`` per device."""
+        return np.bincount(placement, weights=self.arrays.mem_bytes, minlength=self.num_devices)
+
+    def split_groups(self, placement: np.ndarray) -> tuple[str, ...]:
+        """Colocation groups whose nodes are not all on one device."""
+        if self._grouped_nodes.size == 0:
+            return ()
+        broken = placement[self._grouped_nodes] != placement[self._group_leader]
+        ids = np.unique(self.arrays.group[self._grouped_nodes[broken]])
+        return tuple(self.arrays.group_names[i] for i in ids)
+
+    def result(
+        self,
+        placement: np.ndarray,
+        runtime: float,
+        busy: np.ndarray,
+        comm: np.ndarray,
+        peak_activation: np.ndarray | None = None,
+        **times: np.ndarray,
+    ) -> SimResult:
+        """Assemble a :class:`SimResult` with the memory and feasibility checks."""
+        memory = self.resident_memory(placement)
+        peak = memory if peak_activation is None else memory + peak_activation
+        excess = np.maximum(peak - self.capacity, 0.0)
+        split = self.split_groups(placement)
+        unsupported = tuple(
+            int(v) for v in np.flatnonzero(np.isinf(self.node_durations(placement)))
+        )
+        return SimResult(
+            objective=self.objective,
+            runtime=float(runtime),
+            feasible=not (excess.any() or split or unsupported),
+            busy=busy,
+            comm=comm,
+            memory=memory,
+            peak_memory=peak,
+            memory_excess=excess,
+            split_groups=split,
+            unsupported_nodes=unsupported,
+            **times,
+        )
+
+    def __repr__(self) -> str:
+        return f"CostModel({self.graph!r}, {self.cluster!r}, objective={self.objective!r})"
+
+
+@register_objective("step_time")
+def _step_time(model: CostModel, placement: np.ndarray) -> SimResult:
+    a, c = model.arrays, model.cluster
+    n, n_dev = a.num_nodes, c.num_devices
+    busy, comm = np.zeros(n_dev), np.zeros(n_dev)
+    if np.isinf(model.node_durations(placement)).any():
+        inf = np.full(n, np.inf)
+        return model.result(placement, np.inf, busy, comm, start=inf, finish=inf)
+    start, finish = np.empty(n), np.empty(n)
+    edge_arrival = np.empty(a.num_edges)
+    runtime = kernels.step_time(
+        placement, model.durations, a.in_degree, a.succ_ptr, a.succ, a.succ_edge, model.edge_time,
+        a.edge_bytes, c.bandwidth, c.latency, model.comm_model, c.transfer_gap, c.op_gap,
+        start, finish, edge_arrival, busy, comm,
+    )  # fmt: skip
+    peak = np.empty(n_dev)
+    kernels.peak_activations(
+        placement, start, finish, edge_arrival, a.succ_ptr, a.succ, a.succ_edge, a.out_bytes,
+        n_dev, peak,
+    )  # fmt: skip
+    return model.result(placement, runtime, busy, comm, peak, start=start, finish=finish)
+
+
+@register_objective("pipeline")
+def _pipeline(model: CostModel, placement: np.ndarray) -> SimResult:
+    a, c = model.arrays, model.cluster
+    busy, comm = np.zeros(c.num_devices), np.zeros(c.num_devices)
+    runtime = kernels.pipeline(
+        placement, model.durations, a.succ_ptr, a.succ, a.succ_edge, model.edge_time, a.edge_bytes,
+        c.bandwidth, c.latency, model.is_cpu, busy, comm,
+    )  # fmt: skip
+    return model.result(placement, runtime, busy, comm)
+
+
+def simulate(
+    graph: CompGraph, placement: Any, cluster: Cluster, objective: str = "step_time"
+) -> SimResult:
+    """Evaluate one placement: a pure function of graph, placement, cluster and objective.
+
+    For many evaluations of one graph and cluster build a :class:`CostModel` once instead.
+
+    Raises:
+        PlacementError: The placement does not fit the graph or cluster.
+        ConfigError: Unknown objective.
+    """
+    return CostModel(graph, cluster, objective).evaluate(placement)
