@@ -204,20 +204,21 @@ def peak_activations(placement, start, finish, edge_arrival, succ_ptr, succ, suc
             if copy_hi[d] > -np.inf:
                 dev[m], lo[m], hi[m], size[m] = d, copy_lo[d], copy_hi[d], out_bytes[u]
                 m += 1
-    # Allocations first, then frees; a stable sort by time keeps allocations first at ties.
-    times = np.concatenate((lo[:m], hi[:m]))
-    order = np.argsort(times, kind="mergesort")
+    # Sweep allocations and frees in time order, allocations first at equal times (so the
+    # order among allocations, or among frees, at one instant does not change the peak).
+    alloc = np.argsort(lo[:m])
+    free = np.argsort(hi[:m])
     current = np.zeros(n_dev)
     peak[:] = 0.0
-    for i in order:
-        j = i if i < m else i - m
-        d = dev[j]
-        if i < m:
-            current[d] += size[j]
-            if current[d] > peak[d]:
-                peak[d] = current[d]
-        else:
-            current[d] -= size[j]
+    j = 0
+    for i in alloc:
+        while j < m and hi[free[j]] < lo[i]:
+            current[dev[free[j]]] -= size[free[j]]
+            j += 1
+        d = dev[i]
+        current[d] += size[i]
+        if current[d] > peak[d]:
+            peak[d] = current[d]
 
 
 # --------------------------------------------------------------------------- pipeline

@@ -102,6 +102,7 @@ class CostModel:
         self.is_cpu = cluster.is_cpu
         self.comm_model = kernels.COMM_MODEL_CODES[cluster.comm_model]
         self.edge_time = np.ascontiguousarray(self.arrays.edge_time)
+        self.in_degree = self.arrays.in_degree
         grouped = self.arrays.group >= 0
         self._grouped_nodes = np.flatnonzero(grouped)
         first_of_group = {}
@@ -215,9 +216,9 @@ def _step_time(model: CostModel, placement: np.ndarray) -> SimResult:
     start, finish = np.empty(n), np.empty(n)
     edge_arrival = np.empty(a.num_edges)
     runtime = kernels.step_time(
-        placement, model.durations, a.in_degree, a.succ_ptr, a.succ, a.succ_edge, model.edge_time,
-        a.edge_bytes, c.bandwidth, c.latency, model.comm_model, c.transfer_gap, c.op_gap,
-        start, finish, edge_arrival, busy, comm,
+        placement, model.durations, model.in_degree, a.succ_ptr, a.succ, a.succ_edge,
+        model.edge_time, a.edge_bytes, c.bandwidth, c.latency, model.comm_model,
+        c.transfer_gap, c.op_gap, start, finish, edge_arrival, busy, comm,
     )  # fmt: skip
     peak = np.empty(n_dev)
     kernels.peak_activations(
