@@ -21,47 +21,53 @@ def _less(t_a: float, k_a: int, t_b: float, k_b: int) -> bool:
     return t_a < t_b or (t_a == t_b and k_a < k_b)
 
 
-@njit(cache=True)
-def _heap_push(times: np.ndarray, keys: np.ndarray, size: int, t: float, k: int) -> int:
-    """Push (t, k) on a min-heap ordered by (time, key); returns the new size."""
+@njit(cache=True, inline="always")
+def _heap_push(times: np.ndarray, keys: np.ndarray, base: int, size: int, t: float, k: int) -> int:
+    """Push (t, k) on the min-heap ``times/keys[base:base + size]`` ordered by (time, key).
+
+    Returns the new size. Heaps live at an offset of shared flat arrays (one per device) so
+    the kernel never creates array views in its inner loop.
+    """
     i = size
-    times[i] = t
-    keys[i] = k
-    while i > 0:
+    while i > 0:  # sift the hole up, then drop (t, k) into it
         parent = (i - 1) >> 1
-        if not _less(times[i], keys[i], times[parent], keys[parent]):
+        if not _less(t, k, times[base + parent], keys[base + parent]):
             break
-        times[i], times[parent] = times[parent], times[i]
-        keys[i], keys[parent] = keys[parent], keys[i]
+        times[base + i] = times[base + parent]
+        keys[base + i] = keys[base + parent]
         i = parent
+    times[base + i] = t
+    keys[base + i] = k
     return size + 1
 
 
-@njit(cache=True)
-def _heap_pop(times: np.ndarray, keys: np.ndarray, size: int) -> int:
-    """Remove the minimum (read it at index 0 first); returns the new size."""
+@njit(cache=True, inline="always")
+def _heap_pop(times: np.ndarray, keys: np.ndarray, base: int, size: int) -> int:
+    """Remove the minimum (read it at ``base`` first); returns the new size."""
     size -= 1
-    times[0] = times[size]
-    keys[0] = keys[size]
+    t = times[base + size]
+    k = keys[base + size]
     i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= size:
+    while True:  # sift the hole down, then drop the former last item into it
+        child = 2 * i + 1
+        if child >= size:
             break
-        child = left
-        right = left + 1
-        if right < size and _less(times[right], keys[right], times[left], keys[left]):
-            child = right
-        if not _less(times[child], keys[child], times[i], keys[i]):
+        if child + 1 < size and _less(
+            times[base + child + 1], keys[base + child + 1], times[base + child], keys[base + child]
+        ):
+            child += 1
+        if not _less(times[base + child], keys[base + child], t, k):
             break
-        times[i], times[child] = times[child], times[i]
-        keys[i], keys[child] = keys[child], keys[i]
+        times[base + i] = times[base + child]
+        keys[base + i] = keys[base + child]
         i = child
+    times[base + i] = t
+    keys[base + i] = k
     return size
 
 
 # -------------------------------------------------------------------------- transfers
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
                        bandwidth, latency, remote):  # fmt: skip
     """Longest edge time from ``u`` to each other device (-1 where none); any remote?"""
@@ -94,8 +100,8 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, edge_t
     ev_time = np.empty(3 * n + 2)
     ev_node = np.empty(3 * n + 2, dtype=np.int64)  # node that finishes, or -1 for a wake-up
     n_ev = 0
-    rq_time = np.empty((n_dev, n))
-    rq_node = np.empty((n_dev, n), dtype=np.int64)
+    rq_time = np.empty(n_dev * n)  # device d's ready heap lives at offset d * n
+    rq_node = np.empty(n_dev * n, dtype=np.int64)
     rq_size = np.zeros(n_dev, dtype=np.int64)
     busy_until = np.zeros(n_dev)
     chan_free = np.zeros(n_dev)
@@ -108,15 +114,15 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, edge_t
     for v in range(n):
         if pending[v] == 0:
             d = placement[v]
-            rq_size[d] = _heap_push(rq_time[d], rq_node[d], rq_size[d], 0.0, v)
-    n_ev = _heap_push(ev_time, ev_node, n_ev, 0.0, -1)
+            rq_size[d] = _heap_push(rq_time, rq_node, d * n, rq_size[d], 0.0, v)
+    n_ev = _heap_push(ev_time, ev_node, 0, n_ev, 0.0, -1)
 
     while n_ev > 0:
         t = ev_time[0]
         # Round 1: apply every completion at time t.
         while n_ev > 0 and ev_time[0] == t:
             u = ev_node[0]
-            n_ev = _heap_pop(ev_time, ev_node, n_ev)
+            n_ev = _heap_pop(ev_time, ev_node, 0, n_ev)
             if u < 0:
                 continue
             s = placement[u]
@@ -150,21 +156,22 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, edge_t
                     ready[v] = a
                 pending[v] -= 1
                 if pending[v] == 0:
-                    rq_size[d] = _heap_push(rq_time[d], rq_node[d], rq_size[d], ready[v], v)
-                    n_ev = _heap_push(ev_time, ev_node, n_ev, ready[v], -1)
+                    rq_size[d] = _heap_push(rq_time, rq_node, d * n, rq_size[d], ready[v], v)
+                    if ready[v] > t:  # ready now: this round's dispatch sees it anyway
+                        n_ev = _heap_push(ev_time, ev_node, 0, n_ev, ready[v], -1)
         # Round 2: every free device starts its earliest-ready op, if one is ready by t.
         for d in range(n_dev):
-            if busy_until[d] <= t and rq_size[d] > 0 and rq_time[d, 0] <= t:
-                v = rq_node[d, 0]
-                rq_size[d] = _heap_pop(rq_time[d], rq_node[d], rq_size[d])
+            if busy_until[d] <= t and rq_size[d] > 0 and rq_time[d * n] <= t:
+                v = rq_node[d * n]
+                rq_size[d] = _heap_pop(rq_time, rq_node, d * n, rq_size[d])
                 duration = durations[v, d]
                 start[v] = t
                 finish[v] = t + duration
                 busy[d] += duration
                 busy_until[d] = finish[v] + (op_gap if duration > 0.0 else 0.0)
-                n_ev = _heap_push(ev_time, ev_node, n_ev, finish[v], v)
+                n_ev = _heap_push(ev_time, ev_node, 0, n_ev, finish[v], v)
                 if busy_until[d] > finish[v]:
-                    n_ev = _heap_push(ev_time, ev_node, n_ev, busy_until[d], -1)
+                    n_ev = _heap_push(ev_time, ev_node, 0, n_ev, busy_until[d], -1)
     return finish.max()
 
 
