@@ -1,5 +1,6 @@
 """placerl: reinforcement-learning device placement over graph traversal orders."""
 
+import placerl.envs  # noqa: F401  (registers the gymnasium ids)
 from placerl.cluster import Cluster, Device
 from placerl.errors import ClusterError, ConfigError, GraphError, PlacementError, PlaceRLError
 from placerl.graph import CompGraph, load_graph

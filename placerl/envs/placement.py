@@ -1,0 +1,122 @@
+"""``placerl/Placement-v0``: build a placement node by node in a traversal order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from placerl.envs.base import PlacementEnvBase
+from placerl.envs.rewards import INFEASIBLE_FACTOR
+
+
+class PlacementEnv(PlacementEnvBase):
+    """Construct a device placement of a computation graph, one node per step.
+
+    ## Description
+    An episode visits every node of the graph once, in the chosen traversal order (Wang et al.
+    2022 showed that this order changes what an RL placer learns). At step ``t`` the agent picks
+    the device of node ``order[t]``. Placing a node places its whole colocation group (a
+    training graph's backward node moves with its forward node), so groups are never split.
+    The runtime comes from a :class:`~placerl.sim.CostModel` (``step_time`` or ``pipeline``).
+
+    ## Observation space
+    A ``Dict`` of fixed-shape arrays, padded to ``max_nodes`` / ``max_edges``. Node rows follow
+    the traversal order (row ``i`` is node ``order[i]``), so a sequence model reads the order
+    directly and one graph under two orders gives two different sequences.
+
+    * ``nodes`` ``(max_nodes, 9 + D)`` float32, one row per node:
+      0 cost / the graph's largest cost; 1 out_bytes / largest; 2 mem_bytes / largest;
+      3 in-degree and 4 out-degree / the largest degree; 5 position in the order / (N - 1);
+      6 placed flag; 7 current-node flag; 8 start time relative to the current node's, divided
+      by the runtime, from the last simulation (``PlacementRefine-v0`` with ``step_time`` only;
+      0 here); 9 .. 9 + D one-hot of the node's device (zeros while unplaced).
+    * ``edge_index`` ``(2, max_edges)`` int64: producer and consumer rows of each edge.
+    * ``edge_mask`` ``(max_edges,)``, ``node_mask`` ``(max_nodes,)``: 1 for real entries.
+    * ``current`` ``(max_nodes,)``: one-hot row of the node to place (a ``Box``, not a
+      ``Discrete``: SB3 one-hot-encodes those with unstable shapes).
+
+    Every call returns fresh arrays.
+
+    ## Action space
+    ``Discrete(D)``: the device of the current node. :meth:`action_masks` (bool, for
+    sb3-contrib's MaskablePPO) and ``info["action_mask"]`` (int8, Gymnasium's convention) mark
+    the devices whose kind can run the node's group and, with ``memory="mask"``, whose resident
+    memory can still hold it. A masked action is applied anyway and scored by the
+    infeasibility penalty.
+
+    ## Reward
+    Chosen by name (:mod:`placerl.envs.rewards`). Default ``log_speedup``: 0 until the last
+    step, then ``log(reference_runtime / final_runtime)``. The dense ``normalized_delta`` is the
+    shaped variant: unplaced nodes count as on the reference placement's devices, and each step
+    earns ``(runtime before - runtime after) / reference_runtime`` (the rewards sum to the final
+    improvement). Infeasible placements are scored by ``penalized_runtime``.
+
+    ## Episode end
+    Terminates after the last node. With ``memory="mask"``, if no device can hold the next node
+    the episode terminates early with ``info["infeasible"] = True`` and the reward of a runtime
+    ``INFEASIBLE_FACTOR + 1`` times the reference (unplaced nodes are completed from the
+    reference placement in ``info["placement"]``).
+
+    ## Arguments
+    ``graph`` (spec, CompGraph or a list to sample one per episode), ``cluster`` (preset name,
+    ``msr:<name>`` or Cluster), ``order`` (registered name or callable), ``objective``,
+    ``reward``, ``memory`` (``mask`` / ``penalty``), ``reference`` (``single_device`` or a placer
+    name), ``max_nodes`` / ``max_edges``, ``order_seed``, ``render_mode`` (``ansi``,
+    ``rgb_array``).
+
+    ## Version history
+    * v0: initial version.
+    """
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        case = self._start_episode(seed)
+        self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
+        self._t, self._row = 0, None
+        self._before = case.reference_runtime
+        self._set_current(0)
+        self._mask = self._mask_for(int(case.order[0]))
+        return self._observation(), self._info(None, False)
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        case = self.case
+        device = int(action)
+        if not 0 <= device < self.num_devices:
+            raise ValueError(
+                f"action {action!r} is not a device index in 0..{self.num_devices - 1}"
+            )
+        self._move_group(int(case.order[self._t]), device)
+        self._t += 1
+        done = self._t == case.graph.num_nodes
+        if not done:
+            self._set_current(self._t)
+            self._mask = self._mask_for(int(case.order[self._t]))
+            if self.memory == "mask" and not self._mask.any():
+                return self._stuck()
+        after = None
+        if done or self.reward_fn.dense:
+            after = self._score(case.model.evaluate(self._completed(), check=False))
+        reward = self.reward_fn(case.reference_runtime, self._before, after, done)
+        if after is not None:
+            self._before = after
+        if done:
+            self._set_current(None)
+            self._record_best(after, self.placement)
+        return self._observation(), reward, done, False, self._info(after, done)
+
+    def _completed(self) -> np.ndarray:
+        """The placement with unplaced nodes on the reference placement's devices."""
+        unplaced = self.placement < 0
+        if not unplaced.any():
+            return self.placement
+        return np.where(unplaced, self.case.reference_placement, self.placement)
+
+    def _stuck(self) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        case = self.case
+        penalty = (INFEASIBLE_FACTOR + 1) * case.reference_runtime
+        reward = self.reward_fn(case.reference_runtime, self._before, penalty, True)
+        self.placement = self._completed().copy()
+        self._set_current(None)
+        return self._observation(), reward, True, False, self._info(penalty, True, infeasible=True)

@@ -1,0 +1,339 @@
+"""Gymnasium compliance and behaviour of every registered placement env."""
+
+import itertools
+import math
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+import placerl  # noqa: F401  (registers the ids)
+from placerl.cluster import Cluster, homogeneous
+from placerl.envs import SANITY_PROBLEMS, PlacementEnv, PlacementRefineEnv
+from placerl.errors import ConfigError
+from placerl.graph import CompGraph, load_graph
+from placerl.graph.orders import ORDERS
+from placerl.sim import simulate
+
+IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("placerl/"))
+SMALL = "synthetic:layered?n=12&seed=1"
+
+
+def make(env_id, **kwargs):
+    if "Sanity" not in env_id:
+        kwargs.setdefault("graph", SMALL)
+        kwargs.setdefault("cluster", "gpu4_pcie")
+    return gym.make(env_id, **kwargs)
+
+
+def rollout(env, seed, actions=None):
+    obs, info = env.reset(seed=seed)
+    trace = [obs]
+    rewards = []
+    rng = np.random.default_rng(0)
+    for t in itertools.count():
+        action = actions[t] if actions else int(rng.integers(env.action_space.n))
+        obs, reward, terminated, truncated, info = env.step(action)
+        trace.append(obs)
+        rewards.append(reward)
+        if terminated or truncated:
+            return trace, rewards, info
+
+
+def test_ids_are_registered():
+    assert {"placerl/Placement-v0", "placerl/PlacementRefine-v0", "placerl/SanityChain-v0"} <= set(
+        IDS
+    )
+
+
+@pytest.mark.parametrize("objective", ["step_time", "pipeline"])
+@pytest.mark.parametrize("order", sorted(ORDERS))
+@pytest.mark.parametrize("env_id", IDS)
+def test_gymnasium_and_sb3_checkers_pass(env_id, order, objective):
+    env = make(env_id, order=order, objective=objective)
+    gym_check_env(env.unwrapped, skip_render_check=True)
+    sb3_check_env(env.unwrapped, warn=False)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_same_seed_same_episode(env_id):
+    kwargs = {"initial": "random"} if "Refine" in env_id else {}
+    a = rollout(make(env_id, **kwargs), seed=7)
+    b = rollout(make(env_id, **kwargs), seed=7)
+    assert a[1] == b[1]
+    for x, y in zip(a[0], b[0], strict=True):
+        for key in x:
+            np.testing.assert_array_equal(x[key], y[key])
+    np.testing.assert_array_equal(a[2]["placement"], b[2]["placement"])
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_pickle_round_trip_mid_episode(env_id):
+    env = make(env_id)
+    env.reset(seed=3)
+    env.step(0)
+    clone = pickle.loads(pickle.dumps(env))
+    for action in (1, 0, 1):
+        out_a, out_b = env.step(action), clone.step(action)
+        assert out_a[1] == out_b[1]
+        np.testing.assert_array_equal(out_a[0]["nodes"], out_b[0]["nodes"])
+        if out_a[2]:
+            break
+
+
+def test_vector_envs_and_wrappers():
+    vec = gym.make_vec("placerl/Placement-v0", num_envs=2, vectorization_mode="sync", graph=SMALL)
+    obs, _ = vec.reset(seed=0)
+    assert obs["nodes"].shape == (2, 12, 9 + 3)
+    obs, reward, *_ = vec.step(np.array([0, 1]))
+    assert reward.shape == (2,)
+    vec.close()
+    limited = make("placerl/PlacementRefine-v0", max_episode_steps=3)
+    limited.reset(seed=0)
+    outcomes = [limited.step(0) for _ in range(3)]
+    assert outcomes[-1][3] is True  # TimeLimit truncates
+    mask = limited.get_wrapper_attr("action_masks")()
+    assert mask.dtype == bool and mask.shape == (4,)
+
+
+def test_sb3_vec_envs_including_subprocesses():
+    dummy = DummyVecEnv([lambda: make("placerl/Placement-v0")] * 2)
+    dummy.reset()
+    dummy.step(np.array([0, 1]))
+    masks = dummy.env_method("action_masks")
+    assert len(masks) == 2 and masks[0].dtype == bool
+    sub = SubprocVecEnv([lambda: make("placerl/PlacementRefine-v0")] * 2, start_method="spawn")
+    try:
+        sub.reset()
+        _, rewards, _, infos = sub.step(np.array([1, 2]))
+        assert rewards.shape == (2,) and "runtime" in infos[0]
+    finally:
+        sub.close()
+
+
+def test_maskable_ppo_finds_action_masks():
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+
+    vec = DummyVecEnv([lambda: make("placerl/SanityMemory-v0")])
+    assert is_masking_supported(vec)
+    vec.reset()
+    assert get_action_masks(vec).shape == (1, 2)
+
+
+# ------------------------------------------------------------------- observations
+def test_observation_rows_follow_the_traversal_order():
+    g = load_graph(SMALL)
+    topo = PlacementEnv(graph=g, order="topo")
+    alpha = PlacementEnv(graph=g, order="random")
+    a, _ = topo.reset(seed=0)
+    b, _ = alpha.reset(seed=0)
+    assert not np.array_equal(a["nodes"], b["nodes"])
+    # the same node set: rows are a permutation of each other
+    np.testing.assert_allclose(np.sort(a["nodes"][:, 0]), np.sort(b["nodes"][:, 0]))
+    order = topo.case.order
+    np.testing.assert_allclose(
+        a["nodes"][:, 0], g.arrays.cost[order] / g.arrays.cost.max(), rtol=1e-6
+    )
+    assert a["current"][0] == 1.0 and a["nodes"][0, 7] == 1.0
+    # edges index rows: edge (u, v) appears as (row_of[u], row_of[v])
+    rows = a["edge_index"][:, : g.num_edges]
+    np.testing.assert_array_equal(order[rows[0]], g.arrays.src)
+
+
+def test_observation_updates_and_fresh_arrays():
+    env = PlacementEnv(graph=SMALL, cluster="gpu4_pcie", max_nodes=20, max_edges=40)
+    obs, _ = env.reset(seed=0)
+    assert obs["node_mask"].sum() == 12 and obs["node_mask"][12:].sum() == 0
+    assert obs["edge_mask"].sum() == load_graph(SMALL).num_edges
+    obs["nodes"][:] = 5.0
+    after, *_ = env.step(2)
+    assert after["nodes"].max() <= 1.0
+    assert after["nodes"][0, 9 + 2] == 1.0 and after["nodes"][0, 6] == 1.0  # placed on device 2
+    assert after["current"][1] == 1.0 and after["current"].sum() == 1.0
+    assert env.observation_space.contains(after)
+
+
+def test_refine_start_time_feature_is_relative_to_current_node():
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="random")
+    obs, info = env.reset(seed=1)
+    result = simulate(env.case.graph, env.placement, env.cluster)
+    order = env.case.order
+    expected = (result.start[order] - result.start[order[0]]) / result.runtime
+    np.testing.assert_allclose(obs["nodes"][:12, 8], expected, rtol=1e-5, atol=1e-7)
+    assert info["runtime"] == pytest.approx(result.runtime)
+
+
+# ------------------------------------------------------------------------ rewards
+def test_refine_reward_is_positive_when_the_placement_gets_faster():
+    problem = SANITY_PROBLEMS["branches"]
+    env = PlacementRefineEnv(graph=problem.graph, cluster=problem.cluster, order="topo")
+    env.reset(seed=0)  # starts on one device: 4e-2 s
+    names = env.case.graph.names
+    rewards = {}
+    for t in range(env.case.graph.num_nodes):
+        node = names[env.case.order[t]]
+        _, reward, *_ = env.step(1 if node.startswith("r") else 0)
+        rewards[node] = reward
+    assert rewards["r1"] > 0 or rewards["r0"] > 0
+    assert sum(rewards.values()) == pytest.approx((4e-2 - 2e-2) / 4e-2)
+    # and moving back is punished
+    env.reset(seed=0)
+    assert env.placement.tolist() == [0] * 6
+
+
+def test_construct_rewards_sum_to_the_final_improvement():
+    for reward in ("normalized_delta", "improvement", "log_speedup", "runtime_delta"):
+        env = PlacementEnv(graph=SMALL, cluster="gpu4_pcie", reward=reward)
+        _, rewards, info = rollout(env, seed=0)
+        ref, final = info["reference_runtime"], info["runtime"]
+        expected = {
+            "normalized_delta": (ref - final) / ref,
+            "improvement": (ref - final) / ref,
+            "log_speedup": math.log(ref / final),
+            "runtime_delta": ref - final,
+        }[reward]
+        assert sum(rewards) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        if reward in ("improvement", "log_speedup"):
+            assert all(r == 0 for r in rewards[:-1])
+
+
+def test_info_reports_runtimes_and_final_placement():
+    env = PlacementEnv(graph=SMALL, cluster="gpu4_pcie")
+    _, info = env.reset(seed=0)
+    assert info["action_mask"].dtype == np.int8 and "runtime" not in info
+    _, _, info = rollout(env, seed=0, actions=[0] * 12)
+    assert info["placement"].tolist() == [0] * 12
+    assert info["runtime"] == pytest.approx(simulate(env.case.graph, [0] * 12, env.cluster).runtime)
+    assert info["single_device_runtime"] == info["reference_runtime"]
+    assert info["best_runtime"] == info["runtime"]
+
+
+def test_colocation_groups_move_together():
+    g = CompGraph(
+        [
+            {"name": "f", "cost": 1.0, "group": "g"},
+            {"name": "x", "cost": 1.0},
+            {"name": "b", "cost": 1.0, "group": "g"},
+        ],
+        [("f", "x"), ("x", "b")],
+    )
+    env = PlacementEnv(graph=g, cluster=homogeneous(2))
+    env.reset(seed=0)
+    env.step(1)
+    assert env.placement.tolist() == [1, -1, 1]
+    env.step(0)
+    _, _, done, _, info = env.step(0)  # moves f with b
+    assert done and info["placement"].tolist() == [0, 0, 0]
+
+
+# ------------------------------------------------------------------------- memory
+def test_memory_mask_and_stuck_episodes():
+    env = gym.make("placerl/SanityMemory-v0")
+    _, info = env.reset(seed=0)
+    env.step(0)
+    _, _, _, _, info = env.step(0)  # 12 GiB on device 0: op2 no longer fits there
+    assert info["action_mask"].tolist() == [0, 1]
+    too_big = CompGraph(
+        [
+            {"name": "a", "cost": 1.0, "mem_bytes": 10.0},
+            {"name": "b", "cost": 1.0, "mem_bytes": 10.0},
+        ]
+    )
+    stuck = PlacementEnv(graph=too_big, cluster=homogeneous(2, memory=15.0))
+    _, info = stuck.reset(seed=0)
+    _obs, reward, done, _, info = stuck.step(0)
+    assert not done and info["action_mask"].tolist() == [0, 1]
+    tiny = PlacementEnv(graph=too_big, cluster=homogeneous(1, memory=15.0))
+    tiny.reset(seed=0)
+    _, reward, done, _, info = tiny.step(0)
+    assert done and info["infeasible"] is True
+    assert reward == pytest.approx(math.log(1 / 3))  # runtime 3x the reference
+
+
+def test_penalty_mode_scores_infeasible_placements():
+    g = CompGraph(
+        [
+            {"name": "a", "cost": 1.0, "mem_bytes": 10.0},
+            {"name": "b", "cost": 1.0, "mem_bytes": 10.0},
+        ]
+    )
+    env = PlacementEnv(graph=g, cluster=homogeneous(2, memory=15.0), memory="penalty")
+    env.reset(seed=0)
+    assert env.action_masks().all()
+    env.step(0)
+    _, reward, done, _, info = env.step(0)
+    assert done and info["runtime"] > 2 * info["reference_runtime"] and reward < 0
+
+
+# -------------------------------------------------------------------- sanity envs
+@pytest.mark.parametrize("name", sorted(SANITY_PROBLEMS))
+def test_sanity_optimum_by_brute_force(name):
+    problem = SANITY_PROBLEMS[name]
+    g, c = problem.graph, problem.cluster
+    best = min(
+        simulate(g, p, c).runtime
+        for p in itertools.product(range(c.num_devices), repeat=g.num_nodes)
+        if simulate(g, p, c).feasible
+    )
+    assert best == pytest.approx(problem.optimal_runtime, rel=1e-12)
+    env = gym.make(f"placerl/Sanity{name.capitalize()}-v0")
+    _, info = env.reset(seed=0)
+    assert info["optimal_runtime"] == problem.optimal_runtime
+
+
+# ------------------------------------------------------------------------- render
+def test_render_modes():
+    env = PlacementEnv(graph=SMALL, cluster="gpu4_pcie", render_mode="ansi")
+    env.reset(seed=0)
+    env.step(1)
+    text = env.render()
+    assert "1/12 nodes placed" in text and "gpu:1" in text
+    rgb = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", render_mode="rgb_array")
+    rgb.reset(seed=0)
+    image = rgb.render()
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+    assert len(np.unique(image.reshape(-1, 3), axis=0)) > 3
+
+
+def test_graph_lists_sample_one_graph_per_episode():
+    env = PlacementEnv(
+        graph=["synthetic:chain?n=5", SMALL, "msr:bert24_inference"], cluster="gpu4_pcie"
+    )
+    assert env.max_nodes == 32
+    seen = {env.reset(seed=s)[1]["graph"] for s in range(12)}
+    assert len(seen) == 3
+
+
+# ----------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"reward": "joy"}, "unknown reward 'joy'; known: improvement, log_speedup"),
+        ({"order": "zigzag"}, "unknown traversal order 'zigzag'"),
+        ({"objective": "energy"}, "unknown objective 'energy'"),
+        ({"memory": "ignore"}, "memory must be one of mask, penalty, got 'ignore'"),
+        ({"max_nodes": 3}, "max_nodes=3 is smaller than the largest graph \\(12\\)"),
+        ({"max_edges": 1}, "max_edges=1 is smaller than the largest graph"),
+        ({"cluster": "tpu"}, "unknown cluster preset 'tpu'"),
+        ({"cluster": 3}, "cluster must be a Cluster or a preset name"),
+        ({"graph": []}, "graph must name at least one graph"),
+        ({"render_mode": "human"}, "render_mode must be 'ansi', 'rgb_array' or None"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    kwargs = {"graph": SMALL, **kwargs}
+    with pytest.raises(ConfigError, match=message):
+        PlacementEnv(**kwargs).reset(seed=0)
+
+
+def test_bad_refine_arguments_and_actions():
+    with pytest.raises(ConfigError, match="passes must be a positive integer, got 0"):
+        PlacementRefineEnv(graph=SMALL, passes=0)
+    env = PlacementRefineEnv(graph=SMALL, cluster=Cluster.preset("gpu4_pcie"))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"action 9 is not a device index in 0\.\.3"):
+        env.step(9)
