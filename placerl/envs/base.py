@@ -41,6 +41,17 @@ def resolve_cluster(cluster: str | Cluster) -> Cluster:
     raise ConfigError(f"cluster must be a Cluster or a preset name, got {type(cluster).__name__}")
 
 
+def check_placer_name(name: str, what: str) -> None:
+    """Fail fast unless ``name`` is a registered baseline placer."""
+    try:
+        from placerl.baselines import PLACERS
+    except ImportError:
+        raise ConfigError(
+            f"{what}={name!r} needs the baseline placers (placerl.baselines), not installed"
+        ) from None
+    PLACERS[name]
+
+
 def _scaled(values: np.ndarray) -> np.ndarray:
     top = values.max()
     return values / top if top > 0 else np.zeros_like(values)
@@ -159,6 +170,8 @@ class PlacementEnvBase(gym.Env):
                 f"render_mode must be 'ansi', 'rgb_array' or None, got {render_mode!r}"
             )
         OBJECTIVES[objective]  # fail fast on an unknown objective
+        if reference != "single_device":
+            check_placer_name(reference, "reference")
         self.reward_fn = REWARDS[reward]
         self.cluster = resolve_cluster(cluster)
         specs = [graph] if isinstance(graph, (str, CompGraph)) else list(graph)

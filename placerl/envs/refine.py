@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from placerl.envs.base import START, PlacementEnvBase, best_single_device
+from placerl.envs.base import START, PlacementEnvBase, best_single_device, check_placer_name
 from placerl.envs.rewards import INFEASIBLE_FACTOR
 from placerl.errors import ConfigError
 
@@ -54,6 +54,8 @@ class PlacementRefineEnv(PlacementEnvBase):
         super().__init__(*args, reward=reward, **kwargs)
         if not isinstance(passes, int) or passes < 1:
             raise ConfigError(f"passes must be a positive integer, got {passes!r}")
+        if initial not in INITIAL_PLACEMENTS:
+            check_placer_name(initial, "initial")
         self.initial, self.passes = initial, passes
 
     def reset(

@@ -322,6 +322,7 @@ def test_graph_lists_sample_one_graph_per_episode():
         ({"cluster": 3}, "cluster must be a Cluster or a preset name"),
         ({"graph": []}, "graph must name at least one graph"),
         ({"render_mode": "human"}, "render_mode must be 'ansi', 'rgb_array' or None"),
+        ({"reference": "oracle"}, "oracle"),
     ],
 )
 def test_bad_arguments(kwargs, message):
@@ -333,6 +334,8 @@ def test_bad_arguments(kwargs, message):
 def test_bad_refine_arguments_and_actions():
     with pytest.raises(ConfigError, match="passes must be a positive integer, got 0"):
         PlacementRefineEnv(graph=SMALL, passes=0)
+    with pytest.raises(ConfigError, match="'warm'"):
+        PlacementRefineEnv(graph=SMALL, initial="warm")
     env = PlacementRefineEnv(graph=SMALL, cluster=Cluster.preset("gpu4_pcie"))
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"action 9 is not a device index in 0\.\.3"):
