@@ -236,6 +236,15 @@ class PlacementEnvBase(gym.Env):
         return case
 
     # ---------------------------------------------------------------- shared updates
+    def _device(self, action: Any) -> int:
+        """The action as a device index (a masked device is allowed; see the docstrings)."""
+        device = int(action)
+        if not 0 <= device < self.num_devices:
+            raise ValueError(
+                f"action {action!r} is not a device index in 0..{self.num_devices - 1}"
+            )
+        return device
+
     def _move_group(self, v: int, device: int) -> np.ndarray:
         """Put ``v``'s whole colocation group on ``device``; returns the group's nodes."""
         case = self.case

@@ -82,11 +82,7 @@ class PlacementEnv(PlacementEnvBase):
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         case = self.case
-        device = int(action)
-        if not 0 <= device < self.num_devices:
-            raise ValueError(
-                f"action {action!r} is not a device index in 0..{self.num_devices - 1}"
-            )
+        device = self._device(action)
         self._move_group(int(case.order[self._t]), device)
         self._t += 1
         done = self._t == case.graph.num_nodes

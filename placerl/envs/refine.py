@@ -75,11 +75,7 @@ class PlacementRefineEnv(PlacementEnvBase):
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         case = self.case
-        device = int(action)
-        if not 0 <= device < self.num_devices:
-            raise ValueError(
-                f"action {action!r} is not a device index in 0..{self.num_devices - 1}"
-            )
+        device = self._device(action)
         n = case.graph.num_nodes
         self._move_group(int(case.order[self._t % n]), device)
         after = self._simulate()
