@@ -120,7 +120,6 @@ def _synthetic_source(body: str, **params: Any) -> CompGraph:
 
 @register_graph_source("zoo")
 def _zoo_source(body: str, **params: Any) -> CompGraph:
-    raise ConfigError(
-        f"the model zoo ('zoo:{body}') is not available in this placerl version yet; use "
-        "'synthetic:<family>', 'msr:<name>' or a .json graph file"
-    )
+    from placerl.graph.zoo import load_zoo
+
+    return load_zoo(body, **params)

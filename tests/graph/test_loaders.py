@@ -43,7 +43,7 @@ def test_user_sources():
         ("layered", ConfigError, "has no scheme"),
         ("nope:thing", ConfigError, "unknown graph source 'nope'; known: msr, synthetic, zoo"),
         ("synthetic:layered?n", ConfigError, "malformed query"),
-        ("zoo:inception_v3", ConfigError, "model zoo \\('zoo:inception_v3'\\) is not available"),
+        ("zoo:alexnet", ConfigError, "unknown zoo model 'alexnet'"),
         ("missing/graph.json", GraphError, "graph file not found: missing/graph.json"),
         (42, ConfigError, "must be a string, Path or CompGraph"),
     ],
