@@ -1,0 +1,222 @@
+"""The placer registry and the one entry point: ``solve`` / ``place``.
+
+A placer is a function ``fn(problem, *, option=default, ...) -> placement | Solution`` kept in
+the :data:`PLACERS` registry. :func:`solve` validates the inputs, runs the placer, checks the
+placement it returns on the simulator (feasibility: memory, colocation, device kinds) and
+returns a :class:`PlacementResult`; :func:`place` returns only the placement.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from placerl._registry import Registry
+from placerl.cluster import Cluster
+from placerl.errors import ConfigError
+from placerl.graph import CompGraph, load_graph
+from placerl.sim import OBJECTIVES
+from placerl.sim.model import check_placement
+
+from .problem import Problem, check_solvable
+
+
+class InfeasiblePlacementWarning(UserWarning):
+    """A placer returned a placement the simulator reports infeasible."""
+
+
+class SearchLimitWarning(UserWarning):
+    """An exact placer hit its time or size limit and returned its best placement so far."""
+
+
+@dataclass(frozen=True)
+class Solution:
+    """What a placer may return instead of a bare placement.
+
+    Attributes:
+        placement: One device index per node.
+        lower_bound: A proven lower bound on the optimum of the objective the placer
+            optimizes (``None`` if it proves none).
+        optimal: The placement is proven optimal for that objective within the placer's model.
+        info: Placer-specific figures (solver status, ideals enumerated, ...).
+    """
+
+    placement: np.ndarray
+    lower_bound: float | None = None
+    optimal: bool = False
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+PlacerFn = Callable[..., "np.ndarray | Solution"]
+
+
+@dataclass(frozen=True)
+class Placer:
+    """A registered placer.
+
+    Attributes:
+        name: Registry name.
+        fn: ``fn(problem, **options) -> placement | Solution``.
+        optimizes: The objective the placer targets (``"step_time"``, ``"pipeline"``), ``"any"``
+            when it optimizes whatever objective it is given, ``None`` when it ignores costs.
+        options: Option names and their defaults (from ``fn``'s keyword-only parameters).
+        doc: One line shown in tables and ``PLACERS`` listings.
+    """
+
+    name: str
+    fn: PlacerFn
+    optimizes: str | None
+    options: Mapping[str, Any]
+    doc: str
+
+
+PLACERS: Registry[Placer] = Registry("placer")
+
+
+def register_placer(
+    name: str, *, optimizes: str | None = None, overwrite: bool = False
+) -> Callable[[PlacerFn], PlacerFn]:
+    """Register ``fn(problem, *, options...)`` as placer ``name``.
+
+    Args:
+        name: Name to use in :func:`solve`, :func:`place` and benchmark configs.
+        optimizes: See :attr:`Placer.optimizes`.
+        overwrite: Replace an existing placer of the same name.
+    """
+
+    def wrap(fn: PlacerFn) -> PlacerFn:
+        params = inspect.signature(fn).parameters.values()
+        options = {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        doc = (fn.__doc__ or name).strip().splitlines()[0]
+        PLACERS.register(name, Placer(name, fn, optimizes, options, doc), overwrite=overwrite)
+        return fn
+
+    return wrap
+
+
+@dataclass(frozen=True, eq=False)
+class PlacementResult:
+    """A placer's placement with its simulated score and the placer's own figures.
+
+    Attributes:
+        placer: The placer's name.
+        objective: The objective the placement was scored with.
+        placement: One device index per node.
+        runtime: Simulated objective value (seconds; the max load under ``pipeline``).
+        feasible: Memory fits, no colocation group is split, every node can run where placed.
+        reasons: Why the placement is infeasible (empty when feasible).
+        solve_time: Wall-clock seconds the placer took.
+        lower_bound: A proven lower bound on the optimum of ``objective`` (``None`` if none).
+        optimal: ``runtime`` is proven optimal for ``objective`` within the placer's model
+            (e.g. among contiguous splits for ``tarnawski_dp``).
+        info: Placer-specific figures.
+    """
+
+    placer: str
+    objective: str
+    placement: np.ndarray
+    runtime: float
+    feasible: bool
+    reasons: tuple[str, ...]
+    solve_time: float
+    lower_bound: float | None = None
+    optimal: bool = False
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable summary."""
+        return {
+            "placer": self.placer,
+            "objective": self.objective,
+            "runtime": self.runtime,
+            "feasible": self.feasible,
+            "reasons": list(self.reasons),
+            "solve_time": self.solve_time,
+            "lower_bound": self.lower_bound,
+            "optimal": self.optimal,
+            "info": dict(self.info),
+            "placement": self.placement.tolist(),
+        }
+
+
+def solve(
+    name: str,
+    graph: CompGraph | str,
+    cluster: Cluster,
+    objective: str = "step_time",
+    **options: Any,
+) -> PlacementResult:
+    """Run placer ``name`` and score its placement on the simulator.
+
+    Args:
+        name: A registered placer (see :data:`PLACERS`).
+        graph: The computation graph, or a spec for :func:`placerl.graph.load_graph`.
+        cluster: The devices.
+        objective: ``step_time`` or ``pipeline`` (any registered objective).
+        **options: The placer's options (see its docstring).
+
+    Returns:
+        The placement with its simulated runtime, feasibility and the placer's figures. An
+        infeasible placement is returned (with ``reasons``) and warned about.
+
+    Raises:
+        ConfigError: Unknown placer, objective or option, or a bad option value.
+        PlacementError: No placement can fit (a node runs nowhere, memory is short) or the
+            placer proves there is none in its model.
+    """
+    placer = PLACERS[name]
+    graph = load_graph(graph)
+    if not isinstance(cluster, Cluster):
+        raise ConfigError(
+            f"cluster must be a placerl.cluster.Cluster, got {type(cluster).__name__}"
+        )
+    if objective not in OBJECTIVES:
+        raise ConfigError(f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}")
+    unknown = sorted(set(options) - set(placer.options))
+    if unknown:
+        known = ", ".join(placer.options) or "none"
+        raise ConfigError(
+            f"unknown option(s) {', '.join(unknown)} for placer {name!r}; known: {known}"
+        )
+    problem = Problem(graph, cluster, objective)
+    check_solvable(problem)
+    start = time.perf_counter()
+    out = placer.fn(problem, **options)
+    solve_time = time.perf_counter() - start
+    solution = out if isinstance(out, Solution) else Solution(np.asarray(out))
+    placement = check_placement(solution.placement, graph, cluster.num_devices)
+    sim = problem.model.evaluate(placement, check=False)
+    if not sim.feasible:
+        reasons = "; ".join(sim.reasons)
+        warnings.warn(f"placer {name!r} returned an infeasible placement: {reasons}",
+                      InfeasiblePlacementWarning, stacklevel=2)  # fmt: skip
+    own_objective = placer.optimizes in (objective, "any")
+    return PlacementResult(
+        placer=name,
+        objective=objective,
+        placement=placement,
+        runtime=sim.runtime,
+        feasible=sim.feasible,
+        reasons=sim.reasons,
+        solve_time=solve_time,
+        lower_bound=solution.lower_bound if own_objective else None,
+        optimal=solution.optimal and own_objective,
+        info=dict(solution.info),
+    )
+
+
+def place(
+    name: str,
+    graph: CompGraph | str,
+    cluster: Cluster,
+    objective: str = "step_time",
+    **options: Any,
+) -> np.ndarray:
+    """The placement of :func:`solve` (same arguments and errors): one device per node."""
+    return solve(name, graph, cluster, objective, **options).placement

@@ -1,0 +1,89 @@
+"""HEFT, m-ETF, m-SCT: schedules on the cluster's comm model, memory admission."""
+
+import numpy as np
+import pytest
+
+from placerl.baselines import solve
+from placerl.baselines.list_scheduling import favourite_parents, upward_rank
+from placerl.baselines.problem import Problem
+from placerl.cluster import Cluster
+from placerl.graph import CompGraph, load_graph
+from tests.baselines.helpers import chain
+
+LIST_SCHEDULERS = ("heft", "m_etf", "m_sct")
+
+
+def fork_join(branch_cost=1.0, time=0.0):
+    nodes = [{"name": "fork", "cost": 0.1}, {"name": "join", "cost": 0.1}]
+    nodes += [{"name": f"b{i}", "cost": branch_cost} for i in range(4)]
+    edges = [("fork", f"b{i}", {"time": time}) for i in range(4)]
+    edges += [(f"b{i}", "join", {"time": time}) for i in range(4)]
+    return CompGraph(nodes, edges)
+
+
+def test_upward_rank_is_duration_plus_the_longest_path_to_a_sink():
+    rank = upward_rank(
+        Problem(chain([1.0, 2.0, 3.0], time=0.5), Cluster.preset("homogeneous", n_devices=2))
+    )
+    assert rank == pytest.approx([1 + 0.5 + 2 + 0.5 + 3, 2 + 0.5 + 3, 3])
+
+
+@pytest.mark.parametrize("name", LIST_SCHEDULERS)
+def test_cheap_transfers_spread_parallel_branches(name):
+    cluster = Cluster.preset("homogeneous", n_devices=4)
+    result = solve(name, fork_join(time=0.0), cluster)
+    assert len(set(result.placement[2:])) == 4
+    assert result.runtime == pytest.approx(0.1 + 1.0 + 0.1)
+
+
+@pytest.mark.parametrize("name", ("heft", "m_sct"))
+def test_costly_transfers_keep_a_chain_on_one_device(name):
+    result = solve(name, chain([1.0] * 5, time=10.0), Cluster.preset("homogeneous", n_devices=3))
+    assert len(set(result.placement)) == 1
+
+
+@pytest.mark.parametrize("name", LIST_SCHEDULERS)
+def test_memory_admission_spreads_what_one_device_cannot_hold(name):
+    graph = chain([1.0] * 6, mem_bytes=1.0, time=10.0)
+    cluster = Cluster.preset("homogeneous", n_devices=3, memory=2.0)
+    result = solve(name, graph, cluster)
+    assert result.feasible
+    assert np.bincount(result.placement).max() == 2
+
+
+@pytest.mark.parametrize("name", LIST_SCHEDULERS)
+def test_colocated_nodes_share_a_device(name):
+    nodes = [
+        {"name": f"b{i}", "cost": 1.0, "group": "g" if i in (0, 3) else None} for i in range(4)
+    ]
+    result = solve(name, CompGraph(nodes), Cluster.preset("homogeneous", n_devices=4))
+    assert result.placement[0] == result.placement[3] and result.feasible
+
+
+@pytest.mark.parametrize("comm_model", ["placeto", "links", "ideal"])
+@pytest.mark.parametrize("name", LIST_SCHEDULERS)
+def test_every_comm_model_gives_a_feasible_schedule(name, comm_model):
+    graph = load_graph("synthetic:cifar10?n=60&seed=2")
+    result = solve(name, graph, Cluster.preset("gpu4_pcie", comm_model=comm_model))
+    assert result.feasible
+
+
+def test_heft_is_no_slower_than_one_device_on_a_parallel_graph():
+    graph, cluster = load_graph("synthetic:fork_join?n=60&seed=0"), Cluster.preset("gpu8_nvlink")
+    one = solve("single_device", graph, cluster).runtime
+    assert solve("heft", graph, cluster).runtime <= one
+
+
+def test_favourite_parents_follow_the_chain():
+    problem = Problem(chain([1.0] * 4, time=1.0), Cluster.preset("homogeneous", n_devices=2))
+    assert favourite_parents(problem).tolist() == [-1, 0, 1, 2]
+
+
+def test_each_op_is_the_favourite_child_of_at_most_one_parent():
+    problem = Problem(load_graph("synthetic:layered?n=60&seed=3"), Cluster.preset("gpu4_pcie"))
+    favourite = favourite_parents(problem)
+    parents = favourite[favourite >= 0]
+    assert len(parents) == len(set(parents.tolist()))
+    a = problem.graph.arrays
+    edges = set(zip(a.src.tolist(), a.dst.tolist(), strict=True))
+    assert all((int(p), v) in edges for v, p in enumerate(favourite) if p >= 0)
