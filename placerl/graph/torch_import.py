@@ -63,6 +63,7 @@ from placerl._registry import Registry
 from placerl.cluster import Cluster, Device
 from placerl.errors import GraphError
 from placerl.graph.core import CompGraph
+from placerl.graph.passes import _unique
 from placerl.graph.synthetic import roofline_cost
 
 __all__ = [
@@ -548,15 +549,6 @@ class _GraphBuilder:
                 "dtypes": record.dtypes,
             },
         }
-
-
-def _unique(base: str, taken: set[str]) -> str:
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    taken.add(name)
-    return name
 
 
 # ------------------------------------------------------------------------ entry points
