@@ -140,7 +140,7 @@ CASES: list[Case] = [
          lambda: Cluster.preset("gpu4_pcie", n_devices=3)),
     Case("cifar10", "synthetic:cifar10?seed=0", lambda: Cluster.preset("placeto", n_devices=4)),
     Case("layered_200", "synthetic:layered?n=200&seed=0", lambda: Cluster.preset("gpu4_pcie")),
-    Case("nmt", "synthetic:nmt?seed=0", lambda: Cluster.preset("cpu_gpu", n_devices=2)),
+    Case("nmt", "synthetic:nmt?seed=0", lambda: Cluster.preset("cpu_gpu", n_gpus=2)),
     Case("ptb", "synthetic:ptb?seed=0", lambda: Cluster.preset("gpu4_pcie"), quick=False),
     Case("inception_v3_layers", inception_v3_layers,
          lambda: msr_like(6, 1, inception_v3_layers().arrays.mem_bytes.sum() / 3), quick=False),

@@ -1,12 +1,17 @@
-"""placerl: reinforcement-learning device placement over graph traversal orders."""
+"""placerl: reinforcement-learning device placement over graph traversal orders.
 
-import placerl.envs  # noqa: F401  (registers the gymnasium ids)
-from placerl.cluster import Cluster, Device
+Importing the package registers the Gymnasium ids (``placerl/Placement-v0``, ...) by string
+entry point and stays light: the simulator, numba, torch and the envs load on first use.
+"""
+
+from placerl._env_ids import register_envs
+from placerl._version import __version__
+from placerl.cluster import Cluster, Device, load_cluster
 from placerl.errors import ClusterError, ConfigError, GraphError, PlacementError, PlaceRLError
 from placerl.graph import CompGraph, load_graph
 from placerl.graph.orders import ORDERS, register_order, traversal_order
 
-__version__ = "0.1.0"
+register_envs()
 
 __all__ = [
     "ORDERS",
@@ -19,6 +24,7 @@ __all__ = [
     "PlaceRLError",
     "PlacementError",
     "__version__",
+    "load_cluster",
     "load_graph",
     "register_order",
     "traversal_order",

@@ -17,16 +17,22 @@ Presets (``Cluster.preset(name, ...)``) live in the :data:`PRESETS` registry:
   about 12 GB/s is reached by peer-to-peer copies; we use 12e9 B/s and a 10 us latency.
 * ``gpu8_nvlink`` - a DGX A100: 8 A100-40GB on NVSwitch, 600 GB/s of NVLink 3 bandwidth per GPU
   (300e9 B/s per direction, NVIDIA's A100 datasheet) and about 3 us latency.
-* ``cpu_gpu`` - one host CPU (a 2-socket Xeon, roughly 1/15 of a V100's FP32 throughput) and n
-  V100-16GB GPUs on PCIe 3.0 (12e9 B/s, 10 us).
+* ``cpu_gpu`` - one host CPU (a 2-socket Xeon, roughly 1/15 of a V100's FP32 throughput) and
+  ``n_gpus`` V100-16GB GPUs on PCIe 3.0 (12e9 B/s, 10 us).
+* ``homogeneous`` - ``n_devices`` identical devices with configurable links (tests, sweeps).
+
+Device specifications come from :mod:`placerl.devices`, shared with the graph cost estimates.
+:func:`load_cluster` resolves every spec form (preset with options, ``msr:<name>``, JSON file).
 * ``Cluster.from_msr(path)`` - k accelerators and l CPUs from an msr-fiddle file header
   (Tarnawski et al., NeurIPS 2020); transfer times there come from the edges themselves.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +40,16 @@ from typing import Any
 
 import numpy as np
 
+from placerl import devices as specs
+from placerl._io import atomic_write_text
+from placerl._options import check_options
 from placerl._registry import Registry
-from placerl.errors import ClusterError, GraphError
+from placerl._spec import split_named
+from placerl.errors import ClusterError, ConfigError
+from placerl.msr_format import read_header, read_msr
 
-GiB = 1024**3
+#: Format tag and schema version of cluster JSON files (:meth:`Cluster.save`).
+SCHEMA_FORMAT, SCHEMA_VERSION = "placerl-cluster", 1
 
 #: Values of :attr:`Cluster.comm_model`, documented in :mod:`placerl.sim`.
 COMM_MODELS = ("placeto", "links", "ideal")
@@ -83,6 +95,13 @@ class Device:
     def is_cpu(self) -> bool:
         """True for host-CPU kinds (no communication charge under the pipeline objective)."""
         return self.kind in CPU_KINDS
+
+    @classmethod
+    def from_spec(cls, name: str, spec: specs.DeviceSpec, **overrides: Any) -> Device:
+        """A device of the hardware ``spec`` (kind, memory, roofline), with overrides."""
+        fields = {"kind": spec.kind, "memory": spec.memory, "peak_flops": spec.peak_flops,
+                  "mem_bandwidth": spec.mem_bandwidth}  # fmt: skip
+        return cls(name, **{**fields, **overrides})
 
 
 def _positive(value: Any, what: str, *, allow_inf: bool) -> float:
@@ -211,8 +230,10 @@ class Cluster:
         return float(self.latency[src, dst] + nbytes / self.bandwidth[src, dst])
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable description (for results and logs)."""
+        """A JSON-serialisable description; :meth:`from_dict` reads it back."""
         return {
+            "format": SCHEMA_FORMAT,
+            "version": SCHEMA_VERSION,
             "name": self.name,
             "comm_model": self.comm_model,
             "transfer_gap": self.transfer_gap,
@@ -221,6 +242,59 @@ class Cluster:
             "bandwidth": self.bandwidth.tolist(),
             "latency": self.latency.tolist(),
         }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Cluster:
+        """Inverse of :meth:`to_dict`; checks the format tag, the version and every field.
+
+        Raises:
+            ClusterError: Not a cluster document, another schema version, or a bad field.
+        """
+        if not isinstance(data, dict) or data.get("format") != SCHEMA_FORMAT:
+            raise ClusterError(
+                f"not a placerl cluster document (expected format {SCHEMA_FORMAT!r})"
+            )
+        if data.get("version") != SCHEMA_VERSION:
+            raise ClusterError(
+                f"unsupported cluster schema version {data.get('version')!r}; "
+                f"this placerl reads {SCHEMA_VERSION}"
+            )
+        records = data.get("devices")
+        if not isinstance(records, list) or not all(isinstance(d, dict) for d in records):
+            raise ClusterError("cluster document needs a list of device objects under 'devices'")
+        try:
+            devices = tuple(Device(**record) for record in records)
+            fields = {k: data[k] for k in ("bandwidth", "latency", "comm_model", "transfer_gap",
+                                           "op_gap", "name") if k in data}  # fmt: skip
+            return cls(devices, **fields)
+        except ClusterError:
+            raise
+        except (TypeError, ValueError) as err:
+            raise ClusterError(f"bad field in cluster document: {err}") from None
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the cluster as versioned JSON, atomically; :meth:`load` reads it back."""
+        return atomic_write_text(path, json.dumps(self.to_dict(), indent=1))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Cluster:
+        """Read a cluster written by :meth:`save`.
+
+        Raises:
+            ClusterError: Missing file, invalid JSON or a bad document.
+        """
+        try:
+            data = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ClusterError(f"cluster file not found: {path}") from None
+        except json.JSONDecodeError as err:
+            raise ClusterError(f"cluster file {path} is not valid JSON: {err}") from None
+        return cls.from_dict(data)
+
+    def fingerprint(self) -> str:
+        """A SHA-256 of everything that affects costs (the label ``name`` excluded)."""
+        description = {k: v for k, v in self.to_dict().items() if k != "name"}
+        return hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Cluster):
@@ -242,12 +316,18 @@ class Cluster:
     # ----------------------------------------------------------------------- factories
     @classmethod
     def preset(cls, name: str, **options: Any) -> Cluster:
-        """Build a registered preset, e.g. ``Cluster.preset("placeto", n_devices=3)``."""
-        factory = PRESETS[name]
+        """Build a registered preset, e.g. ``Cluster.preset("placeto", n_devices=3)``.
+
+        Raises:
+            ClusterError: Unknown preset (lists the known ones), unknown option (lists the
+                preset's options) or a value of the wrong type (names the option).
+        """
         try:
-            return factory(**options)
-        except TypeError as err:
-            raise ClusterError(f"bad options for cluster preset {name!r}: {err}") from None
+            factory = PRESETS[name]
+        except ConfigError as err:
+            raise ClusterError(str(err)) from None
+        check_options(factory, options, what=f"cluster preset {name!r}", error=ClusterError)
+        return factory(**options)
 
     @classmethod
     def from_msr(cls, path: str | Path) -> Cluster:
@@ -256,26 +336,9 @@ class Cluster:
         Args:
             path: A file path, or the name of a bundled file (``"bert24_training"``).
         """
-        from placerl.graph.msr import resolve_msr_path
-
-        try:
-            resolved = resolve_msr_path(path)
-        except GraphError as err:
-            raise ClusterError(str(err)) from None
-        header = json.loads(resolved.read_text())
-        try:
-            k, l_cpus, memory = (
-                int(header["maxFPGAs"]),
-                int(header["maxCPUs"]),
-                header["maxSizePerFPGA"],
-            )
-        except (KeyError, TypeError, ValueError) as err:
-            raise ClusterError(f"msr file {resolved} has a bad header: {err!r}") from None
-        if k < 0 or l_cpus < 0 or k + l_cpus == 0:
-            raise ClusterError(
-                f"msr file {resolved}: need maxFPGAs + maxCPUs >= 1, got {k} + {l_cpus}"
-            )
-        devices = [Device(f"acc:{i}", "accelerator", memory=float(memory)) for i in range(k)]
+        resolved, data = read_msr(path, ClusterError)
+        k, l_cpus, memory = read_header(data, str(resolved), ClusterError)
+        devices = [Device(f"acc:{i}", "accelerator", memory=memory) for i in range(k)]
         devices += [Device(f"cpu:{i}", "cpu") for i in range(l_cpus)]
         return cls(tuple(devices), comm_model="ideal", name=f"msr:{resolved.stem}")
 
@@ -295,24 +358,15 @@ def _check_count(n: Any) -> int:
     return int(n)
 
 
-def _gpus(n: int, prefix: str, **spec: Any) -> list[Device]:
-    return [Device(f"{prefix}:{i}", **spec) for i in range(_check_count(n))]
-
-
-# Published device specs used by the presets (FP32 peak FLOP/s, memory bandwidth).
-K80_DIE = {"kind": "gpu", "memory": 12 * GiB, "peak_flops": 4.37e12, "mem_bandwidth": 240e9}
-V100_16GB = {"kind": "gpu", "memory": 16 * GiB, "peak_flops": 15.7e12, "mem_bandwidth": 900e9}
-A100_40GB = {"kind": "gpu", "memory": 40 * GiB, "peak_flops": 19.5e12, "mem_bandwidth": 1555e9}
-PCIE3_BANDWIDTH, PCIE3_LATENCY = 12e9, 10e-6
-NVLINK3_BANDWIDTH, NVLINK3_LATENCY = 300e9, 3e-6
+def _gpus(n: int, spec: specs.DeviceSpec, **overrides: Any) -> list[Device]:
+    return [Device.from_spec(f"gpu:{i}", spec, **overrides) for i in range(_check_count(n))]
 
 
 @register_preset("placeto")
-def placeto(n_devices: int = 3, memory: float = 12 * GiB) -> Cluster:
+def placeto(n_devices: int = 3, memory: float = specs.K80_DIE.memory) -> Cluster:
     """Placeto's simulator: K80-class GPUs, 7,600 B/us, 25 us transfer gap, 5.7 us op gap."""
-    spec = {**K80_DIE, "memory": memory}
     return Cluster(
-        tuple(_gpus(n_devices, "gpu", **spec)),
+        tuple(_gpus(n_devices, specs.K80_DIE, memory=memory)),
         bandwidth=7600e6,
         latency=0.0,
         comm_model="placeto",
@@ -326,9 +380,9 @@ def placeto(n_devices: int = 3, memory: float = 12 * GiB) -> Cluster:
 def gpu4_pcie(n_devices: int = 4, comm_model: str = "links") -> Cluster:
     """V100-16GB GPUs on PCIe 3.0 x16 (12e9 B/s peer-to-peer, 10 us)."""
     return Cluster(
-        tuple(_gpus(n_devices, "gpu", **V100_16GB)),
-        bandwidth=PCIE3_BANDWIDTH,
-        latency=PCIE3_LATENCY,
+        tuple(_gpus(n_devices, specs.V100_16GB)),
+        bandwidth=specs.PCIE3_BANDWIDTH,
+        latency=specs.PCIE3_LATENCY,
         comm_model=comm_model,
         name="gpu4_pcie",
     )
@@ -338,9 +392,9 @@ def gpu4_pcie(n_devices: int = 4, comm_model: str = "links") -> Cluster:
 def gpu8_nvlink(n_devices: int = 8, comm_model: str = "links") -> Cluster:
     """DGX A100: A100-40GB GPUs on NVSwitch (300e9 B/s per direction, 3 us)."""
     return Cluster(
-        tuple(_gpus(n_devices, "gpu", **A100_40GB)),
-        bandwidth=NVLINK3_BANDWIDTH,
-        latency=NVLINK3_LATENCY,
+        tuple(_gpus(n_devices, specs.A100_40GB)),
+        bandwidth=specs.NVLINK3_BANDWIDTH,
+        latency=specs.NVLINK3_LATENCY,
         comm_model=comm_model,
         name="gpu8_nvlink",
     )
@@ -348,30 +402,29 @@ def gpu8_nvlink(n_devices: int = 8, comm_model: str = "links") -> Cluster:
 
 @register_preset("cpu_gpu")
 def cpu_gpu(
-    n_devices: int = 2,
-    cpu_speed: float = 1 / 15,
-    cpu_memory: float = 256 * GiB,
+    n_gpus: int = 2,
+    cpu_speed: float = specs.XEON_HOST_SPEED,
+    cpu_memory: float = specs.XEON_HOST.memory,
     comm_model: str = "links",
 ) -> Cluster:
-    """One host CPU (device 0) and ``n_devices`` V100-16GB GPUs, all on PCIe 3.0."""
-    cpu = Device(
-        "cpu:0", "cpu", speed=cpu_speed, memory=cpu_memory, peak_flops=1.0e12, mem_bandwidth=230e9
-    )
+    """One host CPU (device 0) and ``n_gpus`` V100-16GB GPUs, all on PCIe 3.0."""
+    cpu = Device.from_spec("cpu:0", specs.XEON_HOST, speed=cpu_speed, memory=cpu_memory)
     return Cluster(
-        (cpu, *_gpus(n_devices, "gpu", **V100_16GB)),
-        bandwidth=PCIE3_BANDWIDTH,
-        latency=PCIE3_LATENCY,
+        (cpu, *_gpus(n_gpus, specs.V100_16GB)),
+        bandwidth=specs.PCIE3_BANDWIDTH,
+        latency=specs.PCIE3_LATENCY,
         comm_model=comm_model,
         name="cpu_gpu",
     )
 
 
+@register_preset("homogeneous")
 def homogeneous(
     n_devices: int,
     *,
     kind: str = "gpu",
     memory: float = math.inf,
-    bandwidth: float = PCIE3_BANDWIDTH,
+    bandwidth: float = specs.PCIE3_BANDWIDTH,
     latency: float = 0.0,
     comm_model: str = "links",
     speeds: Sequence[float] | None = None,
@@ -390,4 +443,36 @@ def homogeneous(
     )
 
 
-register_preset("homogeneous")(homogeneous)
+def load_cluster(spec: str | os.PathLike[str] | Cluster) -> Cluster:
+    """Resolve a cluster spec to a :class:`Cluster`; every consumer goes through this.
+
+    Specs mirror :func:`placerl.graph.load_graph`:
+
+    * a ``Cluster`` (returned as is);
+    * a preset with options: ``placeto``, ``placeto?n_devices=4``,
+      ``homogeneous?n_devices=8&bandwidth=12e9``, ``cpu_gpu?n_gpus=2`` (see :data:`PRESETS`);
+    * ``msr:<name or path>``: the devices of an msr-fiddle file's header;
+    * a path to a cluster JSON file written by :meth:`Cluster.save` (a ``.json`` name or a Path).
+
+    Raises:
+        ClusterError: Unknown preset or option (the message lists the known ones), a value of
+            the wrong type (names the option), a repeated option, a missing or bad file.
+    """
+    if isinstance(spec, Cluster):
+        return spec
+    if isinstance(spec, os.PathLike):
+        return Cluster.load(spec)
+    if not isinstance(spec, str) or not spec:
+        raise ClusterError(
+            f"a cluster spec must be a Cluster, a preset spec, msr:<name> or a .json path, "
+            f"got {spec!r}"
+        )
+    if spec.startswith("msr:"):
+        return Cluster.from_msr(spec[4:])
+    if spec.endswith(".json"):
+        return Cluster.load(spec)
+    try:
+        name, options = split_named(spec, what="cluster spec")
+    except ConfigError as err:
+        raise ClusterError(str(err)) from None
+    return Cluster.preset(name, **options)

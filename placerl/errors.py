@@ -26,3 +26,7 @@ class PlacementError(PlaceRLError):
 
 class ConfigError(PlaceRLError):
     """An option or registry name is unknown or out of range."""
+
+
+class EpisodeError(PlaceRLError):
+    """An env was used out of order: ``step()`` before ``reset()`` or after the episode ended."""

@@ -1,7 +1,8 @@
-"""Test-wide settings: no network, no wandb, quick hypothesis profiles."""
+"""Test-wide settings: no network, no wandb, a private cache, quick hypothesis profiles."""
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -11,3 +12,18 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory):
+    """Point ``PLACERL_CACHE`` at a session temp folder: tests never touch ~/.cache/placerl.
+
+    Subprocesses (vector-env workers, the README test) inherit it through the environment.
+    """
+    saved = os.environ.get("PLACERL_CACHE")
+    os.environ["PLACERL_CACHE"] = str(tmp_path_factory.mktemp("placerl-cache"))
+    yield
+    if saved is None:
+        del os.environ["PLACERL_CACHE"]
+    else:
+        os.environ["PLACERL_CACHE"] = saved

@@ -3,7 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from placerl.cluster import PRESETS, Cluster, Device, GiB, homogeneous
+from placerl.cluster import PRESETS, Cluster, Device, homogeneous
+from placerl.devices import GiB
 from placerl.errors import ClusterError, ConfigError
 
 
@@ -35,7 +36,7 @@ def test_published_presets():
 
 
 def test_cpu_gpu_is_heterogeneous():
-    c = Cluster.preset("cpu_gpu", n_devices=3)
+    c = Cluster.preset("cpu_gpu", n_gpus=3)
     assert c.kinds == ("cpu", "gpu", "gpu", "gpu")
     assert c.speeds[0] < c.speeds[1]
     assert c.is_cpu.tolist() == [True, False, False, False]
@@ -99,7 +100,7 @@ def test_link_matrices():
             lambda: Cluster.preset("placeto", n_devices=0),
             "n_devices must be a positive integer, got 0",
         ),
-        (lambda: Cluster.preset("placeto", gpus=2), "bad options for cluster preset 'placeto'"),
+        (lambda: Cluster.preset("placeto", gpus=2), r"unknown option\(s\) gpus for cluster preset"),
         (lambda: homogeneous(2, speeds=[1.0]), "got 1 speeds for 2 devices"),
         (lambda: Cluster.from_msr("nope"), "no msr graph 'nope'"),
     ],

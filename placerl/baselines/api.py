@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from placerl._registry import Registry
-from placerl.cluster import Cluster
+from placerl.cluster import Cluster, load_cluster
 from placerl.errors import ConfigError
 from placerl.graph import CompGraph, load_graph
-from placerl.sim import OBJECTIVES
+from placerl.sim import OBJECTIVES, SimResult
 from placerl.sim.model import check_placement
 
 from .problem import Problem, check_solvable
@@ -67,6 +67,9 @@ class Placer:
             when it optimizes whatever objective it is given, ``None`` when it ignores costs.
         options: Option names and their defaults (from ``fn``'s keyword-only parameters).
         doc: One line shown in tables and ``PLACERS`` listings.
+        needs_solvable: :func:`solve` rejects problems that no placement can solve before
+            running it (``False`` for placers defined on every problem, like ``single_device``,
+            which then return their least infeasible placement).
     """
 
     name: str
@@ -74,19 +77,25 @@ class Placer:
     optimizes: str | None
     options: Mapping[str, Any]
     doc: str
+    needs_solvable: bool = True
 
 
 PLACERS: Registry[Placer] = Registry("placer")
 
 
 def register_placer(
-    name: str, *, optimizes: str | None = None, overwrite: bool = False
+    name: str,
+    *,
+    optimizes: str | None = None,
+    needs_solvable: bool = True,
+    overwrite: bool = False,
 ) -> Callable[[PlacerFn], PlacerFn]:
     """Register ``fn(problem, *, options...)`` as placer ``name``.
 
     Args:
         name: Name to use in :func:`solve`, :func:`place` and benchmark configs.
         optimizes: See :attr:`Placer.optimizes`.
+        needs_solvable: See :attr:`Placer.needs_solvable`.
         overwrite: Replace an existing placer of the same name.
     """
 
@@ -94,7 +103,8 @@ def register_placer(
         params = inspect.signature(fn).parameters.values()
         options = {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
         doc = (fn.__doc__ or name).strip().splitlines()[0]
-        PLACERS.register(name, Placer(name, fn, optimizes, options, doc), overwrite=overwrite)
+        placer = Placer(name, fn, optimizes, options, doc, needs_solvable)
+        PLACERS.register(name, placer, overwrite=overwrite)
         return fn
 
     return wrap
@@ -116,6 +126,7 @@ class PlacementResult:
         optimal: ``runtime`` is proven optimal for ``objective`` within the placer's model
             (e.g. among contiguous splits for ``tarnawski_dp``).
         info: Placer-specific figures.
+        simulation: The simulator's full result for the placement (per-device loads, memory).
     """
 
     placer: str
@@ -128,6 +139,7 @@ class PlacementResult:
     lower_bound: float | None = None
     optimal: bool = False
     info: Mapping[str, Any] = field(default_factory=dict)
+    simulation: SimResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary."""
@@ -148,7 +160,7 @@ class PlacementResult:
 def solve(
     name: str,
     graph: CompGraph | str,
-    cluster: Cluster,
+    cluster: Cluster | str,
     objective: str = "step_time",
     **options: Any,
 ) -> PlacementResult:
@@ -157,7 +169,7 @@ def solve(
     Args:
         name: A registered placer (see :data:`PLACERS`).
         graph: The computation graph, or a spec for :func:`placerl.graph.load_graph`.
-        cluster: The devices.
+        cluster: The devices, or a spec for :func:`placerl.cluster.load_cluster`.
         objective: ``step_time`` or ``pipeline`` (any registered objective).
         **options: The placer's options (see its docstring).
 
@@ -167,15 +179,13 @@ def solve(
 
     Raises:
         ConfigError: Unknown placer, objective or option, or a bad option value.
+        ClusterError: A bad cluster spec.
         PlacementError: No placement can fit (a node runs nowhere, memory is short) or the
             placer proves there is none in its model.
     """
     placer = PLACERS[name]
     graph = load_graph(graph)
-    if not isinstance(cluster, Cluster):
-        raise ConfigError(
-            f"cluster must be a placerl.cluster.Cluster, got {type(cluster).__name__}"
-        )
+    cluster = load_cluster(cluster)
     if objective not in OBJECTIVES:
         raise ConfigError(f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}")
     unknown = sorted(set(options) - set(placer.options))
@@ -185,7 +195,8 @@ def solve(
             f"unknown option(s) {', '.join(unknown)} for placer {name!r}; known: {known}"
         )
     problem = Problem(graph, cluster, objective)
-    check_solvable(problem)
+    if placer.needs_solvable:
+        check_solvable(problem)
     start = time.perf_counter()
     out = placer.fn(problem, **options)
     solve_time = time.perf_counter() - start
@@ -208,13 +219,14 @@ def solve(
         lower_bound=solution.lower_bound if own_objective else None,
         optimal=solution.optimal and own_objective,
         info=dict(solution.info),
+        simulation=sim,
     )
 
 
 def place(
     name: str,
     graph: CompGraph | str,
-    cluster: Cluster,
+    cluster: Cluster | str,
     objective: str = "step_time",
     **options: Any,
 ) -> np.ndarray:

@@ -9,35 +9,41 @@ from __future__ import annotations
 import numpy as np
 
 from placerl.errors import PlacementError
+from placerl.sim import penalized_runtime
 
 from . import _checks
 from .api import register_placer
 from .problem import Assignment, Problem
 
 
-@register_placer("single_device")
+@register_placer("single_device", needs_solvable=False)
 def single_device(problem: Problem) -> np.ndarray:
-    """Everything on the fastest device that can run and hold the whole graph.
+    """Everything on one device: the fastest feasible one, else the least infeasible one.
+
+    Each device that can run every node is simulated with the whole graph on it. The fastest
+    feasible one wins (memory checked by the simulator, activations included under
+    ``step_time``); when none is feasible, the one with the lowest penalized runtime
+    (:func:`placerl.sim.penalized_runtime`: the least memory overflow) is returned, and
+    :func:`~placerl.baselines.solve` warns that it is infeasible. This is the one meaning of
+    "single device" in placerl: the envs' default reference and initial placement use it too.
 
     Source: the usual single-device baseline (e.g. Mirhoseini et al., ICML 2017).
     Complexity: O(D (V + E)): one simulation per device.
 
     Raises:
-        PlacementError: No single device can run every node and hold the graph's memory.
+        PlacementError: No single device can run every node.
     """
-    units = problem.units
-    fits = np.isfinite(units.durations).all(axis=0) & (units.memory.sum() <= problem.capacity)
-    if not fits.any():
+    runnable = np.flatnonzero(np.isfinite(problem.durations).all(axis=0))
+    if runnable.size == 0:
         raise PlacementError(
-            f"single_device: no device can run all of {problem.graph.name!r} and hold its "
-            f"{units.memory.sum():.6g} bytes (largest device: {problem.capacity.max():.6g})"
+            f"single_device: no device can run every node of {problem.graph.name!r}"
         )
     n = problem.num_nodes
-    runtimes = {
-        int(d): problem.model.runtime(np.full(n, d), check=False) for d in np.flatnonzero(fits)
-    }
-    best = min(runtimes, key=runtimes.__getitem__)
-    return np.full(n, best, dtype=np.int64)
+    ranked = []
+    for d in runnable:
+        result = problem.model.evaluate(np.full(n, d, dtype=np.int64), check=False)
+        ranked.append((not result.feasible, penalized_runtime(result, result.runtime), int(d)))
+    return np.full(n, min(ranked)[2], dtype=np.int64)
 
 
 @register_placer("round_robin")

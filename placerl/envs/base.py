@@ -7,21 +7,23 @@ computed once per graph in a :class:`GraphCase` and reused across episodes.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from placerl.cluster import Cluster
-from placerl.envs.rewards import REWARDS, penalized_runtime
-from placerl.errors import ConfigError
+from placerl._options import check_int
+from placerl.baselines.references import Reference, parse_placer, reference
+from placerl.cluster import Cluster, load_cluster
+from placerl.envs.rewards import REWARDS
+from placerl.errors import ConfigError, EpisodeError, PlacementError
 from placerl.graph import CompGraph, load_graph
-from placerl.graph.orders import traversal_order
-from placerl.sim import OBJECTIVES, CostModel, SimResult
+from placerl.graph.orders import resolve_order, traversal_order
+from placerl.sim import OBJECTIVES, CostModel, SimResult, penalized_runtime
 
 MEMORY_MODES = ("mask", "penalty")
 
@@ -30,53 +32,21 @@ COST, OUT_BYTES, MEM_BYTES, IN_DEGREE, OUT_DEGREE, POSITION, PLACED, CURRENT, ST
 NUM_BASE_FEATURES = 9
 
 
-def resolve_cluster(cluster: str | Cluster) -> Cluster:
-    """A Cluster from itself, a preset name, or ``msr:<name>`` (the msr file's header)."""
-    if isinstance(cluster, Cluster):
-        return cluster
-    if isinstance(cluster, str):
-        if cluster.startswith("msr:"):
-            return Cluster.from_msr(cluster[4:])
-        return Cluster.preset(cluster)
-    raise ConfigError(f"cluster must be a Cluster or a preset name, got {type(cluster).__name__}")
-
-
-def check_placer_name(name: str, what: str) -> None:
-    """Fail fast unless ``name`` is a registered baseline placer."""
-    try:
-        from placerl.baselines import PLACERS
-    except ImportError:
-        raise ConfigError(
-            f"{what}={name!r} needs the baseline placers (placerl.baselines), not installed"
-        ) from None
-    PLACERS[name]
-
-
 def _scaled(values: np.ndarray) -> np.ndarray:
     top = values.max()
     return values / top if top > 0 else np.zeros_like(values)
 
 
-def best_single_device(model: CostModel) -> tuple[np.ndarray, float]:
-    """The single-device placement with the lowest penalized runtime, and that runtime."""
-    n = model.graph.num_nodes
-    best: tuple[np.ndarray, float] | None = None
-    for d in range(model.num_devices):
-        placement = np.full(n, d, dtype=np.int64)
-        result = model.evaluate(placement, check=False)
-        runtime = penalized_runtime(
-            result, result.runtime if math.isfinite(result.runtime) else 1.0
-        )
-        if best is None or runtime < best[1]:
-            best = (placement, runtime)
-    return best
+GraphSpec = str | os.PathLike | CompGraph
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class GraphCase:
-    """Everything about one graph that episodes reuse (built once per graph).
+    """Everything about one graph that episodes reuse, built once per graph and never changed.
 
     Rows of the observation follow the traversal order: row ``i`` is node ``order[i]``.
+    References come from the shared cache (:mod:`placerl.baselines.references`), not from the
+    env, so vector-env workers compute each one once.
     """
 
     graph: CompGraph
@@ -87,15 +57,22 @@ class GraphCase:
     edge_rows: np.ndarray
     members: list[np.ndarray]
     group_mem: np.ndarray
-    single_device_runtime: float
-    reference_placement: np.ndarray
-    reference_runtime: float
-    best_runtime: float = math.inf
-    best_placement: np.ndarray | None = field(default=None)
+    single_device: Reference
+    reference: Reference
+
+    @property
+    def reference_placement(self) -> np.ndarray:
+        """The reference placer's placement."""
+        return self.reference.placement
+
+    @property
+    def reference_runtime(self) -> float:
+        """The runtime rewards are normalized by (penalized if the reference is infeasible)."""
+        return self.reference.score
 
     @classmethod
     def build(cls, graph: CompGraph, cluster: Cluster, objective: str, order: Any,
-              order_seed: int, reference: str) -> GraphCase:  # fmt: skip
+              order_seed: int, reference_spec: str | Reference) -> GraphCase:  # fmt: skip
         model = CostModel(graph, cluster, objective)
         a = graph.arrays
         order_idx = traversal_order(graph, order, seed=order_seed)
@@ -110,16 +87,11 @@ class GraphCase:
         static[:, OUT_DEGREE] = (a.out_degree / max(degree, 1))[order_idx]
         static[:, POSITION] = np.arange(graph.num_nodes) / max(graph.num_nodes - 1, 1)
         members = _colocation_members(graph)
-        group_mem = np.array([a.mem_bytes[m].sum() for m in members])
-        single_placement, single_runtime = best_single_device(model)
-        if reference == "single_device":
-            ref_placement, ref_runtime = single_placement, single_runtime
+        if isinstance(reference_spec, Reference):
+            reference_spec.check_matches(graph, cluster, objective)
+            ref = reference_spec
         else:
-            from placerl.baselines import place  # envs use baselines only for references
-
-            ref_placement = np.asarray(place(reference, graph, cluster, objective=objective))
-            ref_result = model.evaluate(ref_placement)
-            ref_runtime = penalized_runtime(ref_result, single_runtime)
+            ref = reference(graph, cluster, objective, reference_spec)
         return cls(
             graph=graph,
             model=model,
@@ -128,10 +100,9 @@ class GraphCase:
             static=static,
             edge_rows=np.stack([row_of[a.src], row_of[a.dst]]),
             members=members,
-            group_mem=group_mem,
-            single_device_runtime=single_runtime,
-            reference_placement=ref_placement,
-            reference_runtime=ref_runtime,
+            group_mem=np.array([a.mem_bytes[m].sum() for m in members]),
+            single_device=reference(graph, cluster, objective, "single_device"),
+            reference=ref,
         )
 
 
@@ -145,19 +116,23 @@ def _colocation_members(graph: CompGraph) -> list[np.ndarray]:
 
 
 class PlacementEnvBase(gym.Env):
-    """Common constructor, spaces, masks, info and render of the two placement envs."""
+    """Common constructor, spaces, masks, info and render of the two placement envs.
+
+    Every argument is checked here, at construction, with an error naming it; a bad action or
+    a step outside an episode raises at once (see :meth:`_device`, :meth:`_check_running`).
+    """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
-        graph: str | CompGraph | Sequence[str | CompGraph] = "synthetic:cifar10?seed=0",
+        graph: GraphSpec | Sequence[GraphSpec] = "synthetic:cifar10?seed=0",
         cluster: str | Cluster = "placeto",
         order: str | Callable = "topo",
         objective: str = "step_time",
         reward: str = "log_speedup",
         memory: str = "mask",
-        reference: str = "single_device",
+        reference: str | Reference | Sequence[Reference] = "single_device",
         max_nodes: int | None = None,
         max_edges: int | None = None,
         order_seed: int = 0,
@@ -170,20 +145,18 @@ class PlacementEnvBase(gym.Env):
                 f"render_mode must be 'ansi', 'rgb_array' or None, got {render_mode!r}"
             )
         OBJECTIVES[objective]  # fail fast on an unknown objective
-        if reference != "single_device":
-            check_placer_name(reference, "reference")
+        resolve_order(order)  # ... and order
+        self.order_seed = check_int(order_seed, "order_seed")
         self.reward_fn = REWARDS[reward]
-        self.cluster = resolve_cluster(cluster)
-        specs = [graph] if isinstance(graph, (str, CompGraph)) else list(graph)
-        if not specs:
-            raise ConfigError("graph must name at least one graph")
-        self.graphs = [load_graph(spec) for spec in specs]
-        self.order, self.order_seed, self.objective = order, order_seed, objective
+        self.cluster = load_cluster(cluster)
+        self.graphs = [load_graph(spec) for spec in _graph_list(graph)]
+        self.references = _reference_list(reference, len(self.graphs))
+        self.order, self.objective = order, objective
         self.memory, self.reference = memory, reference
         self.render_mode = render_mode
         self.num_devices = self.cluster.num_devices
-        self.max_nodes = self._padding(max_nodes, [g.num_nodes for g in self.graphs], "max_nodes")
-        self.max_edges = self._padding(max_edges, [g.num_edges for g in self.graphs], "max_edges")
+        self.max_nodes = _padding(max_nodes, [g.num_nodes for g in self.graphs], "max_nodes")
+        self.max_edges = _padding(max_edges, [g.num_edges for g in self.graphs], "max_edges")
         self.num_features = NUM_BASE_FEATURES + self.num_devices
         self._cases: dict[int, GraphCase] = {}
         self.action_space = spaces.Discrete(self.num_devices)
@@ -199,28 +172,40 @@ class PlacementEnvBase(gym.Env):
             }
         )
         self.case: GraphCase | None = None
-
-    @staticmethod
-    def _padding(requested: int | None, sizes: list[int], what: str) -> int:
-        needed = max(max(sizes), 1)
-        if requested is None:
-            return needed
-        if requested < needed:
-            raise ConfigError(f"{what}={requested} is smaller than the largest graph ({needed})")
-        return int(requested)
+        self.graph_index = 0
+        self._running = False
 
     # ------------------------------------------------------------------ episode setup
     def _case(self, index: int) -> GraphCase:
         if index not in self._cases:
             self._cases[index] = GraphCase.build(
                 self.graphs[index], self.cluster, self.objective, self.order, self.order_seed,
-                self.reference,
+                self.references[index],
             )  # fmt: skip
         return self._cases[index]
 
-    def _start_episode(self, seed: int | None) -> GraphCase:
+    def _start_episode(self, seed: int | None, options: Mapping[str, Any] | None,
+                       allowed: tuple[str, ...] = ()) -> GraphCase:  # fmt: skip
+        """Seed, pick the episode's graph, clear the episode state; returns the graph's case.
+
+        Everything random in an episode is drawn from ``self.np_random`` after this reseeding,
+        so ``reset(seed=s)`` gives the same episode whatever happened before.
+        """
+        if seed is not None:
+            check_int(seed, "reset seed")
+        options = _check_reset_options(options, allowed)
         super().reset(seed=seed)
-        index = int(self.np_random.integers(len(self.graphs))) if len(self.graphs) > 1 else 0
+        if "graph" in options:
+            index = check_int(options["graph"], "reset option 'graph'")
+            if index >= len(self.graphs):
+                raise ConfigError(
+                    f"reset option 'graph' is {index}; the env has graphs 0..{len(self.graphs) - 1}"
+                )
+        elif len(self.graphs) > 1:
+            index = int(self.np_random.integers(len(self.graphs)))
+        else:
+            index = 0
+        self.graph_index = index
         case = self.case = self._case(index)
         n = case.graph.num_nodes
         self._nodes = np.zeros((self.max_nodes, self.num_features), dtype=np.float32)
@@ -233,17 +218,36 @@ class PlacementEnvBase(gym.Env):
         self._node_mask[:n] = 1.0
         self._current = np.zeros(self.max_nodes, dtype=np.float32)
         self._resident = np.zeros(self.num_devices)
+        self._running = True
         return case
 
     # ---------------------------------------------------------------- shared updates
+    def _check_running(self) -> None:
+        """Refuse a step before ``reset`` or after the episode ended."""
+        if not self._running:
+            when = "before reset()" if self.case is None else "after the episode ended"
+            raise EpisodeError(f"step() called {when}; call reset() to start an episode")
+
     def _device(self, action: Any) -> int:
-        """The action as a device index (a masked device is allowed; see the docstrings)."""
-        device = int(action)
-        if not 0 <= device < self.num_devices:
-            raise ValueError(
+        """The action as a device index (a masked device is allowed; see the docstrings).
+
+        Raises:
+            PlacementError: Not an integer (Python or numpy int, or a 0-d integer array; bools,
+                floats, strings and None are refused), or not a device index.
+        """
+        value = action
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise PlacementError(
+                f"action must be an integer device index in 0..{self.num_devices - 1}, "
+                f"got {action!r} ({type(action).__name__})"
+            )
+        if not 0 <= value < self.num_devices:
+            raise PlacementError(
                 f"action {action!r} is not a device index in 0..{self.num_devices - 1}"
             )
-        return device
+        return int(value)
 
     def _move_group(self, v: int, device: int) -> np.ndarray:
         """Put ``v``'s whole colocation group on ``device``; returns the group's nodes."""
@@ -303,26 +307,21 @@ class PlacementEnvBase(gym.Env):
         """The runtime rewards see (penalized when infeasible)."""
         return penalized_runtime(result, self.case.reference_runtime)
 
-    def _record_best(self, runtime: float, placement: np.ndarray) -> None:
-        case = self.case
-        if runtime < case.best_runtime:
-            case.best_runtime = runtime
-            case.best_placement = placement.copy()
-
     def _info(self, runtime: float | None, done: bool, **extra: Any) -> dict[str, Any]:
         case = self.case
         info: dict[str, Any] = {
             "graph": case.graph.name,
+            "graph_index": self.graph_index,
             "action_mask": self._mask.astype(np.int8),
             "reference_runtime": case.reference_runtime,
-            "single_device_runtime": case.single_device_runtime,
-            "best_runtime": case.best_runtime,
+            "single_device_runtime": case.single_device.score,
             **extra,
         }
         if runtime is not None:
             info["runtime"] = runtime
         if done:
             info["placement"] = self.placement.copy()
+            self._running = False
         return info
 
     # ------------------------------------------------------------------------- render
@@ -334,3 +333,56 @@ class PlacementEnvBase(gym.Env):
 
         renderer = render_ansi if self.render_mode == "ansi" else render_rgb
         return renderer(self.case, self.placement, self.cluster)
+
+
+# ------------------------------------------------------------------ argument checks
+def _graph_list(graph: Any) -> list[Any]:
+    """The graph argument as a non-empty list of graph specs."""
+    if isinstance(graph, (str, os.PathLike, CompGraph)):
+        return [graph]
+    if not isinstance(graph, Sequence) or not graph:
+        raise ConfigError(
+            f"graph must be a graph spec, a CompGraph, or a non-empty list of them, got {graph!r}"
+        )
+    return list(graph)
+
+
+def _reference_list(reference: Any, count: int) -> list[str | Reference]:
+    """One reference per graph: a placer spec (checked now) or precomputed references."""
+    if isinstance(reference, str):
+        parse_placer(reference)
+        return [reference] * count
+    if isinstance(reference, Reference):
+        return [reference] * count
+    if isinstance(reference, Sequence) and all(isinstance(r, Reference) for r in reference):
+        if len(reference) != count:
+            raise ConfigError(f"got {len(reference)} references for {count} graphs")
+        return list(reference)
+    raise ConfigError(
+        "reference must be a placer spec ('single_device', 'heft', ...), a Reference, or one "
+        f"Reference per graph, got {reference!r}"
+    )
+
+
+def _padding(requested: Any, sizes: list[int], what: str) -> int:
+    needed = max(max(sizes), 1)
+    if requested is None:
+        return needed
+    requested = check_int(requested, what, minimum=1)
+    if requested < needed:
+        raise ConfigError(f"{what}={requested} is smaller than the largest graph ({needed})")
+    return requested
+
+
+def _check_reset_options(options: Any, allowed: tuple[str, ...]) -> Mapping[str, Any]:
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"reset options must be a dict, got {options!r}")
+    known = ("graph", *allowed)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"unknown reset option(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        )
+    return options

@@ -43,7 +43,9 @@ class PlacementEnv(PlacementEnvBase):
     sb3-contrib's MaskablePPO) and ``info["action_mask"]`` (int8, Gymnasium's convention) mark
     the devices whose kind can run the node's group and, with ``memory="mask"``, whose resident
     memory can still hold it. A masked action is applied anyway and scored by the
-    infeasibility penalty.
+    infeasibility penalty. An action must be an integer (a Python or numpy integer, or a 0-d
+    integer array); anything else, or an index outside ``0..D-1``, raises
+    :class:`~placerl.errors.PlacementError`.
 
     ## Reward
     Chosen by name (:mod:`placerl.envs.rewards`). Default ``log_speedup``: 0 until the last
@@ -53,17 +55,24 @@ class PlacementEnv(PlacementEnvBase):
     improvement). Infeasible placements are scored by ``penalized_runtime``.
 
     ## Episode end
-    Terminates after the last node. With ``memory="mask"``, if no device can hold the next node
-    the episode terminates early with ``info["infeasible"] = True`` and the reward of a runtime
+    Terminates after the last node; ``step()`` after that (or before ``reset()``) raises
+    :class:`~placerl.errors.EpisodeError`. With ``memory="mask"``, if no device can hold the
+    next node the episode terminates early with ``info["infeasible"] = True`` and the reward of a runtime
     ``INFEASIBLE_FACTOR + 1`` times the reference (unplaced nodes are completed from the
     reference placement in ``info["placement"]``).
 
     ## Arguments
-    ``graph`` (spec, CompGraph or a list to sample one per episode), ``cluster`` (preset name,
-    ``msr:<name>`` or Cluster), ``order`` (registered name or callable), ``objective``,
-    ``reward``, ``memory`` (``mask`` / ``penalty``), ``reference`` (``single_device`` or a placer
-    name), ``max_nodes`` / ``max_edges``, ``order_seed``, ``render_mode`` (``ansi``,
-    ``rgb_array``).
+    ``graph`` (spec, CompGraph or a list to sample one per episode), ``cluster`` (any spec of
+    :func:`placerl.cluster.load_cluster` or a Cluster), ``order`` (registered name or
+    callable), ``objective``, ``reward``, ``memory`` (``mask`` / ``penalty``), ``reference``
+    (a placer spec such as ``single_device``, ``heft`` or ``local_search?time_limit=2``,
+    computed once through the shared cache of :mod:`placerl.baselines.references`; or a
+    precomputed :class:`~placerl.baselines.references.Reference`, one per graph),
+    ``max_nodes`` / ``max_edges``, ``order_seed``, ``render_mode`` (``ansi``, ``rgb_array``).
+    Every argument is checked at construction.
+
+    ``reset(seed=s)`` gives the same episode whatever happened before in the env object;
+    ``reset(options={"graph": i})`` picks graph ``i`` of a list instead of sampling one.
 
     ## Version history
     * v0: initial version.
@@ -72,7 +81,7 @@ class PlacementEnv(PlacementEnvBase):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        case = self._start_episode(seed)
+        case = self._start_episode(seed, options)
         self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
         self._t, self._row = 0, None
         self._before = case.reference_runtime
@@ -81,6 +90,7 @@ class PlacementEnv(PlacementEnvBase):
         return self._observation(), self._info(None, False)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        self._check_running()
         case = self.case
         device = self._device(action)
         self._move_group(int(case.order[self._t]), device)
@@ -99,7 +109,6 @@ class PlacementEnv(PlacementEnvBase):
             self._before = after
         if done:
             self._set_current(None)
-            self._record_best(after, self.placement)
         return self._observation(), reward, done, False, self._info(after, done)
 
     def _completed(self) -> np.ndarray:
@@ -114,5 +123,5 @@ class PlacementEnv(PlacementEnvBase):
         penalty = (INFEASIBLE_FACTOR + 1) * case.reference_runtime
         reward = self.reward_fn(case.reference_runtime, self._before, penalty, True)
         self.placement = self._completed().copy()
-        self._set_current(None)
+        self._set_current(None)  # _info(done=True) ends the episode
         return self._observation(), reward, True, False, self._info(penalty, True, infeasible=True)

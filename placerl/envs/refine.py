@@ -2,25 +2,61 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from placerl.envs.base import START, PlacementEnvBase, best_single_device, check_placer_name
+from placerl._options import check_int
+from placerl._registry import Registry
+from placerl.baselines.references import parse_placer, reference
+from placerl.envs.base import START, GraphCase, PlacementEnvBase
 from placerl.envs.rewards import INFEASIBLE_FACTOR
-from placerl.errors import ConfigError
+from placerl.errors import ConfigError, PlacementError
+from placerl.sim.model import check_placement
 
-INITIAL_PLACEMENTS = ("single_device", "random", "reference", "best")
+InitialFn = Callable[["PlacementRefineEnv", GraphCase], np.ndarray]
+
+#: Initial placements only an env can make (they need its random generator or its reference);
+#: any placer spec of :mod:`placerl.baselines` is an initial placement too.
+INITIAL_PLACEMENTS: Registry[InitialFn] = Registry("initial placement")
+
+
+@INITIAL_PLACEMENTS.decorator("random")
+def _random_initial(env: PlacementRefineEnv, case: GraphCase) -> np.ndarray:
+    """Each colocation group on a uniform random device, drawn from the episode's generator."""
+    return env.np_random.integers(env.num_devices, size=case.graph.num_nodes)
+
+
+@INITIAL_PLACEMENTS.decorator("reference")
+def _reference_initial(env: PlacementRefineEnv, case: GraphCase) -> np.ndarray:
+    """The env's reference placement."""
+    return case.reference_placement
+
+
+def _check_initial(initial: str) -> None:
+    if isinstance(initial, str) and initial in INITIAL_PLACEMENTS:
+        return
+    try:
+        parse_placer(initial)
+    except ConfigError as err:
+        raise ConfigError(
+            f"initial={initial!r} is neither an env initial placement "
+            f"({', '.join(INITIAL_PLACEMENTS)}) nor a placer spec: {err}"
+        ) from None
 
 
 class PlacementRefineEnv(PlacementEnvBase):
     """Refine a complete placement, re-placing one node per step (Placeto, NeurIPS 2019).
 
     ## Description
-    The episode starts from a full placement (``initial``: the best single device, a random
-    placement, the reference placement, the best placement found so far in this env, or any
-    placer name from :mod:`placerl.baselines`). At step ``t`` the agent chooses a new device
-    for node ``order[t mod N]`` (with its whole colocation group) and the placement is
+    The episode starts from a full placement: ``initial`` names it (``single_device`` by
+    default, ``random``, ``reference``, or any placer spec of :mod:`placerl.baselines`, computed
+    once through the shared reference cache), or ``reset(options={"initial": placement})``
+    gives it (a placement, or ``{graph index: placement}`` for an env over several graphs).
+    Placeto's schedule, each episode from the best placement found so far, is the explicit
+    wrapper :class:`~placerl.envs.wrappers.StartFromBest`. At step ``t`` the agent chooses a new
+    device for node ``order[t mod N]`` (with its whole colocation group) and the placement is
     simulated again.
 
     ## Observation space
@@ -40,10 +76,12 @@ class PlacementRefineEnv(PlacementEnvBase):
     Terminates after ``passes`` passes over the nodes (``passes * N`` steps; one pass by
     default). With ``memory="mask"``, if no device can take the current node the episode
     terminates with ``info["infeasible"] = True`` and the reward of a runtime
-    ``INFEASIBLE_FACTOR + 1`` times the reference.
+    ``INFEASIBLE_FACTOR + 1`` times the reference. ``step()`` after the end (or before
+    ``reset()``) raises :class:`~placerl.errors.EpisodeError`.
 
     ## Arguments
-    Those of ``placerl/Placement-v0`` plus ``initial`` and ``passes``.
+    Those of ``placerl/Placement-v0`` plus ``initial`` (see Description) and ``passes`` (an
+    integer >= 1). ``reset(seed=s)`` gives the same episode whatever happened before.
 
     ## Version history
     * v0: initial version.
@@ -52,28 +90,27 @@ class PlacementRefineEnv(PlacementEnvBase):
     def __init__(self, *args: Any, initial: str = "single_device", passes: int = 1,
                  reward: str = "normalized_delta", **kwargs: Any) -> None:  # fmt: skip
         super().__init__(*args, reward=reward, **kwargs)
-        if not isinstance(passes, int) or passes < 1:
-            raise ConfigError(f"passes must be a positive integer, got {passes!r}")
-        if initial not in INITIAL_PLACEMENTS:
-            check_placer_name(initial, "initial")
-        self.initial, self.passes = initial, passes
+        self.passes = check_int(passes, "passes", minimum=1)
+        _check_initial(initial)
+        self.initial = initial
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        case = self._start_episode(seed)
+        case = self._start_episode(seed, options, allowed=("initial",))
+        start = self._initial_placement(case, (options or {}).get("initial"))
         self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
         self._row = None
-        for v, device in enumerate(self._initial_placement()):
+        for v, device in enumerate(start):
             if self.placement[v] < 0:
                 self._move_group(v, int(device))
         self._t = 0
         self._before = self._simulate()
-        self._record_best(self._before, self.placement)
         self._focus(0)
         return self._observation(), self._info(self._before, False)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        self._check_running()
         case = self.case
         device = self._device(action)
         n = case.graph.num_nodes
@@ -83,7 +120,6 @@ class PlacementRefineEnv(PlacementEnvBase):
         done = self._t == self.passes * n
         reward = self.reward_fn(case.reference_runtime, self._before, after, done)
         self._before = after
-        self._record_best(after, self.placement)
         if done:
             self._set_current(None)
         else:
@@ -95,20 +131,18 @@ class PlacementRefineEnv(PlacementEnvBase):
         return self._observation(), reward, done, False, self._info(after, done)
 
     # ------------------------------------------------------------------------ helpers
-    def _initial_placement(self) -> np.ndarray:
-        case = self.case
-        if self.initial == "random":
-            return self.np_random.integers(self.num_devices, size=case.graph.num_nodes)
-        if self.initial == "single_device":
-            return best_single_device(case.model)[0]
-        if self.initial == "reference":
-            return case.reference_placement
-        if self.initial == "best":
-            best = case.best_placement
-            return case.reference_placement if best is None else best
-        from placerl.baselines import place
-
-        return np.asarray(place(self.initial, case.graph, self.cluster, objective=self.objective))
+    def _initial_placement(self, case: GraphCase, given: Any) -> np.ndarray:
+        """The placement the episode starts from: given in the reset options, else ``initial``."""
+        if isinstance(given, Mapping):
+            given = given.get(self.graph_index)
+        if given is not None:
+            try:
+                return check_placement(given, case.graph, self.num_devices)
+            except PlacementError as err:
+                raise PlacementError(f"reset option 'initial': {err}") from None
+        if self.initial in INITIAL_PLACEMENTS:
+            return INITIAL_PLACEMENTS[self.initial](self, case)
+        return reference(case.graph, self.cluster, self.objective, self.initial).placement
 
     def _simulate(self) -> float:
         """Simulate the current placement; refresh the start-time feature; return the score."""

@@ -10,7 +10,8 @@ env did not simulate this step) and whether the episode ended. The ladder:
 * ``log_speedup``: at episode end, ``log(reference / final)``; 0 before.
 
 Dense rewards (the deltas) make the env simulate after every step; sparse ones only at the end.
-Infeasible placements are scored by their penalized runtime (see :func:`penalized_runtime`).
+Infeasible placements are scored by their penalized runtime
+(:func:`placerl.sim.penalized_runtime`).
 """
 
 from __future__ import annotations
@@ -20,27 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from placerl._registry import Registry
-from placerl.sim import SimResult
+from placerl.sim.penalty import INFEASIBLE_FACTOR, penalized_runtime
 
-#: An infeasible placement counts as at least this many times slower than the reference.
-INFEASIBLE_FACTOR = 2.0
-
-
-def penalized_runtime(result: SimResult, reference: float) -> float:
-    """The runtime rewards see: the real one if feasible, else a documented penalty.
-
-    Infeasible: ``max(runtime, reference) * (INFEASIBLE_FACTOR + excess)`` where ``excess`` is
-    the memory overflow as a fraction of the total capacity of the overflowing devices; a
-    placement with an op on a device kind it cannot run on uses ``reference`` as its runtime.
-    """
-    if result.feasible:
-        return result.runtime
-    base = max(result.runtime, reference) if math.isfinite(result.runtime) else reference
-    over = result.memory_excess > 0
-    capacity = float((result.peak_memory - result.memory_excess)[over].sum())
-    excess = float(result.memory_excess.sum()) / capacity if capacity > 0 else float(over.any())
-    return base * (INFEASIBLE_FACTOR + excess)
-
+__all__ = ["INFEASIBLE_FACTOR", "REWARDS", "Reward", "penalized_runtime", "register_reward"]
 
 @dataclass(frozen=True)
 class Reward:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from placerl._registry import Registry
-from placerl.cluster import Cluster, GiB, homogeneous
+from placerl.cluster import Cluster, homogeneous
+from placerl.devices import GiB
 from placerl.envs.placement import PlacementEnv
 from placerl.graph import CompGraph
 

@@ -24,6 +24,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from placerl._io import atomic_write_text
 from placerl.errors import GraphError
 
 SCHEMA_FORMAT = "placerl.graph"
@@ -436,12 +437,7 @@ class CompGraph:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the graph as versioned JSON, atomically (write to a temp file, then rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1))
-        os.replace(tmp, path)
-        return path
+        return atomic_write_text(path, json.dumps(self.to_dict(), indent=1))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CompGraph:
@@ -483,7 +479,14 @@ class CompGraph:
 
     # ---------------------------------------------------------------------- identity
     def fingerprint(self) -> str:
-        """A SHA-256 of the canonical JSON form: equal graphs have equal fingerprints."""
+        """A SHA-256 of the canonical JSON form: equal graphs have equal fingerprints.
+
+        Computed once per graph (graphs are immutable): cache keys read it on every lookup.
+        """
+        return self._fingerprint
+
+    @cached_property
+    def _fingerprint(self) -> str:
         blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()
 

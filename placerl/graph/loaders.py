@@ -17,9 +17,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
 
 from placerl._registry import Registry
+from placerl._spec import split_spec
 from placerl.errors import ConfigError, GraphError
 from placerl.graph.core import CompGraph
 
@@ -34,32 +34,9 @@ def register_graph_source(
     return GRAPH_SOURCES.decorator(scheme, overwrite=overwrite)
 
 
-def _parse_value(text: str) -> Any:
-    """Query values as int, float, bool or str, in that order of preference."""
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 def parse_spec(spec: str) -> tuple[str, str, dict[str, Any]]:
     """Split ``scheme:body?k=v&...`` into (scheme, body, params with parsed values)."""
-    scheme, sep, rest = spec.partition(":")
-    if not sep or not scheme:
-        raise ConfigError(
-            f"graph spec {spec!r} has no scheme; expected <scheme>:<body> or a .json path"
-        )
-    body, _, query = rest.partition("?")
-    try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
-    except ValueError:
-        raise ConfigError(f"graph spec {spec!r} has a malformed query {query!r}") from None
-    return scheme, body, {key: _parse_value(value) for key, value in pairs}
+    return split_spec(spec, what="graph spec")
 
 
 def load_graph(spec: str | Path | CompGraph) -> CompGraph:
@@ -92,6 +69,7 @@ def load_graph(spec: str | Path | CompGraph) -> CompGraph:
 
 def _load_json_file(path: Path) -> CompGraph:
     from placerl.graph.msr import parse_msr
+    from placerl.msr_format import is_msr_document
 
     if not path.is_file():
         raise GraphError(f"graph file not found: {path}")
@@ -99,7 +77,7 @@ def _load_json_file(path: Path) -> CompGraph:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise GraphError(f"graph file {path} is not valid JSON: {err}") from None
-    if isinstance(data, dict) and "maxFPGAs" in data:
+    if is_msr_document(data):
         return parse_msr(data, name=path.stem)
     return CompGraph.from_dict(data)
 

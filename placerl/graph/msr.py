@@ -1,11 +1,11 @@
 """Importer for the msr-fiddle profiled-graph format (Tarnawski et al., NeurIPS 2020).
 
-The public dnn-partitioning benchmark (MIT license, see ``data/msr/LICENSE.txt``) describes each
-graph as JSON: a header (``maxSizePerFPGA``, ``maxFPGAs``, ``maxCPUs``), nodes (``id``,
-``supportedOnFpga``, ``cpuLatency``, ``fpgaLatency``, ``isBackwardNode``, optional
+The public dnn-partitioning benchmark (MIT license, see ``placerl/data/msr/LICENSE.txt``)
+describes each graph as JSON: a header (``maxSizePerFPGA``, ``maxFPGAs``, ``maxCPUs``), nodes
+(``id``, ``supportedOnFpga``, ``cpuLatency``, ``fpgaLatency``, ``isBackwardNode``, optional
 ``colorClass``, ``size``) and edges (``sourceId``, ``destId``, ``cost``). Seven files ship with
 placerl and load by name: ``load_graph("msr:bert24_training")``; any other file of the format
-loads by path.
+loads by path. File handling shared with the cluster side is in :mod:`placerl.msr_format`.
 
 Mapping to :class:`~placerl.graph.CompGraph` (node order = file order):
 
@@ -23,45 +23,15 @@ Mapping to :class:`~placerl.graph.CompGraph` (node order = file order):
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from placerl.errors import GraphError
 from placerl.graph.core import CompGraph
+from placerl.msr_format import HEADER_KEYS, read_msr
 
 _NODE_KEYS = ("id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode", "size")
 _EDGE_KEYS = ("sourceId", "destId", "cost")
-_HEADER_KEYS = ("maxSizePerFPGA", "maxFPGAs", "maxCPUs")
-
-
-def bundled_msr_dir() -> Path:
-    """Folder of the msr-fiddle files shipped inside the package."""
-    return Path(str(resources.files("placerl.graph") / "data" / "msr"))
-
-
-def msr_names() -> tuple[str, ...]:
-    """Names of the bundled msr-fiddle graphs (``bert24_training``, ...)."""
-    return tuple(sorted(p.stem for p in bundled_msr_dir().glob("*.json")))
-
-
-def resolve_msr_path(name_or_path: str | Path) -> Path:
-    """A bundled graph's file by name, or an existing file path.
-
-    Raises:
-        GraphError: Neither a bundled name nor an existing file (lists the bundled names).
-    """
-    bundled = bundled_msr_dir() / f"{name_or_path}.json"
-    if isinstance(name_or_path, str) and "/" not in name_or_path and bundled.is_file():
-        return bundled
-    path = Path(name_or_path)
-    if path.is_file():
-        return path
-    raise GraphError(
-        f"no msr graph {str(name_or_path)!r}: not a file, and not one of the bundled graphs "
-        f"({', '.join(msr_names())})"
-    )
 
 
 def _require(record: Any, keys: tuple[str, ...], what: str) -> None:
@@ -79,7 +49,7 @@ def parse_msr(data: dict[str, Any], *, name: str = "msr") -> CompGraph:
         GraphError: For a missing field, an unknown node id in an edge, a duplicate id, or any
             error :class:`CompGraph` itself detects (cycles, negative latencies, ...).
     """
-    _require(data, (*_HEADER_KEYS, "nodes", "edges"), f"msr graph {name!r}")
+    _require(data, (*HEADER_KEYS, "nodes", "edges"), f"msr graph {name!r}")
     records = data["nodes"]
     for i, record in enumerate(records):
         _require(record, _NODE_KEYS, f"msr graph {name!r} node #{i}")
@@ -131,15 +101,11 @@ def parse_msr(data: dict[str, Any], *, name: str = "msr") -> CompGraph:
         if record.get("colorClass") is not None:
             node["group"] = f"color{record['colorClass']}"
         nodes.append(node)
-    meta = {"source": "msr", **{key: data[key] for key in _HEADER_KEYS}}
+    meta = {"source": "msr", **{key: data[key] for key in HEADER_KEYS}}
     return CompGraph(nodes, edges, name=name, meta=meta)
 
 
 def load_msr(name_or_path: str | Path) -> CompGraph:
     """Load a bundled msr-fiddle graph by name (``"bert24_training"``) or any file by path."""
-    path = resolve_msr_path(name_or_path)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise GraphError(f"msr file {path} is not valid JSON: {err}") from None
+    path, data = read_msr(name_or_path, GraphError)
     return parse_msr(data, name=path.stem)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placerl._options import check_int
 from placerl._registry import Registry
 from placerl.errors import ConfigError
 from placerl.graph.core import CompGraph
@@ -86,17 +87,21 @@ def traversal_order(graph: CompGraph, name: str | OrderFn, seed: int | None = No
     Args:
         graph: The graph to traverse.
         name: A registered order name, or a callable ``(graph, rng) -> indices``.
-        seed: Seed of the random orders; ``None`` means 0, so results are always reproducible.
+        seed: Seed of the random orders (an integer >= 0); ``None`` means 0, so results are
+            always reproducible.
 
     Returns:
         A fresh ``int64`` array holding every node index exactly once.
 
     Raises:
-        ConfigError: If the name is unknown (the message lists the known ones) or the order
-            does not return a permutation.
+        ConfigError: If the name is unknown (the message lists the known ones), the seed is
+            not an integer >= 0, the graph is not a CompGraph, or the order does not return a
+            permutation.
     """
-    fn = name if callable(name) else ORDERS[name].fn
-    rng = np.random.default_rng(0 if seed is None else seed)
+    if not isinstance(graph, CompGraph):
+        raise ConfigError(f"traversal_order needs a CompGraph, got {type(graph).__name__}")
+    fn = resolve_order(name)
+    rng = np.random.default_rng(0 if seed is None else check_int(seed, "order seed"))
     order = np.asarray(fn(graph, rng), dtype=np.int64)
     n = graph.num_nodes
     if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
@@ -105,6 +110,22 @@ def traversal_order(graph: CompGraph, name: str | OrderFn, seed: int | None = No
             f"traversal order {label!r} must return a permutation of the {n} node indices"
         )
     return order.copy()
+
+
+def resolve_order(name: str | OrderFn) -> OrderFn:
+    """The order function of a registered name, or ``name`` itself when it is callable.
+
+    Raises:
+        ConfigError: Neither a registered name (the message lists them) nor a callable.
+    """
+    if callable(name):
+        return name
+    if not isinstance(name, str):
+        raise ConfigError(
+            f"a traversal order is a registered name or a callable, got {name!r}; "
+            f"known: {', '.join(ORDERS)}"
+        )
+    return ORDERS[name].fn
 
 
 # ------------------------------------------------------------------------------- helpers

@@ -7,11 +7,11 @@ study of Wang et al. 2022). :func:`register_family` adds your own.
 
 Costs are not noise. Each graph draws its shapes from the seed (batch, widths, channels, hidden
 size, vocabulary, ...), counts every op's FLOPs from them and times the op with a roofline on the
-reference device (:data:`PEAK_FLOPS`, :data:`MEM_BANDWIDTH`, :data:`LAUNCH_OVERHEAD`). Tensors
-are float32: ``out_bytes`` is the output's element count times 4 and ``mem_bytes`` the op's
-parameter bytes; weights shared by the steps of an unrolled recurrence are counted once, on the
-first step. Every node records ``flops``, ``bytes`` (bytes touched) and ``shape`` in ``attrs``,
-so ``cost == roofline_cost(attrs["flops"], attrs["bytes"])``.
+reference device (a V100, :func:`placerl.devices.roofline_cost`). Tensors are float32:
+``out_bytes`` is the output's element count times 4 and ``mem_bytes`` the op's parameter bytes;
+weights shared by the steps of an unrolled recurrence are counted once, on the first step.
+Every node records ``flops``, ``bytes`` (bytes touched) and ``shape`` in ``attrs``, so
+``cost == roofline_cost(attrs["flops"], attrs["bytes"])``.
 
 Families (``n`` is the approximate node count):
 
@@ -40,15 +40,13 @@ from typing import Any
 import numpy as np
 
 from placerl._registry import Registry
+from placerl.devices import roofline_cost
 from placerl.errors import ConfigError, GraphError
 from placerl.graph.core import CompGraph
 
 __all__ = [
     "DTYPE_BYTES",
     "FAMILIES",
-    "LAUNCH_OVERHEAD",
-    "MEM_BANDWIDTH",
-    "PEAK_FLOPS",
     "FamilySpec",
     "GraphBuilder",
     "conv2d_flops",
@@ -58,39 +56,11 @@ __all__ = [
     "matmul_flops",
     "numel",
     "register_family",
-    "roofline_cost",
     "tensor_bytes",
 ]
 
-# ------------------------------------------------------------------ reference-device roofline
-#: Peak fp32 throughput of the reference device, an NVIDIA V100-class GPU (FLOP/s).
-PEAK_FLOPS = 15.7e12
-#: HBM2 bandwidth of the reference device (bytes/s).
-MEM_BANDWIDTH = 900e9
-#: Fixed cost of launching one kernel (s), so that tiny ops do not cost nothing.
-LAUNCH_OVERHEAD = 5e-6
 #: Bytes per tensor element (float32).
 DTYPE_BYTES = 4
-
-
-def roofline_cost(
-    flops: float,
-    bytes_touched: float,
-    *,
-    peak_flops: float = PEAK_FLOPS,
-    bandwidth: float = MEM_BANDWIDTH,
-    overhead: float = LAUNCH_OVERHEAD,
-) -> float:
-    """Seconds an op takes: compute- or memory-bound, whichever is slower, plus a launch.
-
-    Args:
-        flops: Floating-point operations of the op.
-        bytes_touched: Bytes read (inputs, weights) plus bytes written (output).
-        peak_flops: Device throughput in FLOP/s (default: the reference device).
-        bandwidth: Device memory bandwidth in bytes/s (default: the reference device).
-        overhead: Fixed launch cost in seconds.
-    """
-    return max(flops / peak_flops, bytes_touched / bandwidth) + overhead
 
 
 def numel(shape: Sequence[int]) -> int:

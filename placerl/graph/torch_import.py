@@ -22,9 +22,9 @@ Per node:
   gradients, Adam's two moments) and each node keeps the tensors it materialises (its
   ``out_bytes``) as activations saved for backward.
 * ``cost`` and ``costs``: a roofline estimate, ``max(flops / peak, bytes / bandwidth)`` plus
-  the launch overhead of :mod:`placerl.graph.synthetic`, where bytes are the activations read,
-  the weights read and the output written. ``cost`` is on the reference device of the
-  synthetic families (a V100); ``costs[kind]`` assume the device of :data:`KIND_DEVICES`. Ops
+  the launch overhead of :mod:`placerl.devices`, where bytes are the activations read,
+  the weights read and the output written. ``cost`` is on the reference device (a V100);
+  ``costs[kind]`` assume the device of :data:`placerl.devices.KIND_DEVICES`. Ops
   that only make a view (reshape, transpose, split) cost nothing, as do the input nodes.
 
 Names keep the module path: ``layer3.2.conv1`` for a leaf module, ``layer3.2.conv1/conv2d``
@@ -60,15 +60,13 @@ from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils.flop_counter import FlopCounterMode
 
 from placerl._registry import Registry
-from placerl.cluster import Cluster, Device
+from placerl.devices import KIND_DEVICES, kind_costs, roofline_cost
 from placerl.errors import GraphError
 from placerl.graph.core import CompGraph
 from placerl.graph.passes import _unique
-from placerl.graph.synthetic import roofline_cost
 
 __all__ = [
     "GRANULARITIES",
-    "KIND_DEVICES",
     "OPTIMIZER_STATES",
     "Imported",
     "NodeFailure",
@@ -76,7 +74,6 @@ __all__ = [
     "Program",
     "from_module",
     "import_module",
-    "kind_costs",
     "measure",
     "model_flops",
     "run_program",
@@ -86,29 +83,6 @@ __all__ = [
 
 #: Optimizer tensors kept per trainable parameter when training (Adam's two moments).
 OPTIMIZER_STATES = 2
-
-
-def _first_device_per_kind(cluster: Cluster) -> dict[str, Device]:
-    devices: dict[str, Device] = {}
-    for device in cluster.devices:
-        devices.setdefault(device.kind, device)
-    return devices
-
-
-#: The device each kind's roofline costs assume: the first device of that kind in the
-#: ``cpu_gpu`` preset. ``gpu`` is a V100-16GB (15.7 TFLOP/s fp32, 900 GB/s), also the reference
-#: device of ``cost``; ``cpu`` is the preset's host CPU (1.0 TFLOP/s, 230 GB/s).
-KIND_DEVICES: Mapping[str, Device] = _first_device_per_kind(Cluster.preset("cpu_gpu"))
-
-
-def kind_costs(flops: float, bytes_touched: float) -> dict[str, float]:
-    """Roofline seconds of an op on each device kind of :data:`KIND_DEVICES`."""
-    return {
-        kind: roofline_cost(
-            flops, bytes_touched, peak_flops=device.peak_flops, bandwidth=device.mem_bandwidth
-        )
-        for kind, device in KIND_DEVICES.items()
-    }
 
 
 # ------------------------------------------------------------------------ traced programs

@@ -63,10 +63,18 @@ equal times allocations count before frees). A placement is infeasible when some
 memory exceeds its capacity (``memory_excess`` reports by how much), when a colocation group is
 split across devices, or when a node sits on a device kind it cannot run on (cost ``inf``; the
 runtime is then ``inf``). Infeasible placements still get a runtime, so envs can mask or
-penalize.
+penalize; :func:`penalized_runtime` turns it into the one number rewards and references use.
 """
 
 from placerl.sim.model import OBJECTIVES, CostModel, simulate
+from placerl.sim.penalty import INFEASIBLE_FACTOR, penalized_runtime
 from placerl.sim.result import SimResult
 
-__all__ = ["OBJECTIVES", "CostModel", "SimResult", "simulate"]
+__all__ = [
+    "INFEASIBLE_FACTOR",
+    "OBJECTIVES",
+    "CostModel",
+    "SimResult",
+    "penalized_runtime",
+    "simulate",
+]

@@ -8,9 +8,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from placerl._registry import Registry
-from placerl.cluster import Cluster
+from placerl.cluster import Cluster, load_cluster
 from placerl.errors import PlacementError
-from placerl.graph import CompGraph
+from placerl.graph import CompGraph, load_graph
 from placerl.sim import kernels
 from placerl.sim.result import SimResult
 
@@ -81,9 +81,13 @@ class CostModel:
     """Everything about (graph, cluster, objective) that does not depend on the placement.
 
     Args:
-        graph: The computation graph.
-        cluster: The devices and links.
+        graph: The computation graph, or a spec for :func:`placerl.graph.load_graph`.
+        cluster: The devices and links, or a spec for :func:`placerl.cluster.load_cluster`.
         objective: A registered objective name (``step_time``, ``pipeline``).
+
+    Raises:
+        ConfigError: Unknown objective, or a malformed graph spec.
+        ClusterError: A bad cluster spec.
 
     Example:
         >>> g, c = load_graph("msr:bert24_inference"), Cluster.from_msr("bert24_inference")
@@ -91,11 +95,16 @@ class CostModel:
         >>> model.evaluate(np.zeros(32, dtype=int)).runtime   # doctest: +SKIP
     """
 
-    def __init__(self, graph: CompGraph, cluster: Cluster, objective: str = "step_time") -> None:
-        self.graph = graph
-        self.cluster = cluster
-        self.objective = objective
+    def __init__(
+        self,
+        graph: CompGraph | str,
+        cluster: Cluster | str,
+        objective: str = "step_time",
+    ) -> None:
         self._objective_fn = OBJECTIVES[objective]
+        self.graph = graph = load_graph(graph)
+        self.cluster = cluster = load_cluster(cluster)
+        self.objective = objective
         self.arrays = graph.arrays
         self.durations = duration_matrix(graph, cluster)
         self.capacity = cluster.memory
@@ -240,14 +249,19 @@ def _pipeline(model: CostModel, placement: np.ndarray) -> SimResult:
 
 
 def simulate(
-    graph: CompGraph, placement: Any, cluster: Cluster, objective: str = "step_time"
+    graph: CompGraph | str,
+    placement: Any,
+    cluster: Cluster | str,
+    objective: str = "step_time",
 ) -> SimResult:
     """Evaluate one placement: a pure function of graph, placement, cluster and objective.
 
     For many evaluations of one graph and cluster build a :class:`CostModel` once instead.
+    ``graph`` and ``cluster`` may be specs (``"msr:bert24_inference"``, ``"placeto?n_devices=4"``).
 
     Raises:
         PlacementError: The placement does not fit the graph or cluster.
         ConfigError: Unknown objective.
+        ClusterError: A bad cluster spec.
     """
     return CostModel(graph, cluster, objective).evaluate(placement)

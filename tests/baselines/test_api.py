@@ -113,9 +113,10 @@ def test_a_graph_spec_is_loaded():
     assert result.placement.shape == (32,)
 
 
-def test_a_cluster_of_the_wrong_type_is_named(small):
-    with pytest.raises(ConfigError, match=r"cluster must be a placerl\.cluster\.Cluster, got str"):
-        solve("heft", small[0], "gpu4_pcie")
+def test_a_cluster_spec_is_loaded(small):
+    by_spec = solve("heft", small[0], "gpu4_pcie?n_devices=3")
+    assert np.array_equal(by_spec.placement, solve("heft", *small).placement)
+    assert np.array_equal(place("heft", small[0], "gpu4_pcie?n_devices=3"), by_spec.placement)
 
 
 def test_unknown_objective_is_named(small):

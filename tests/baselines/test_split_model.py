@@ -22,7 +22,7 @@ def model(graph, cluster, **options):
 
 
 def test_devices_group_into_types():
-    m = model(chain([1.0, 2.0]), Cluster.preset("cpu_gpu", n_devices=3))
+    m = model(chain([1.0, 2.0]), Cluster.preset("cpu_gpu", n_gpus=3))
     assert m.types.counts.tolist() == [1, 3]
     assert m.types.is_cpu.tolist() == [True, False]
     assert m.types.of_device.tolist() == [0, 1, 1, 1]
@@ -94,7 +94,7 @@ def test_load_matches_the_simulator():
 
 def test_explicit_edge_times_need_no_uniform_links():
     graph = chain([1.0, 1.0], time=0.25)
-    cluster = Cluster.preset("cpu_gpu", n_devices=2)
+    cluster = Cluster.preset("cpu_gpu", n_gpus=2)
     assert pair_independent_edge_times(Problem(graph, cluster)).tolist() == [0.25]
 
 

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from placerl.baselines import solve
-from placerl.cluster import Cluster
+from placerl.baselines import InfeasiblePlacementWarning, solve
+from placerl.cluster import Cluster, Device
 from placerl.errors import PlacementError
 from placerl.graph import CompGraph, load_graph
 from tests.baselines.helpers import chain
@@ -14,21 +14,31 @@ from tests.baselines.helpers import chain
 
 def test_single_device_picks_the_fastest_device_that_fits():
     graph = load_graph("synthetic:chain?n=20&seed=0")
-    result = solve("single_device", graph, Cluster.preset("cpu_gpu", n_devices=2))
+    result = solve("single_device", graph, Cluster.preset("cpu_gpu", n_gpus=2))
     assert set(result.placement) == {1}  # the first GPU, not the slow CPU
 
 
 def test_single_device_skips_devices_without_room():
     graph = chain([1.0, 1.0], mem_bytes=5.0)
-    devices = Cluster.preset("cpu_gpu", n_devices=1, cpu_memory=100.0).devices
+    devices = Cluster.preset("cpu_gpu", n_gpus=1, cpu_memory=100.0).devices
     cluster = Cluster((devices[0], type(devices[1])("gpu:0", "gpu", memory=8.0)))
     assert set(solve("single_device", graph, cluster).placement) == {0}
 
 
-def test_single_device_without_a_device_that_holds_everything_is_an_error():
+def test_single_device_without_a_device_that_holds_everything_is_the_least_overflowing():
     graph = chain([1.0, 1.0], mem_bytes=5.0)
-    cluster = Cluster.preset("homogeneous", n_devices=2, memory=8.0)
-    with pytest.raises(PlacementError, match="single_device: no device can run all of 'chain'"):
+    devices = (Device("small", memory=6.0), Device("larger", memory=9.0))
+    with pytest.warns(InfeasiblePlacementWarning, match="over its memory"):
+        result = solve("single_device", graph, Cluster(devices))
+    assert not result.feasible and set(result.placement) == {1}
+
+
+def test_single_device_without_a_device_that_runs_everything_is_an_error():
+    nodes = [{"name": "a", "cost": 1.0, "costs": {"cpu": math.inf}},
+             {"name": "b", "cost": 1.0, "costs": {"gpu": math.inf}}]  # fmt: skip
+    graph = CompGraph(nodes, [("a", "b")], name="split")
+    cluster = Cluster((Device("g", "gpu"), Device("c", "cpu")))
+    with pytest.raises(PlacementError, match="single_device: no device can run every node"):
         solve("single_device", graph, cluster)
 
 
@@ -82,6 +92,6 @@ def test_m_topo_with_a_device_that_cannot_run_some_node():
     nodes = [{"name": f"n{i}", "cost": 1.0, "costs": {"cpu": math.inf if i == 3 else 1.0}}
              for i in range(4)]  # fmt: skip
     graph = CompGraph(nodes, [(f"n{i}", f"n{i + 1}") for i in range(3)])
-    cluster = Cluster.preset("cpu_gpu", n_devices=1)
+    cluster = Cluster.preset("cpu_gpu", n_gpus=1)
     result = solve("m_topo", graph, cluster)
     assert result.feasible and result.placement[3] == 1

@@ -14,7 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 import placerl  # noqa: F401  (registers the ids)
 from placerl.cluster import Cluster, homogeneous
 from placerl.envs import SANITY_PROBLEMS, PlacementEnv, PlacementRefineEnv
-from placerl.errors import ConfigError
+from placerl.errors import ConfigError, PlaceRLError
 from placerl.graph import CompGraph, load_graph
 from placerl.graph.orders import ORDERS
 from placerl.sim import simulate
@@ -209,7 +209,7 @@ def test_info_reports_runtimes_and_final_placement():
     assert info["placement"].tolist() == [0] * 12
     assert info["runtime"] == pytest.approx(simulate(env.case.graph, [0] * 12, env.cluster).runtime)
     assert info["single_device_runtime"] == info["reference_runtime"]
-    assert info["best_runtime"] == info["runtime"]
+    assert info["graph_index"] == 0 and "best_runtime" not in info  # history is a wrapper's
 
 
 def test_colocation_groups_move_together():
@@ -319,20 +319,20 @@ def test_graph_lists_sample_one_graph_per_episode():
         ({"max_nodes": 3}, "max_nodes=3 is smaller than the largest graph \\(12\\)"),
         ({"max_edges": 1}, "max_edges=1 is smaller than the largest graph"),
         ({"cluster": "tpu"}, "unknown cluster preset 'tpu'"),
-        ({"cluster": 3}, "cluster must be a Cluster or a preset name"),
-        ({"graph": []}, "graph must name at least one graph"),
+        ({"cluster": 3}, "a cluster spec must be a Cluster, a preset spec"),
+        ({"graph": []}, "graph must be a graph spec, a CompGraph, or a non-empty list"),
         ({"render_mode": "human"}, "render_mode must be 'ansi', 'rgb_array' or None"),
         ({"reference": "oracle"}, "oracle"),
     ],
 )
-def test_bad_arguments(kwargs, message):
+def test_bad_arguments_fail_at_construction(kwargs, message):
     kwargs = {"graph": SMALL, **kwargs}
-    with pytest.raises(ConfigError, match=message):
-        PlacementEnv(**kwargs).reset(seed=0)
+    with pytest.raises(PlaceRLError, match=message):
+        PlacementEnv(**kwargs)
 
 
 def test_bad_refine_arguments_and_actions():
-    with pytest.raises(ConfigError, match="passes must be a positive integer, got 0"):
+    with pytest.raises(ConfigError, match="passes must be an integer >= 1, got 0"):
         PlacementRefineEnv(graph=SMALL, passes=0)
     with pytest.raises(ConfigError, match="'warm'"):
         PlacementRefineEnv(graph=SMALL, initial="warm")

@@ -4,7 +4,8 @@ import pytest
 
 from placerl.errors import GraphError
 from placerl.graph import load_graph
-from placerl.graph.msr import load_msr, msr_names, parse_msr
+from placerl.graph.msr import load_msr, parse_msr
+from placerl.msr_format import bundled_msr_dir, msr_names
 
 # Sums of fpgaLatency (all nodes on one accelerator), from the benchmark's README.
 TOTALS = {
@@ -55,7 +56,7 @@ def test_field_mapping():
 
 def test_nodes_keep_file_order():
     raw = json.loads(
-        (load_msr.__globals__["bundled_msr_dir"]() / "bert24_training.json").read_text()
+        (bundled_msr_dir() / "bert24_training.json").read_text()
     )
     assert load_msr("bert24_training").names == tuple(n["name"] for n in raw["nodes"])
 

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from placerl.devices import roofline_cost
 from placerl.errors import ConfigError
 from placerl.graph.core import CompGraph
 from placerl.graph.synthetic import (
@@ -22,7 +23,6 @@ from placerl.graph.synthetic import (
     family,
     generate,
     register_family,
-    roofline_cost,
 )
 
 BUILTIN = ("chain", "fork_join", "layered", "series_parallel", "cifar10", "ptb", "nmt")

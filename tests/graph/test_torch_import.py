@@ -11,11 +11,10 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from placerl.cluster import Cluster
+from placerl.devices import KIND_DEVICES, roofline_cost
 from placerl.errors import ConfigError, GraphError
-from placerl.graph.synthetic import roofline_cost
 from placerl.graph.torch_import import (
     GRANULARITIES,
-    KIND_DEVICES,
     OPTIMIZER_STATES,
     from_module,
     model_flops,
@@ -109,11 +108,11 @@ def test_costs_are_rooflines_of_the_preset_devices():
     g = from_module(nn.Linear(64, 64), (torch.randn(32, 64),))
     node = g.node("linear")
     flops, touched = node.attrs["flops"], node.attrs["bytes"]
-    cpu = Cluster.preset("cpu_gpu").devices[0]
-    assert KIND_DEVICES["cpu"] == cpu
-    assert node.costs["cpu"] == roofline_cost(
-        flops, touched, peak_flops=cpu.peak_flops, bandwidth=cpu.mem_bandwidth
-    )
+    cpu, gpu = Cluster.preset("cpu_gpu").devices[:2]
+    for device in (cpu, gpu):  # the preset is built from the same specs the importer costs with
+        spec = KIND_DEVICES[device.kind]
+        assert (spec.peak_flops, spec.mem_bandwidth) == (device.peak_flops, device.mem_bandwidth)
+    assert node.costs["cpu"] == roofline_cost(flops, touched, KIND_DEVICES["cpu"])
     assert node.costs["gpu"] == node.cost  # the reference device is the presets' V100
     assert set(g.device_kinds) == {"cpu", "gpu"}
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -40,6 +39,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from placerl._io import cache_root
+from placerl._version import __version__
 from placerl.errors import ConfigError, GraphError
 from placerl.graph import passes
 from placerl.graph.core import CompGraph
@@ -57,15 +58,13 @@ __all__ = [
     "register_model",
 ]
 
-#: Environment variable naming the cache directory.
-CACHE_ENV = "PLACERL_CACHE"
 #: Bump when the import or the cache layout changes, to invalidate old entries.
 CACHE_FORMAT = 1
 
 
 def cache_dir() -> Path:
     """Where zoo imports are cached: ``$PLACERL_CACHE/zoo`` (default ``~/.cache/placerl/zoo``)."""
-    return Path(os.environ.get(CACHE_ENV) or "~/.cache/placerl").expanduser() / "zoo"
+    return cache_root() / "zoo"
 
 
 def build_model(
@@ -199,8 +198,6 @@ def _check_options(granularity: Any, training: Any, max_nodes: Any, method: Any)
 
 def _cache_key(*parts: Any, **settings: Any) -> str:
     """SHA-256 of the parts, the settings, the cache format and the placerl and torch versions."""
-    from placerl import __version__
-
     blob = {
         "parts": _jsonable(list(parts)),
         "settings": settings,

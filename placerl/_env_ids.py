@@ -1,0 +1,25 @@
+"""The Gymnasium ids of placerl's environments, registered by string entry point.
+
+``import placerl`` registers them without importing :mod:`placerl.envs` (and with it the
+simulator and numba): Gymnasium imports an env's module only when ``gymnasium.make`` builds it.
+"""
+
+from __future__ import annotations
+
+from gymnasium.envs.registration import register, registry
+
+#: ``(id, entry point, fixed kwargs)`` of every environment placerl provides.
+ENV_IDS: tuple[tuple[str, str, dict[str, str]], ...] = (
+    ("placerl/Placement-v0", "placerl.envs.placement:PlacementEnv", {}),
+    ("placerl/PlacementRefine-v0", "placerl.envs.refine:PlacementRefineEnv", {}),
+    ("placerl/SanityChain-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "chain"}),
+    ("placerl/SanityBranches-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "branches"}),
+    ("placerl/SanityMemory-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "memory"}),
+)
+
+
+def register_envs() -> None:
+    """Register every id of :data:`ENV_IDS` (a second call, as in a reload, changes nothing)."""
+    for env_id, entry_point, kwargs in ENV_IDS:
+        if env_id not in registry:
+            register(id=env_id, entry_point=entry_point, kwargs=kwargs)

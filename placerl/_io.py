@@ -1,0 +1,38 @@
+"""Files placerl writes: atomic writes and the cache folder.
+
+Every file placerl writes for later reuse (graphs, clusters, cached imports, references) goes
+through :func:`atomic_write_text`, so that concurrent writers (vector-env workers, sweep jobs)
+and interrupted runs never leave a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+#: Environment variable naming the cache folder (default ``~/.cache/placerl``).
+CACHE_ENV = "PLACERL_CACHE"
+
+
+def cache_root() -> Path:
+    """The cache folder: ``$PLACERL_CACHE``, default ``~/.cache/placerl``."""
+    return Path(os.environ.get(CACHE_ENV) or "~/.cache/placerl").expanduser()
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename.
+
+    Readers see either the old file or the whole new one, never a partial write.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,222 @@
+"""Reference placements and runtimes, computed once and shared.
+
+Rewards are normalized by a reference runtime (the best single device, HEFT, ...). Computing it
+inside every env object would repeat a placer run per vector-env worker and per experiment, so
+references come from one cache keyed by what determines them: the graph's fingerprint, the
+cluster's fingerprint, the objective, the placer and its options (and the placerl version). The
+cache lives in memory for this process and on disk under ``$PLACERL_CACHE/references/``
+(written atomically), so N workers and repeated runs compute each reference once.
+
+Example:
+    >>> from placerl.baselines.references import reference
+    >>> ref = reference("msr:bert24_inference", "msr:bert24_inference", "pipeline", "heft")
+    >>> ref.runtime, ref.feasible, ref.placement[:4]          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from placerl._io import atomic_write_text, cache_root
+from placerl._spec import split_named
+from placerl._version import __version__
+from placerl.cluster import Cluster, load_cluster
+from placerl.errors import ConfigError
+from placerl.graph import CompGraph, load_graph
+from placerl.sim import OBJECTIVES, penalized_runtime
+
+from .api import PLACERS, InfeasiblePlacementWarning, solve
+
+#: Bump when the meaning of a cached reference changes, to invalidate old files.
+CACHE_FORMAT = 1
+
+_memory: dict[str, Reference] = {}
+
+
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """A reference placement of one graph on one cluster under one objective.
+
+    Attributes:
+        placer: The placer's name.
+        options: The placer's options.
+        objective: The objective it was scored with.
+        graph: Fingerprint of the graph.
+        cluster: Fingerprint of the cluster.
+        placement: One device index per node.
+        runtime: Simulated runtime (seconds; max load under ``pipeline``).
+        feasible: Whether the placement fits (memory, colocation, device kinds).
+        score: The runtime rewards divide by: ``runtime`` when feasible, else the penalized
+            runtime of :func:`placerl.sim.penalized_runtime`.
+    """
+
+    placer: str
+    options: Mapping[str, Any]
+    objective: str
+    graph: str
+    cluster: str
+    placement: np.ndarray
+    runtime: float
+    feasible: bool
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable form; :meth:`from_dict` reads it back."""
+        return {
+            "placer": self.placer,
+            "options": dict(self.options),
+            "objective": self.objective,
+            "graph": self.graph,
+            "cluster": self.cluster,
+            "placement": self.placement.tolist(),
+            "runtime": self.runtime,
+            "feasible": self.feasible,
+            "score": self.score,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Reference:
+        """Inverse of :meth:`to_dict`."""
+        try:
+            keys = ("placer", "options", "objective", "graph", "cluster", "runtime", "feasible")
+            fields = {key: data[key] for key in (*keys, "score")}
+            placement = np.asarray(data["placement"], dtype=np.int64)
+        except (KeyError, TypeError, ValueError) as err:
+            raise ConfigError(f"not a reference document: {err!r}") from None
+        return cls(placement=placement, **fields)
+
+    def check_matches(self, graph: CompGraph, cluster: Cluster, objective: str) -> None:
+        """Raise unless this reference was computed for ``graph``, ``cluster`` and ``objective``.
+
+        Raises:
+            ConfigError: Naming what differs.
+        """
+        wrong = [
+            what
+            for what, ok in (
+                ("graph", self.graph == graph.fingerprint()),
+                ("cluster", self.cluster == cluster.fingerprint()),
+                ("objective", self.objective == objective),
+            )
+            if not ok
+        ]
+        if wrong:
+            raise ConfigError(
+                f"the reference ({self.placer}, {self.objective}) was computed for another "
+                f"{' and '.join(wrong)} than {graph.name!r} on {cluster.name!r} under {objective!r}"
+            )
+
+
+def parse_placer(spec: str) -> tuple[str, dict[str, Any]]:
+    """A placer spec ``name?option=value&...`` as (name, options), checked against the registry.
+
+    Raises:
+        ConfigError: Unknown placer (lists the known ones) or option (lists the placer's).
+    """
+    if not isinstance(spec, str):
+        raise ConfigError(f"a placer spec must be a string like 'heft', got {spec!r}")
+    name, options = split_named(spec, what="placer spec")
+    placer = PLACERS[name]
+    unknown = sorted(set(options) - set(placer.options))
+    if unknown:
+        known = ", ".join(placer.options) or "none"
+        raise ConfigError(
+            f"unknown option(s) {', '.join(unknown)} for placer {name!r}; known: {known}"
+        )
+    return name, options
+
+
+def cache_dir() -> Path:
+    """Where references are cached on disk: ``$PLACERL_CACHE/references``."""
+    return cache_root() / "references"
+
+
+def reference(
+    graph: CompGraph | str,
+    cluster: Cluster | str,
+    objective: str = "step_time",
+    placer: str = "single_device",
+    *,
+    use_cache: bool = True,
+) -> Reference:
+    """The reference placement of ``placer`` for this graph, cluster and objective, cached.
+
+    Args:
+        graph: A graph or a graph spec.
+        cluster: A cluster or a cluster spec.
+        objective: A registered objective.
+        placer: A placer spec: a name from :data:`~placerl.baselines.PLACERS`, optionally with
+            options (``"local_search?time_limit=2"``).
+        use_cache: Read and write the memory and disk caches (``False`` recomputes).
+
+    Raises:
+        ConfigError: Unknown objective, placer or option.
+        PlacementError: The placer cannot place the graph at all.
+    """
+    graph, cluster = load_graph(graph), load_cluster(cluster)
+    OBJECTIVES[objective]
+    name, options = parse_placer(placer)
+    key = _key(graph, cluster, objective, name, options)
+    if use_cache:
+        cached = _memory.get(key) or _read(_path(key, name))
+        if cached is not None:
+            _memory[key] = cached
+            return cached
+    with warnings.catch_warnings():
+        # An infeasible reference is legitimate (a graph no single device holds); it is
+        # recorded in ``feasible`` and scored by the penalty instead of warned about.
+        warnings.simplefilter("ignore", InfeasiblePlacementWarning)
+        result = solve(name, graph, cluster, objective, **options)
+    ref = Reference(
+        placer=name,
+        options=options,
+        objective=objective,
+        graph=graph.fingerprint(),
+        cluster=cluster.fingerprint(),
+        placement=result.placement,
+        runtime=result.runtime,
+        feasible=result.feasible,
+        score=penalized_runtime(result.simulation, result.runtime),
+    )
+    if use_cache:
+        _memory[key] = ref
+        atomic_write_text(_path(key, name), json.dumps(ref.to_dict()))
+    return ref
+
+
+def clear_memory_cache() -> None:
+    """Forget the references held in memory (the disk cache stays)."""
+    _memory.clear()
+
+
+def _key(graph: CompGraph, cluster: Cluster, objective: str, placer: str, options: dict) -> str:
+    blob = {
+        "graph": graph.fingerprint(),
+        "cluster": cluster.fingerprint(),
+        "objective": objective,
+        "placer": placer,
+        "options": options,
+        "format": CACHE_FORMAT,
+        "placerl": __version__,
+    }
+    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _path(key: str, placer: str) -> Path:
+    return cache_dir() / f"{placer}-{key[:24]}.json"
+
+
+def _read(path: Path) -> Reference | None:
+    """The reference cached on disk, or ``None`` when absent or unreadable (then recomputed)."""
+    try:
+        return Reference.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,31 @@
+"""One runtime for every placement, feasible or not: what rewards and references compare.
+
+An infeasible placement (memory overflow, split colocation group, a node on a kind it cannot
+run on) still needs a number, so that an RL agent is pushed away from it rather than stopped,
+and so that a reference placement that does not fit still normalizes rewards.
+"""
+
+from __future__ import annotations
+
+import math
+
+from placerl.sim.result import SimResult
+
+#: An infeasible placement counts as at least this many times slower than the reference.
+INFEASIBLE_FACTOR = 2.0
+
+
+def penalized_runtime(result: SimResult, reference: float) -> float:
+    """The runtime rewards see: the real one if feasible, else a documented penalty.
+
+    Infeasible: ``max(runtime, reference) * (INFEASIBLE_FACTOR + excess)`` where ``excess`` is
+    the memory overflow as a fraction of the total capacity of the overflowing devices; a
+    placement with an op on a device kind it cannot run on uses ``reference`` as its runtime.
+    """
+    if result.feasible:
+        return result.runtime
+    base = max(result.runtime, reference) if math.isfinite(result.runtime) else reference
+    over = result.memory_excess > 0
+    capacity = float((result.peak_memory - result.memory_excess)[over].sum())
+    excess = float(result.memory_excess.sum()) / capacity if capacity > 0 else float(over.any())
+    return base * (INFEASIBLE_FACTOR + excess)
