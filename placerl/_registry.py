@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Generic, TypeVar
 
 from placerl.errors import ConfigError
@@ -39,6 +40,24 @@ class Registry(Mapping[str, T], Generic[T]):
             return self.register(name, entry, overwrite=overwrite)
 
         return wrap
+
+    @contextmanager
+    def scope(self) -> Iterator[Registry[T]]:
+        """A block whose registrations (and overwrites) are undone when it exits.
+
+        For tests and notebooks that register entries without leaking them into the rest of
+        the process::
+
+            with ORDERS.scope():
+                register_order("mine")(fn)
+                ...                      # "mine" is known here
+            # ... and gone here
+        """
+        saved = dict(self._entries)
+        try:
+            yield self
+        finally:
+            self._entries = saved
 
     def __getitem__(self, name: str) -> T:
         try:

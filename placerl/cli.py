@@ -9,19 +9,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from placerl.cluster import PRESETS, Cluster
+from placerl.cluster import PRESETS, load_cluster
 from placerl.errors import PlaceRLError
 from placerl.graph import load_graph
 from placerl.graph.orders import ORDERS, traversal_order
 
 
 def describe(spec: str, order: str, seed: int, cluster: str | None) -> str:
-    """A text summary of a graph, the first nodes of an order, and optionally a cluster."""
+    """A text summary of a graph, the first nodes of an order, and optionally a cluster.
+
+    Times print in the graph's unit: seconds, or the msr files' own unit (``meta["time_unit"]``).
+    """
     g = load_graph(spec)
     a = g.arrays
+    unit = g.meta.get("time_unit", "s")
     lines = [
         f"graph      {g.name}: {g.num_nodes} nodes, {g.num_edges} edges",
-        f"cost       total {g.total_cost:.6g} s, max {a.cost.max():.6g} s",
+        f"cost       total {g.total_cost:.6g} {unit}, max {a.cost.max():.6g} {unit}",
         f"memory     {a.mem_bytes.sum():.6g} B resident, {a.out_bytes.sum():.6g} B of outputs",
         f"kinds      explicit costs for: {', '.join(g.device_kinds) or '-'}",
         f"groups     {len(a.group_names)} colocation groups, {int(a.backward.sum())} backward",
@@ -30,7 +34,7 @@ def describe(spec: str, order: str, seed: int, cluster: str | None) -> str:
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
     lines.append(f"order      {order}: {shown}")
     if cluster:
-        c = Cluster.from_msr(cluster[4:]) if cluster.startswith("msr:") else Cluster.preset(cluster)
+        c = load_cluster(cluster)
         lines.append(f"cluster    {c!r}")
         lines.extend(
             f"  {d.name:<8} kind={d.kind} speed={d.speed:.3g} memory={d.memory:.4g}"
@@ -47,7 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("graph", help="graph spec, e.g. msr:bert24_training or synthetic:layered?n=100")
     p.add_argument("--order", default="topo", choices=sorted(ORDERS))
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cluster", help=f"preset ({', '.join(sorted(PRESETS))}) or msr:<name>")
+    p.add_argument(
+        "--cluster",
+        help=f"cluster spec: a preset with options ({', '.join(sorted(PRESETS))}; "
+        "e.g. 'homogeneous?n_devices=4'), msr:<name>, or a cluster .json file",
+    )
     args = parser.parse_args(argv)
     try:
         print(describe(args.graph, args.order, args.seed, args.cluster))

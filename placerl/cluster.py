@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from placerl import devices as specs
+import placerl.devices as specs
 from placerl._io import atomic_write_text
 from placerl._options import check_options
 from placerl._registry import Registry

@@ -25,3 +25,22 @@ def test_module_entry_point():
         check=True,
     )
     assert "32 nodes" in done.stdout
+
+
+def test_describe_takes_cluster_specs_with_options(capsys):
+    assert main(["describe", "synthetic:layered?n=50", "--cluster", "homogeneous?n_devices=4"]) == 0
+    out = capsys.readouterr().out
+    assert "Cluster('homogeneous', gpux4" in out and out.count("kind=gpu") == 4
+
+
+def test_describe_prints_msr_times_in_the_files_unit(capsys):
+    assert main(["describe", "msr:bert24_inference"]) == 0
+    out = capsys.readouterr().out
+    assert "total 92.406 msr time units" in out and " s," not in out
+    main(["describe", "synthetic:chain?n=4"])
+    assert " s, max " in capsys.readouterr().out
+
+
+def test_describe_reports_bad_cluster_options(capsys):
+    assert main(["describe", "synthetic:chain?n=4", "--cluster", "homogeneous?n_devices=x"]) == 2
+    assert "option 'n_devices' of cluster preset 'homogeneous'" in capsys.readouterr().err

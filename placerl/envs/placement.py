@@ -57,8 +57,8 @@ class PlacementEnv(PlacementEnvBase):
     ## Episode end
     Terminates after the last node; ``step()`` after that (or before ``reset()``) raises
     :class:`~placerl.errors.EpisodeError`. With ``memory="mask"``, if no device can hold the
-    next node the episode terminates early with ``info["infeasible"] = True`` and the reward of a runtime
-    ``INFEASIBLE_FACTOR + 1`` times the reference (unplaced nodes are completed from the
+    next node the episode terminates early with ``info["infeasible"] = True`` and the reward of
+    a runtime ``INFEASIBLE_FACTOR + 1`` times the reference (unplaced nodes are completed from the
     reference placement in ``info["placement"]``).
 
     ## Arguments

@@ -12,7 +12,7 @@ Mapping to :class:`~placerl.graph.CompGraph` (node order = file order):
 * ``fpgaLatency`` -> ``cost`` (the accelerator is the reference device) and
   ``costs["accelerator"]`` (``inf`` when ``supportedOnFpga`` is false); ``cpuLatency`` ->
   ``costs["cpu"]``. Times are kept in the file's own unit, so the published optima of the
-  benchmark are reproduced exactly.
+  benchmark are reproduced exactly; ``meta["time_unit"]`` records that they are not seconds.
 * ``size`` -> ``mem_bytes``; ``colorClass`` -> colocation ``group``; ``isBackwardNode`` ->
   ``backward``.
 * edge ``cost`` -> the edge's explicit transfer ``time``; edge ``size`` -> ``bytes``, and a
@@ -29,6 +29,10 @@ from typing import Any
 from placerl.errors import GraphError
 from placerl.graph.core import CompGraph
 from placerl.msr_format import HEADER_KEYS, read_msr
+
+#: The msr files' times are in the benchmark's own unit (not seconds); ``meta["time_unit"]``
+#: says so, and reports print it instead of "s".
+MSR_TIME_UNIT = "msr time units"
 
 _NODE_KEYS = ("id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardNode", "size")
 _EDGE_KEYS = ("sourceId", "destId", "cost")
@@ -101,7 +105,7 @@ def parse_msr(data: dict[str, Any], *, name: str = "msr") -> CompGraph:
         if record.get("colorClass") is not None:
             node["group"] = f"color{record['colorClass']}"
         nodes.append(node)
-    meta = {"source": "msr", **{key: data[key] for key in HEADER_KEYS}}
+    meta = {"source": "msr", "time_unit": MSR_TIME_UNIT, **{key: data[key] for key in HEADER_KEYS}}
     return CompGraph(nodes, edges, name=name, meta=meta)
 
 

@@ -163,13 +163,14 @@ def test_a_group_no_device_can_hold_is_named():
 
 @pytest.fixture
 def splitting_placer():
-    @register_placer("test_splits_groups")
-    def splits(problem):
-        """Puts every node on its own device. Source: a test. Complexity: O(V)."""
-        return np.arange(problem.num_nodes) % problem.num_devices
+    with PLACERS.scope():
 
-    yield "test_splits_groups"
-    PLACERS._entries.pop("test_splits_groups")
+        @register_placer("test_splits_groups")
+        def splits(problem):
+            """Puts every node on its own device. Source: a test. Complexity: O(V)."""
+            return np.arange(problem.num_nodes) % problem.num_devices
+
+        yield "test_splits_groups"
 
 
 def test_an_infeasible_placement_is_returned_with_reasons_and_a_warning(splitting_placer):
@@ -182,9 +183,7 @@ def test_an_infeasible_placement_is_returned_with_reasons_and_a_warning(splittin
 
 
 def test_a_placer_returning_a_bad_placement_is_caught(splitting_placer):
-    PLACERS._entries[splitting_placer] = PLACERS[splitting_placer].__class__(
-        splitting_placer, lambda problem: [0], None, {}, "bad"
-    )
+    register_placer(splitting_placer, overwrite=True)(lambda problem: [0])
     with pytest.raises(PlacementError, match=r"placement has shape \(1,\); expected \(2,\)"):
         solve(splitting_placer, chain([1.0, 1.0]), Cluster.preset("homogeneous", n_devices=2))
 
