@@ -245,7 +245,7 @@ class PlacementEnvBase(gym.Env):
             )
         if not 0 <= value < self.num_devices:
             raise PlacementError(
-                f"action {action!r} is not a device index in 0..{self.num_devices - 1}"
+                f"action {int(value)} is not a device index in 0..{self.num_devices - 1}"
             )
         return int(value)
 
