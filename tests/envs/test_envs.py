@@ -12,9 +12,8 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 import placerl  # noqa: F401  (registers the ids)
-from placerl.cluster import Cluster, homogeneous
+from placerl.cluster import homogeneous
 from placerl.envs import SANITY_PROBLEMS, PlacementEnv, PlacementRefineEnv
-from placerl.errors import ConfigError, PlaceRLError
 from placerl.graph import CompGraph, load_graph
 from placerl.graph.orders import ORDERS
 from placerl.sim import simulate
@@ -306,37 +305,3 @@ def test_graph_lists_sample_one_graph_per_episode():
     assert env.max_nodes == 32
     seen = {env.reset(seed=s)[1]["graph"] for s in range(12)}
     assert len(seen) == 3
-
-
-# ----------------------------------------------------------------------- bad input
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"reward": "joy"}, "unknown reward 'joy'; known: improvement, log_speedup"),
-        ({"order": "zigzag"}, "unknown traversal order 'zigzag'"),
-        ({"objective": "energy"}, "unknown objective 'energy'"),
-        ({"memory": "ignore"}, "memory must be one of mask, penalty, got 'ignore'"),
-        ({"max_nodes": 3}, "max_nodes=3 is smaller than the largest graph \\(12\\)"),
-        ({"max_edges": 1}, "max_edges=1 is smaller than the largest graph"),
-        ({"cluster": "tpu"}, "unknown cluster preset 'tpu'"),
-        ({"cluster": 3}, "a cluster spec must be a Cluster, a preset spec"),
-        ({"graph": []}, "graph must be a graph spec, a CompGraph, or a non-empty list"),
-        ({"render_mode": "human"}, "render_mode must be 'ansi', 'rgb_array' or None"),
-        ({"reference": "oracle"}, "oracle"),
-    ],
-)
-def test_bad_arguments_fail_at_construction(kwargs, message):
-    kwargs = {"graph": SMALL, **kwargs}
-    with pytest.raises(PlaceRLError, match=message):
-        PlacementEnv(**kwargs)
-
-
-def test_bad_refine_arguments_and_actions():
-    with pytest.raises(ConfigError, match="passes must be an integer >= 1, got 0"):
-        PlacementRefineEnv(graph=SMALL, passes=0)
-    with pytest.raises(ConfigError, match="'warm'"):
-        PlacementRefineEnv(graph=SMALL, initial="warm")
-    env = PlacementRefineEnv(graph=SMALL, cluster=Cluster.preset("gpu4_pcie"))
-    env.reset(seed=0)
-    with pytest.raises(ValueError, match=r"action 9 is not a device index in 0\.\.3"):
-        env.step(9)
