@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+try:  # POSIX advisory locks; elsewhere concurrent writers may both compute (still atomic)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 #: Environment variable naming the cache folder (default ``~/.cache/placerl``).
 CACHE_ENV = "PLACERL_CACHE"
@@ -36,3 +43,22 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+@contextmanager
+def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if needed) for the ``with`` block.
+
+    Processes that compute the same cached value (vector-env workers starting together) take
+    turns: the first computes and writes, the others then find the file and read it.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_UN)

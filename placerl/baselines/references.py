@@ -5,7 +5,8 @@ inside every env object would repeat a placer run per vector-env worker and per 
 references come from one cache keyed by what determines them: the graph's fingerprint, the
 cluster's fingerprint, the objective, the placer and its options (and the placerl version). The
 cache lives in memory for this process and on disk under ``$PLACERL_CACHE/references/``
-(written atomically), so N workers and repeated runs compute each reference once.
+(written atomically, computed under a file lock), so N workers starting together and repeated
+runs compute each reference once.
 
 Example:
     >>> from placerl.baselines.references import reference
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from placerl._io import atomic_write_text, cache_root
+from placerl._io import atomic_write_text, cache_root, file_lock
 from placerl._spec import split_named
 from placerl._version import __version__
 from placerl.cluster import Cluster, load_cluster
@@ -164,18 +165,30 @@ def reference(
     graph, cluster = load_graph(graph), load_cluster(cluster)
     OBJECTIVES[objective]
     name, options = parse_placer(placer)
+    if not use_cache:
+        return _compute(graph, cluster, objective, name, options)
     key = _key(graph, cluster, objective, name, options)
-    if use_cache:
-        cached = _memory.get(key) or _read(_path(key, name))
-        if cached is not None:
-            _memory[key] = cached
-            return cached
+    if key not in _memory:
+        path = _path(key, name)
+        with file_lock(path.with_suffix(".lock")):  # concurrent workers compute it once
+            ref = _read(path)
+            if ref is None:
+                ref = _compute(graph, cluster, objective, name, options)
+                atomic_write_text(path, json.dumps(ref.to_dict()))
+        _memory[key] = ref
+    return _memory[key]
+
+
+def _compute(
+    graph: CompGraph, cluster: Cluster, objective: str, name: str, options: dict[str, Any]
+) -> Reference:
+    """Run the placer and score its placement."""
     with warnings.catch_warnings():
         # An infeasible reference is legitimate (a graph no single device holds); it is
         # recorded in ``feasible`` and scored by the penalty instead of warned about.
         warnings.simplefilter("ignore", InfeasiblePlacementWarning)
         result = solve(name, graph, cluster, objective, **options)
-    ref = Reference(
+    return Reference(
         placer=name,
         options=options,
         objective=objective,
@@ -186,10 +199,6 @@ def reference(
         feasible=result.feasible,
         score=penalized_runtime(result.simulation, result.runtime),
     )
-    if use_cache:
-        _memory[key] = ref
-        atomic_write_text(_path(key, name), json.dumps(ref.to_dict()))
-    return ref
 
 
 def clear_memory_cache() -> None:

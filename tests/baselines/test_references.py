@@ -58,7 +58,7 @@ def test_a_reference_is_the_placers_scored_placement(fresh_cache):
 def test_computed_once_in_memory_then_on_disk(fresh_cache, counting_placer):
     first = reference(GRAPH, "gpu4_pcie", placer="test_counting")
     assert reference(GRAPH, "gpu4_pcie", placer="test_counting") is first
-    files = list(fresh_cache.iterdir())
+    files = list(fresh_cache.glob("*.json"))
     assert len(files) == 1 and files[0].name.startswith("test_counting-")
     clear_memory_cache()  # a new process: only the disk cache is left
     again = reference(GRAPH, "gpu4_pcie", placer="test_counting")
@@ -82,12 +82,12 @@ def test_the_key_covers_graph_cluster_objective_placer_and_options(
             "placer": "test_counting"}  # fmt: skip
     reference(**base)
     reference(**{**base, **change})
-    assert len(counting_placer) == 2 and len(list(fresh_cache.iterdir())) == 2
+    assert len(counting_placer) == 2 and len(list(fresh_cache.glob("*.json"))) == 2
 
 
 def test_an_unreadable_cache_file_is_recomputed(fresh_cache, counting_placer):
     reference(GRAPH, "gpu4_pcie", placer="test_counting")
-    (path,) = fresh_cache.iterdir()
+    (path,) = fresh_cache.glob("*.json")
     path.write_text("{truncated")
     clear_memory_cache()
     assert reference(GRAPH, "gpu4_pcie", placer="test_counting").feasible
@@ -100,6 +100,32 @@ def test_use_cache_false_recomputes_and_writes_nothing(fresh_cache, counting_pla
     assert len(counting_placer) == 2 and not fresh_cache.exists()
 
 
+WORKER = """
+import sys, time
+from placerl.baselines import PLACERS, register_placer
+from placerl.baselines.references import reference
+
+@register_placer("slow_counting")
+def slow(problem):
+    with open(sys.argv[1], "a") as log:
+        log.write("computed\\n")
+    time.sleep(0.5)  # long enough for the other workers to arrive meanwhile
+    return PLACERS["heft"].fn(problem)
+
+print(reference(sys.argv[2], "gpu4_pcie", "step_time", "slow_counting").runtime)
+"""
+
+
+def test_workers_starting_together_compute_a_reference_once(fresh_cache, tmp_path):
+    log = tmp_path / "log.txt"
+    env = {**os.environ, "PLACERL_CACHE": str(fresh_cache.parent)}
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(log), GRAPH], env=env,
+                                stdout=subprocess.PIPE, text=True) for _ in range(3)]  # fmt: skip
+    outputs = {worker.communicate()[0] for worker in workers}
+    assert all(worker.returncode == 0 for worker in workers)
+    assert len(outputs) == 1 and log.read_text() == "computed\n"
+
+
 def test_processes_share_the_disk_cache(fresh_cache):
     code = (
         "from placerl.baselines.references import reference; "
@@ -108,7 +134,7 @@ def test_processes_share_the_disk_cache(fresh_cache):
     env = {**os.environ, "PLACERL_CACHE": str(fresh_cache.parent)}
     runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, check=True).stdout for _ in range(2)]  # fmt: skip
-    assert runs[0] == runs[1] and len(list(fresh_cache.iterdir())) == 1
+    assert runs[0] == runs[1] and len(list(fresh_cache.glob("*.json"))) == 1
     assert float(runs[0]) == reference(GRAPH, "gpu4_pcie", "step_time", "heft").runtime
 
 
