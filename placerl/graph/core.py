@@ -25,7 +25,7 @@ import networkx as nx
 import numpy as np
 
 from placerl._io import atomic_write_text
-from placerl.errors import GraphError
+from placerl.errors import ConfigError, GraphError
 
 SCHEMA_FORMAT = "placerl.graph"
 SCHEMA_VERSION = 1
@@ -163,7 +163,9 @@ def _csr(num_nodes: int, key: np.ndarray, other: np.ndarray) -> tuple[np.ndarray
 
 
 def _as_float(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
         raise GraphError(f"{what} must be a number, got {value!r}")
     return float(value)
 
@@ -173,6 +175,49 @@ def _check_size(value: Any, what: str, *, allow_inf: bool = False) -> float:
     if math.isnan(x) or x < 0 or (math.isinf(x) and not allow_inf):
         raise GraphError(f"{what} is {x!r}; it must be finite and >= 0")
     return x
+
+
+def _check_text(value: Any, what: str) -> str:
+    """``value`` if it is a non-empty string; names are never made from other types."""
+    if not isinstance(value, str) or not value:
+        raise GraphError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _check_bool(value: Any, what: str) -> bool:
+    """``value`` if it is a real boolean: ``bool("false")`` is True, so strings are refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise GraphError(f"{what} must be true or false (a boolean), got {value!r}")
+    return bool(value)
+
+
+def _check_mapping(value: Any, what: str) -> Mapping[str, Any]:
+    """``value`` as a mapping; ``None`` means an empty one (an absent optional field)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise GraphError(f"{what} must be a mapping, got {value!r}")
+    return value
+
+
+def _check_many(values: Any, what: str) -> Iterable[Any]:
+    """``values`` if it is a collection of items (a lone string or mapping is not)."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise GraphError(f"{what} must be a list, got {values!r:.60}")
+    return values
+
+
+def _check_costs(value: Any, node: str) -> dict[str, float]:
+    what = f"node {node!r} attribute 'costs'"
+    if value is not None and not isinstance(value, Mapping):
+        raise GraphError(f"{what} must map device kind -> seconds, got {value!r}")
+    costs = value or {}
+    for kind in costs:
+        _check_text(kind, f"a device kind in {what}")
+    return {
+        kind: _check_size(t, f"node {node!r} cost for kind {kind!r}", allow_inf=True)
+        for kind, t in costs.items()
+    }
 
 
 def _make_node(spec: Node | Mapping[str, Any], position: int) -> Node:
@@ -185,25 +230,21 @@ def _make_node(spec: Node | Mapping[str, Any], position: int) -> Node:
         raise GraphError(f"node #{position} needs a non-empty string 'name', got {name!r}")
     if "cost" not in spec:
         raise GraphError(f"node {name!r} is missing required attribute 'cost'")
-    costs = spec.get("costs") or {}
-    if not isinstance(costs, Mapping):
-        raise GraphError(f"node {name!r} attribute 'costs' must map device kind -> seconds")
-    checked_costs = {
-        str(kind): _check_size(t, f"node {name!r} cost for kind {kind!r}", allow_inf=True)
-        for kind, t in costs.items()
-    }
+    what = f"node {name!r} attribute"
+    costs = _check_costs(spec.get("costs"), name)
     group = spec.get("group")
+    attrs = _check_mapping(spec.get("attrs"), f"{what} 'attrs'")
     extra = {k: v for k, v in spec.items() if k not in _NODE_FIELDS and k != "attrs"}
     return Node(
         name=name,
-        cost=_check_size(spec["cost"], f"node {name!r} attribute 'cost'"),
-        out_bytes=_check_size(spec.get("out_bytes", 0.0), f"node {name!r} attribute 'out_bytes'"),
-        mem_bytes=_check_size(spec.get("mem_bytes", 0.0), f"node {name!r} attribute 'mem_bytes'"),
-        op=str(spec.get("op", "op")),
-        costs=checked_costs,
-        group=None if group is None else str(group),
-        backward=bool(spec.get("backward", False)),
-        attrs={**dict(spec.get("attrs") or {}), **extra},
+        cost=_check_size(spec["cost"], f"{what} 'cost'"),
+        out_bytes=_check_size(spec.get("out_bytes", 0.0), f"{what} 'out_bytes'"),
+        mem_bytes=_check_size(spec.get("mem_bytes", 0.0), f"{what} 'mem_bytes'"),
+        op=_check_text(spec.get("op", "op"), f"{what} 'op'"),
+        costs=costs,
+        group=None if group is None else _check_text(group, f"{what} 'group'"),
+        backward=_check_bool(spec.get("backward", False), f"{what} 'backward'"),
+        attrs={**attrs, **extra},
     )
 
 
@@ -215,9 +256,46 @@ def _edge_fields(spec: Edge | Mapping[str, Any] | tuple, position: int) -> tuple
             raise GraphError(f"edge #{position} needs 'src' and 'dst', got keys {sorted(spec)}")
         return spec["src"], spec["dst"], spec.get("bytes"), spec.get("time")
     if isinstance(spec, tuple) and len(spec) in (2, 3):
-        attrs = spec[2] if len(spec) == 3 else {}
+        attrs = _check_mapping(spec[2] if len(spec) == 3 else None, f"edge #{position} attrs")
         return spec[0], spec[1], attrs.get("bytes"), attrs.get("time")
-    raise GraphError(f"edge #{position} must be an Edge, a mapping or (src, dst[, attrs])")
+    raise GraphError(
+        f"edge #{position} must be an Edge, a mapping or (src, dst[, attrs]), got {spec!r:.60}"
+    )
+
+
+def _check_path(path: Any) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"a graph file path must be a str or os.PathLike, got {path!r}")
+    return Path(path)
+
+
+def read_json_file(path: str | os.PathLike[str]) -> Any:
+    """The parsed JSON of a graph file.
+
+    Raises:
+        ConfigError: ``path`` is not a string or path.
+        GraphError: No such file, unreadable, or not JSON.
+    """
+    path = _check_path(path)
+    if not path.is_file():
+        raise GraphError(f"graph file not found: {path}{' (a directory)' if path.is_dir() else ''}")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise GraphError(f"graph file {path} cannot be read: {err}") from None
+    except json.JSONDecodeError as err:
+        raise GraphError(f"graph file {path} is not valid JSON: {err}") from None
+
+
+def check_graph(graph: Any, what: str) -> CompGraph:
+    """``graph`` if it is a :class:`CompGraph`, for entry points that take one.
+
+    Raises:
+        ConfigError: Naming ``what`` (the function or argument) and the type given.
+    """
+    if not isinstance(graph, CompGraph):
+        raise ConfigError(f"{what} needs a CompGraph, got {type(graph).__name__}")
+    return graph
 
 
 class CompGraph:
@@ -231,10 +309,16 @@ class CompGraph:
         name: A label for the graph (shown in logs and results).
         meta: Free-form JSON-serialisable metadata (source file, cluster hints, ...).
 
+    Values are taken as they are, never coerced: numbers must be numbers (not ``"1.5"``),
+    ``backward`` a real boolean (``"false"`` is refused, not read as true), and ``name``,
+    ``op``, ``group``, device kinds and edge ends non-empty strings. ``None`` counts as absent
+    for the optional ``costs``, ``group``, ``attrs`` and ``meta``.
+
     Raises:
         GraphError: For an empty graph, duplicate names, a missing ``cost``, negative / NaN /
-            infinite costs or sizes, an edge to an unknown node, a self-loop, a duplicate edge
-            or a cycle. The message names the offending nodes.
+            infinite costs or sizes, a value of the wrong type, an edge to an unknown node, a
+            self-loop, a duplicate edge or a cycle. The message names the offending nodes and
+            attribute.
     """
 
     def __init__(
@@ -245,13 +329,14 @@ class CompGraph:
         name: str = "graph",
         meta: Mapping[str, Any] | None = None,
     ) -> None:
+        self.name = _check_text(name, "graph name")
+        self.meta: Mapping[str, Any] = dict(_check_mapping(meta, f"graph {name!r} meta"))
+        nodes = _check_many(nodes, f"graph {name!r} nodes")
         self._nodes = tuple(_make_node(spec, i) for i, spec in enumerate(nodes))
         if not self._nodes:
             raise GraphError(f"graph {name!r} has no nodes")
         self._index = self._build_index(self._nodes)
-        self._edges = self._build_edges(edges)
-        self.name = str(name)
-        self.meta: Mapping[str, Any] = dict(meta or {})
+        self._edges = self._build_edges(_check_many(edges, f"graph {name!r} edges"))
         self._check_acyclic()
 
     # ---------------------------------------------------------------- construction helpers
@@ -272,7 +357,8 @@ class CompGraph:
         seen: set[tuple[str, str]] = set()
         for position, spec in enumerate(specs):
             src, dst, nbytes, time = _edge_fields(spec, position)
-            src, dst = str(src), str(dst)
+            src = _check_text(src, f"edge #{position} 'src' (a node name)")
+            dst = _check_text(dst, f"edge #{position} 'dst' (a node name)")
             for end in (src, dst):
                 if end not in self._index:
                     raise GraphError(f"edge {src} -> {dst} refers to unknown node {end!r}")
@@ -346,7 +432,20 @@ class CompGraph:
 
     def node(self, key: int | str) -> Node:
         """The node with index or name ``key``."""
-        return self._nodes[self.index(key) if isinstance(key, str) else key]
+        return self._nodes[self.index(key) if isinstance(key, str) else self._check_index(key)]
+
+    def _check_index(self, v: Any) -> int:
+        """``v`` if it is a node index; negative indices do not wrap around."""
+        n = len(self._nodes)
+        if (
+            isinstance(v, (bool, np.bool_))
+            or not isinstance(v, (int, np.integer))
+            or not (0 <= v < n)
+        ):
+            raise GraphError(
+                f"graph {self.name!r} has no node index {v!r} (indices are integers 0..{n - 1})"
+            )
+        return int(v)
 
     @property
     def device_kinds(self) -> tuple[str, ...]:
@@ -393,11 +492,13 @@ class CompGraph:
 
     def successors(self, v: int) -> np.ndarray:
         """Indices of the consumers of node ``v``, increasing."""
+        v = self._check_index(v)
         a = self.arrays
         return a.succ[a.succ_ptr[v] : a.succ_ptr[v + 1]]
 
     def predecessors(self, v: int) -> np.ndarray:
         """Indices of the producers of node ``v``, increasing."""
+        v = self._check_index(v)
         a = self.arrays
         return a.pred[a.pred_ptr[v] : a.pred_ptr[v + 1]]
 
@@ -424,31 +525,39 @@ class CompGraph:
         if not isinstance(data, Mapping) or data.get("format") != SCHEMA_FORMAT:
             raise GraphError(f"not a placerl graph document (expected format {SCHEMA_FORMAT!r})")
         version = data.get("version")
-        if version != SCHEMA_VERSION:
+        if isinstance(version, bool) or not isinstance(version, int) or version != SCHEMA_VERSION:
             raise GraphError(
                 f"unsupported graph schema version {version!r}; this placerl reads {SCHEMA_VERSION}"
             )
         for key in ("nodes", "edges"):
             if not isinstance(data.get(key), list):
-                raise GraphError(f"graph document needs a list under {key!r}")
+                raise GraphError(
+                    f"graph document needs a list under {key!r}, got {data.get(key)!r:.60}"
+                )
         return cls(
             data["nodes"], data["edges"], name=data.get("name", "graph"), meta=data.get("meta")
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the graph as versioned JSON, atomically (write to a temp file, then rename)."""
+        """Write the graph as versioned JSON, atomically (write to a temp file, then rename).
+
+        Raises:
+            ConfigError: ``path`` is not a string or path, or names a directory.
+        """
+        path = _check_path(path)
+        if path.is_dir():
+            raise ConfigError(f"cannot save graph {self.name!r} to {path}: it is a directory")
         return atomic_write_text(path, json.dumps(self.to_dict(), indent=1))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CompGraph:
-        """Read a graph written by :meth:`save`."""
-        try:
-            data = json.loads(Path(path).read_text())
-        except FileNotFoundError:
-            raise GraphError(f"graph file not found: {path}") from None
-        except json.JSONDecodeError as err:
-            raise GraphError(f"graph file {path} is not valid JSON: {err}") from None
-        return cls.from_dict(data)
+        """Read a graph written by :meth:`save`.
+
+        Raises:
+            ConfigError: ``path`` is not a string or path.
+            GraphError: The file is missing, unreadable, not JSON or not a valid graph.
+        """
+        return cls.from_dict(read_json_file(path))
 
     def to_networkx(self) -> nx.DiGraph:
         """A ``networkx.DiGraph`` keyed by node name with the attributes of the design card."""
@@ -467,11 +576,16 @@ class CompGraph:
     def from_networkx(cls, graph: nx.DiGraph, *, name: str | None = None) -> CompGraph:
         """Build from a ``networkx.DiGraph``; node order is the graph's insertion order.
 
-        A node's name is its ``name`` attribute if present, else ``str(key)``.
+        A node's name is its ``name`` attribute if present (it must then be a string), else
+        ``str(key)``. Attributes are checked as :class:`CompGraph` checks them.
+
+        Raises:
+            GraphError: ``graph`` is not a ``networkx.DiGraph`` (an undirected graph or a
+                multigraph is refused), or a node or edge attribute is invalid.
         """
         if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
             raise GraphError(f"from_networkx needs a networkx.DiGraph, got {type(graph).__name__}")
-        names = {key: str(attrs.get("name", key)) for key, attrs in graph.nodes(data=True)}
+        names = {key: attrs.get("name", str(key)) for key, attrs in graph.nodes(data=True)}
         nodes = [{**attrs, "name": names[key]} for key, attrs in graph.nodes(data=True)]
         edges = [(names[u], names[v], attrs) for u, v, attrs in graph.edges(data=True)]
         label = name if name is not None else graph.graph.get("name") or "graph"

@@ -23,6 +23,7 @@ Mapping to :class:`~placerl.graph.CompGraph` (node order = file order):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,20 +39,64 @@ _NODE_KEYS = ("id", "supportedOnFpga", "cpuLatency", "fpgaLatency", "isBackwardN
 _EDGE_KEYS = ("sourceId", "destId", "cost")
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_flag(value: Any) -> bool:
+    return isinstance(value, bool) or (_is_int(value) and value in (0, 1))
+
+
+def _is_class(value: Any) -> bool:
+    return value is None or _is_int(value) or isinstance(value, str)
+
+
+#: What each field must hold, checked as read (never coerced: ``bool("false")`` is True and
+#: ``float("10")`` is 10): ``(test, in words)``. The benchmark's files write flags as 0 / 1.
+_FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "maxSizePerFPGA": (_is_number, "a number"),
+    "maxFPGAs": (_is_int, "an integer"),
+    "maxCPUs": (_is_int, "an integer"),
+    "nodes": (lambda v: isinstance(v, list), "a list"),
+    "edges": (lambda v: isinstance(v, list), "a list"),
+    "id": (_is_int, "an integer"),
+    "supportedOnFpga": (_is_flag, "true, false, 0 or 1"),
+    "isBackwardNode": (_is_flag, "true, false, 0 or 1"),
+    "cpuLatency": (_is_number, "a number"),
+    "fpgaLatency": (_is_number, "a number"),
+    "size": (_is_number, "a number"),
+    "colorClass": (_is_class, "an integer, a string or null"),
+    "sourceId": (_is_int, "an integer"),
+    "destId": (_is_int, "an integer"),
+    "cost": (_is_number, "a number"),
+}
+
+
 def _require(record: Any, keys: tuple[str, ...], what: str) -> None:
+    """``record`` is an object with ``keys``; every field it has is of its type."""
     if not isinstance(record, dict):
         raise GraphError(f"{what} must be a JSON object, got {type(record).__name__}")
     missing = [k for k in keys if k not in record]
     if missing:
         raise GraphError(f"{what} is missing required field(s): {', '.join(missing)}")
+    for key, value in record.items():
+        test, expected = _FIELD_TYPES.get(key, (lambda v: True, ""))
+        if not test(value):
+            raise GraphError(f"{what} field {key!r} must be {expected}, got {value!r:.60}")
 
 
 def parse_msr(data: dict[str, Any], *, name: str = "msr") -> CompGraph:
     """Build a :class:`CompGraph` from a parsed msr-fiddle JSON document.
 
     Raises:
-        GraphError: For a missing field, an unknown node id in an edge, a duplicate id, or any
-            error :class:`CompGraph` itself detects (cycles, negative latencies, ...).
+        GraphError: For a missing field, a field of the wrong type (a flag other than
+            true / false / 0 / 1, a number given as a string, ...), an unknown node id in an
+            edge, a duplicate id, or any error :class:`CompGraph` itself detects (cycles,
+            negative latencies, ...).
     """
     _require(data, (*HEADER_KEYS, "nodes", "edges"), f"msr graph {name!r}")
     records = data["nodes"]
@@ -80,7 +125,7 @@ def parse_msr(data: dict[str, Any], *, name: str = "msr") -> CompGraph:
                 raise GraphError(
                     f"msr graph {name!r} edge {src} -> {dst} names unknown node id {end}"
                 )
-        nbytes = float(edge.get("size", 0.0))
+        nbytes = float(edge.get("size", 0.0))  # a number: _require checked it
         out_bytes[src] = max(out_bytes[src], nbytes)
         edges.append(
             {"src": node_name[src], "dst": node_name[dst], "bytes": nbytes, "time": edge["cost"]}

@@ -24,7 +24,7 @@ import numpy as np
 
 from placerl._registry import Registry
 from placerl.errors import ConfigError, GraphError, PlacementError
-from placerl.graph.core import CompGraph, Node
+from placerl.graph.core import CompGraph, Node, check_graph
 
 __all__ = [
     "BACKWARD_FACTOR",
@@ -68,18 +68,22 @@ def with_backward(graph: CompGraph, *, factor: float = BACKWARD_FACTOR) -> CompG
 
     Raises:
         GraphError: ``graph`` already has backward nodes.
-        ConfigError: ``factor`` is negative or not finite.
+        ConfigError: ``graph`` is not a CompGraph, or ``factor`` is not a finite number >= 0.
     """
+    check_graph(graph, "with_backward")
     already = [n.name for n in graph.nodes if n.backward]
     if already:
         raise GraphError(
             f"graph {graph.name!r} already has backward nodes ({already[0]!r}, ...); "
             "with_backward takes a forward graph"
         )
-    if isinstance(factor, bool) or not (
-        isinstance(factor, (int, float)) and math.isfinite(factor) and factor >= 0
+    if isinstance(factor, (bool, np.bool_)) or not (
+        isinstance(factor, (int, float, np.integer, np.floating))
+        and math.isfinite(factor)
+        and factor >= 0
     ):
         raise ConfigError(f"backward factor must be a finite number >= 0, got {factor!r}")
+    factor = float(factor)  # a numpy scalar would set the precision of every cost
     names = set(graph.names)
     groups = {n.group for n in graph.nodes if n.group is not None}
     forward, backward, grad_of = [], [], {}
@@ -91,7 +95,7 @@ def with_backward(graph: CompGraph, *, factor: float = BACKWARD_FACTOR) -> CompG
     edges = [edge.to_dict() for edge in graph.edges]
     edges += [{"src": n.name, "dst": grad_of[n.name], "bytes": n.out_bytes} for n in graph.nodes]
     edges += [{"src": grad_of[e.dst], "dst": grad_of[e.src], "bytes": e.bytes} for e in graph.edges]
-    meta = {**graph.meta, "backward": True, "backward_factor": float(factor)}
+    meta = {**graph.meta, "backward": True, "backward_factor": factor}
     return CompGraph(forward + backward[::-1], edges, name=f"{graph.name}_training", meta=meta)
 
 
@@ -160,7 +164,8 @@ class Coarsening:
         """A placement of the coarse graph as a placement of every original node.
 
         Raises:
-            PlacementError: ``placement`` does not have one entry per coarse node.
+            PlacementError: ``placement`` does not have one entry per coarse node, or holds
+                something other than integer device indices.
         """
         arr = np.asarray(placement)
         if arr.ndim != 1 or arr.shape[0] != self.graph.num_nodes:
@@ -168,15 +173,33 @@ class Coarsening:
                 f"placement has shape {arr.shape}; expected ({self.graph.num_nodes},): "
                 f"one device per node of the coarse graph {self.graph.name!r}"
             )
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise PlacementError(
+                f"placement must hold integer device indices, got dtype {arr.dtype}: "
+                f"{arr[:8].tolist()}"
+            )
         return arr[self.assignment]
 
     def then(self, other: Coarsening) -> Coarsening:
-        """This coarsening followed by ``other`` (which coarsens ``self.graph``)."""
+        """This coarsening followed by ``other`` (which coarsens ``self.graph``).
+
+        Raises:
+            ConfigError: ``other`` is not a Coarsening.
+            GraphError: ``other`` does not coarsen a graph of ``self.graph``'s size.
+        """
+        if not isinstance(other, Coarsening):
+            raise ConfigError(f"then needs a Coarsening, got {type(other).__name__}")
+        if other.num_original != self.graph.num_nodes:
+            raise GraphError(
+                f"cannot chain coarsenings: the second maps {other.num_original} nodes, but "
+                f"{self.graph.name!r} has {self.graph.num_nodes}"
+            )
         return Coarsening(other.graph, _readonly(other.assignment[self.assignment]))
 
     @classmethod
     def identity(cls, graph: CompGraph) -> Coarsening:
         """The coarsening that merges nothing."""
+        check_graph(graph, "Coarsening.identity")
         return cls(graph, _readonly(np.arange(graph.num_nodes)))
 
     @classmethod
@@ -184,11 +207,15 @@ class Coarsening:
         """Rebuild the map from ``attrs["members"]`` (e.g. for a coarse graph loaded from disk).
 
         Raises:
-            GraphError: Some original node is in no coarse node, or in several.
+            ConfigError: ``original`` or ``coarse`` is not a CompGraph.
+            GraphError: Some original node is in no coarse node, or in several, or a node's
+                ``members`` is not a list of names.
         """
+        check_graph(original, "Coarsening.between (original)")
+        check_graph(coarse, "Coarsening.between (coarse)")
         assignment = np.full(original.num_nodes, -1, dtype=np.int64)
         for c, node in enumerate(coarse.nodes):
-            for name in node.attrs.get("members", [node.name]):
+            for name in _members(node):
                 v = original.index(name)
                 if assignment[v] >= 0:
                     raise GraphError(f"node {name!r} is a member of two coarse nodes")
@@ -200,6 +227,17 @@ class Coarsening:
                 f"node of {coarse.name!r}"
             )
         return cls(coarse, _readonly(assignment))
+
+
+def _members(node: Node) -> list[str]:
+    """The original names of a coarse node (its own name if it merged nothing)."""
+    members = node.attrs.get("members", [node.name])
+    if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+        raise GraphError(
+            f"coarse node {node.name!r} attrs['members'] must be a list of node names, "
+            f"got {members!r:.60}"
+        )
+    return members
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
@@ -233,8 +271,10 @@ def coarsen(graph: CompGraph, max_nodes: int, method: str = "scope") -> Coarseni
         method: A :data:`COARSENINGS` name.
 
     Raises:
-        ConfigError: ``max_nodes`` is not a positive integer, or the method is unknown.
+        ConfigError: ``graph`` is not a CompGraph, ``max_nodes`` is not a positive integer, or
+            the method is unknown (the message lists the known ones).
     """
+    check_graph(graph, "coarsen")
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
         raise ConfigError(f"max_nodes must be a positive integer, got {max_nodes!r}")
     propose = COARSENINGS[method]
@@ -261,11 +301,21 @@ def contract(graph: CompGraph, labels: Sequence[Hashable]) -> Coarsening:
     the members read outside it (or by nobody); an edge between two coarse nodes carries, for
     each producer, the largest of its edges into the consumer (a tensor crosses once). Merging
     nodes of two colocation groups merges the groups.
+
+    Raises:
+        ConfigError: ``graph`` is not a CompGraph.
+        GraphError: ``labels`` is not a sequence of one hashable label per node.
     """
+    check_graph(graph, "contract")
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, (Sequence, np.ndarray)):
+        raise GraphError(f"labels must be a sequence of one label per node, got {labels!r:.60}")
     if len(labels) != graph.num_nodes:
         raise GraphError(
             f"got {len(labels)} labels for the {graph.num_nodes} nodes of {graph.name!r}"
         )
+    unhashable = [x for x in labels if not isinstance(x, Hashable)]
+    if unhashable:
+        raise GraphError(f"labels must be hashable, got {unhashable[0]!r:.60}")
     blocks = _acyclic_blocks(graph, _dense(labels))
     return Coarsening(_merged_graph(graph, blocks), _readonly(blocks))
 

@@ -22,7 +22,7 @@ import torch
 from torch import fx, nn
 
 from placerl.errors import ConfigError, GraphError
-from placerl.graph.core import CompGraph
+from placerl.graph.core import CompGraph, check_graph
 from placerl.graph.torch_import import import_module, run_program, train_mode
 
 __all__ = ["DEVICE_KINDS", "profile"]
@@ -59,12 +59,19 @@ def profile(
         A new graph; ``meta["profiled"][kind]`` records the device and settings.
 
     Raises:
-        ConfigError: ``device`` is malformed or not available, or bad warmup / repeats.
+        ConfigError: ``graph`` is not a CompGraph, ``device`` is malformed or not available,
+            bad warmup / repeats, ``kind`` not a non-empty string or ``None``, or ``backward``
+            not a boolean.
         GraphError: ``graph`` was not imported from ``module`` (names differ, no import
             metadata, backward nodes), or the module's weights are on the meta device.
     """
+    check_graph(graph, "profile")
     device = _check_device(device)
     _check_counts(warmup=warmup, repeats=repeats)
+    if kind is not None and (not isinstance(kind, str) or not kind):
+        raise ConfigError(f"kind must be a non-empty string or None, got {kind!r}")
+    if not isinstance(backward, bool):
+        raise ConfigError(f"backward must be True or False, got {backward!r}")
     kind = kind or DEVICE_KINDS.get(device.type, device.type)
     granularity, training = _import_options(graph)
     imported = import_module(module, example_inputs, training=training, granularity=granularity)

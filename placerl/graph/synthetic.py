@@ -13,19 +13,28 @@ weights shared by the steps of an unrolled recurrence are counted once, on the f
 Every node records ``flops``, ``bytes`` (bytes touched) and ``shape`` in ``attrs``, so
 ``cost == roofline_cost(attrs["flops"], attrs["bytes"])``.
 
-Families (``n`` is the approximate node count):
+Families, with their default ``n`` and the smallest ``n`` they take with default options
+(:func:`generate` refuses a smaller one, naming the minimum for the options given):
 
-- ``chain`` (default n 100, min 2): a linear chain of dense / ReLU / layer-norm layers; exactly n.
-- ``fork_join`` (100): ``stages`` of ``branches`` parallel chains between a fork and a join;
-  exactly n, at least ``1 + stages * (branches + 1)``.
-- ``layered`` (150): a layered random DAG; exactly n nodes in ``layers`` layers.
-- ``series_parallel`` (100): a random series/parallel composition; exactly n.
-- ``cifar10`` (300): NASNet/ENAS-like convolutional cells; n sets the number of cells
-  (``3 + 3 * blocks`` nodes each, plus 5), so the count is within half a cell of n.
-- ``ptb`` (400): an ENAS-like recurrent cell unrolled over time; n sets the number of steps
-  (``5 + 2 * cell_nodes`` nodes each, plus 4).
-- ``nmt`` (400): a stacked-LSTM encoder-decoder with attention; n sets the number of time steps
-  (``8 + 6 * layers`` nodes each, encoder and decoder together, plus 6).
+Exactly ``n`` nodes:
+
+- ``chain`` (default 100, min 2): a linear chain of dense / ReLU / layer-norm layers.
+- ``fork_join`` (100, min 16): ``stages`` of ``branches`` parallel chains between a fork and a
+  join; the minimum is ``1 + stages * (branches + 1)``.
+- ``layered`` (150, min 2): a layered random DAG in ``layers`` layers; the minimum is
+  ``max(2, layers)``.
+- ``series_parallel`` (100, min 3): a random series/parallel composition.
+
+Approximately ``n`` nodes: these round ``n`` to a whole number of cells or time steps, so the
+count is within half a cell or step of ``n`` (the minimum is one cell or step):
+
+- ``cifar10`` (300, min 23): NASNet/ENAS-like convolutional cells of ``3 + 3 * blocks`` nodes
+  each, plus 5; within 9 of ``n`` with the default ``blocks=5`` (18-node cells).
+- ``ptb`` (400, min 25): an ENAS-like recurrent cell unrolled over time, ``5 + 2 * cell_nodes``
+  nodes per step, plus 4; within 10 of ``n`` with the default ``cell_nodes=8`` (21-node steps).
+- ``nmt`` (400, min 26): a stacked-LSTM encoder-decoder with attention, ``8 + 6 * layers`` nodes
+  per time step (encoder and decoder together), plus 6; within 10 of ``n`` with the default
+  ``layers=2`` (20-node steps).
 """
 
 from __future__ import annotations
@@ -178,6 +187,8 @@ class GraphBuilder:
 
 # ------------------------------------------------------------------------------ registry
 FamilyFn = Callable[..., GraphParts]
+#: ``rule(**options) -> smallest n`` for a family whose minimum depends on its options.
+MinNRule = Callable[..., int]
 
 
 @dataclass(frozen=True)
@@ -188,9 +199,11 @@ class FamilySpec:
         name: Registry name.
         fn: ``fn(rng, n, **options) -> (nodes, edges)`` in the forms :class:`CompGraph` takes.
         default_n: ``n`` used when none is given.
-        min_n: Smallest ``n`` accepted (some options raise it further).
+        min_n: Smallest ``n`` accepted with the default options.
         options: Keyword options with their defaults, read from ``fn``'s signature.
         doc: One line describing the family.
+        min_n_rule: ``rule(**options) -> smallest n`` where options change the minimum (it
+            takes the options it depends on as keywords), else ``None``.
     """
 
     name: str
@@ -199,19 +212,32 @@ class FamilySpec:
     min_n: int
     options: Mapping[str, Any]
     doc: str
+    min_n_rule: MinNRule | None = None
+
+    @property
+    def min_n_options(self) -> tuple[str, ...]:
+        """Names of the options the minimum depends on."""
+        return () if self.min_n_rule is None else _keyword_names(self.min_n_rule)
+
+    def minimum(self, options: Mapping[str, Any]) -> int:
+        """Smallest ``n`` that works with ``options`` (resolved: every option present)."""
+        if self.min_n_rule is None:
+            return self.min_n
+        return self.min_n_rule(**{key: options[key] for key in self.min_n_options})
 
 
 FAMILIES: Registry[FamilySpec] = Registry("graph family")
 
 
 def register_family(
-    name: str, *, default_n: int, min_n: int = 1, overwrite: bool = False
+    name: str, *, default_n: int, min_n: int | MinNRule = 1, overwrite: bool = False
 ) -> Callable[[FamilyFn], FamilyFn]:
     """Register a graph family under ``name``.
 
     The decorated function takes a ``numpy.random.Generator``, the size ``n`` and keyword-only
     options, each with a default, and returns ``(nodes, edges)`` (use :class:`GraphBuilder` to
     get roofline costs). Options defaulting to ``None`` take an integer or ``None``.
+    :func:`generate` refuses an ``n`` below the minimum, so the function can rely on it.
 
     Example:
         >>> @register_family("diamond", default_n=4, min_n=4, overwrite=True)
@@ -226,19 +252,53 @@ def register_family(
     Args:
         name: Name to use in :func:`generate`, :func:`family` and configs.
         default_n: Size used when the caller gives no ``n``.
-        min_n: Smallest accepted ``n``.
+        min_n: Smallest accepted ``n``: an integer, or ``rule(*, option, ...) -> int`` taking
+            as keywords the options the minimum depends on (``min_n`` is then the rule at the
+            defaults).
         overwrite: Replace an existing family of the same name.
+
+    Raises:
+        ConfigError: ``default_n`` or ``min_n`` is not an integer with
+            ``1 <= min_n <= default_n``, a rule names an option the family does not have, or
+            an option has no default.
     """
-    if not 1 <= min_n <= default_n:
-        raise ConfigError(f"graph family {name!r} needs 1 <= min_n <= default_n")
+    if not _is_int(default_n):
+        raise ConfigError(f"graph family {name!r}: default_n must be an integer, got {default_n!r}")
+    if not (callable(min_n) or _is_int(min_n)):
+        raise ConfigError(
+            f"graph family {name!r}: min_n must be an integer or a rule, got {min_n!r}"
+        )
 
     def wrap(fn: FamilyFn) -> FamilyFn:
         doc = (fn.__doc__ or name).strip().splitlines()[0]
-        spec = FamilySpec(name, fn, default_n, min_n, _keyword_defaults(name, fn), doc)
+        options = _keyword_defaults(name, fn)
+        rule = min_n if callable(min_n) else None
+        smallest = _rule_at_defaults(name, rule, options) if rule else int(min_n)
+        if not 1 <= smallest <= default_n:
+            raise ConfigError(
+                f"graph family {name!r} needs 1 <= min_n <= default_n, got min_n={smallest}, "
+                f"default_n={default_n}"
+            )
+        spec = FamilySpec(name, fn, int(default_n), smallest, options, doc, rule)
         FAMILIES.register(name, spec, overwrite=overwrite)
         return fn
 
     return wrap
+
+
+def _keyword_names(fn: Callable[..., Any]) -> tuple[str, ...]:
+    params = inspect.signature(fn).parameters.values()
+    return tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _rule_at_defaults(name: str, rule: MinNRule, options: Mapping[str, Any]) -> int:
+    unknown = [key for key in _keyword_names(rule) if key not in options]
+    if unknown:
+        raise ConfigError(
+            f"the min_n rule of graph family {name!r} reads unknown option(s) "
+            f"{', '.join(map(repr, unknown))}; known: {', '.join(options) or 'none'}"
+        )
+    return rule(**{key: options[key] for key in _keyword_names(rule)})
 
 
 def _keyword_defaults(name: str, fn: FamilyFn) -> dict[str, Any]:
@@ -253,7 +313,7 @@ def _keyword_defaults(name: str, fn: FamilyFn) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- public API
-def generate(family: str, *, n: int | None = None, seed: int = 0, **params: Any) -> CompGraph:
+def generate(family: str, /, *, n: int | None = None, seed: int = 0, **params: Any) -> CompGraph:
     """One graph of a registered family.
 
     Args:
@@ -269,13 +329,14 @@ def generate(family: str, *, n: int | None = None, seed: int = 0, **params: Any)
 
     Raises:
         ConfigError: For an unknown family (the message lists the known ones), an ``n`` below
-            the family's minimum, a negative or non-integer seed, an unknown option or an
-            option of the wrong type or range.
+            the family's minimum for the options given (the message names it and the options
+            it depends on), a negative or non-integer seed, an unknown option or an option of
+            the wrong type or range.
     """
     spec = FAMILIES[family]
-    size = spec.default_n if n is None else _check_n(spec, n)
     seed = _check_seed(seed)
     options = _resolve_options(spec, params)
+    size = _check_n(spec, n, options)
     nodes, edges = spec.fn(np.random.default_rng(seed), size, **options)
     suffix = "" if size == spec.default_n else f"-n{size}"
     meta = {
@@ -288,7 +349,7 @@ def generate(family: str, *, n: int | None = None, seed: int = 0, **params: Any)
 
 
 def family(
-    name: str, *, count: int = 32, seed: int = 0, n: int | None = None, **params: Any
+    name: str, /, *, count: int = 32, seed: int = 0, n: int | None = None, **params: Any
 ) -> list[CompGraph]:
     """A family's dataset: ``count`` graphs, graph ``i`` generated with seed ``seed + i``.
 
@@ -313,12 +374,19 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def _check_n(spec: FamilySpec, n: Any) -> int:
-    if not _is_int(n) or n < spec.min_n:
+def _check_n(spec: FamilySpec, n: Any, options: Mapping[str, Any]) -> int:
+    """``n`` (the default when ``None``) if it is an integer at least the options' minimum."""
+    size = spec.default_n if n is None else n
+    minimum = spec.minimum(options)
+    if not _is_int(size) or size < minimum:
+        given = ", ".join(f"{key}={options[key]!r}" for key in spec.min_n_options)
         raise ConfigError(
-            f"graph family {spec.name!r} needs an integer n >= {spec.min_n}, got {n!r}"
+            f"graph family {spec.name!r} needs an integer n >= {minimum}"
+            + (f" with {given}" if given else "")
+            + f", got {size!r}"
+            + (" (its default n)" if n is None else "")
         )
-    return int(n)
+    return int(size)
 
 
 def _check_seed(seed: Any) -> int:
@@ -347,9 +415,9 @@ def _check_option(family: str, key: str, value: Any, default: Any) -> Any:
     if value is None and default is None:
         return None
     if isinstance(default, bool):
-        if not isinstance(value, bool):
+        if not isinstance(value, (bool, np.bool_)):
             raise ConfigError(f"{what} must be True or False, got {value!r}")
-        return value
+        return bool(value)
     if default is None or isinstance(default, int):
         if not _is_int(value):
             raise ConfigError(f"{what} must be an integer, got {value!r}")
@@ -359,6 +427,8 @@ def _check_option(family: str, key: str, value: Any, default: Any) -> Any:
         if not is_number or not math.isfinite(value):
             raise ConfigError(f"{what} must be a finite number, got {value!r}")
         value = float(value)
+    elif not isinstance(value, type(default)):
+        raise ConfigError(f"{what} must be a {type(default).__name__}, got {value!r}")
     else:
         return value
     if value < 0:
@@ -372,14 +442,6 @@ def _check_positive(family: str, **values: int | None) -> None:
             raise ConfigError(
                 f"option {key!r} of graph family {family!r} must be >= 1, got {value}"
             )
-
-
-def _check_fits(family: str, n: int, needed: int, because: str) -> None:
-    if n < needed:
-        raise ConfigError(
-            f"n={n} is too small for graph family {family!r}: with {because} the smallest "
-            f"graph has {needed} nodes"
-        )
 
 
 # ----------------------------------------------------------------------- op helpers
@@ -461,7 +523,12 @@ def chain(rng: np.random.Generator, n: int, *, batch: int | None = None) -> Grap
     return b.parts()
 
 
-@register_family("fork_join", default_n=100, min_n=3)
+def _fork_join_min_n(*, branches: int, stages: int) -> int:
+    """The fork, then per stage one layer per branch and the join."""
+    return 1 + stages * (branches + 1)
+
+
+@register_family("fork_join", default_n=100, min_n=_fork_join_min_n)
 def fork_join(
     rng: np.random.Generator,
     n: int,
@@ -474,14 +541,14 @@ def fork_join(
 
     Args:
         rng: Source of randomness.
-        n: Number of nodes; the branch lengths (>= 1 each) are a random split of the rest.
+        n: Number of nodes, at least ``1 + stages * (branches + 1)`` (16 with the defaults);
+            the branch lengths (>= 1 each) are a random split of the rest.
         branches: Parallel branches per stage.
         stages: Fork-join stages in series; a stage's join is the next stage's fork.
         batch: Batch size; ``None`` draws one.
     """
     _check_positive("fork_join", branches=branches, stages=stages, batch=batch)
-    needed = 1 + stages * (branches + 1)
-    _check_fits("fork_join", n, needed, f"branches={branches}, stages={stages}")
+    needed = _fork_join_min_n(branches=branches, stages=stages)
     slots = stages * branches
     extra = rng.multinomial(n - needed, np.full(slots, 1 / slots))
     lengths = (1 + extra).reshape(stages, branches)
@@ -498,7 +565,12 @@ def fork_join(
     return b.parts()
 
 
-@register_family("layered", default_n=150, min_n=2)
+def _layered_min_n(*, layers: int | None) -> int:
+    """One node per layer."""
+    return 2 if layers is None else max(2, layers)
+
+
+@register_family("layered", default_n=150, min_n=_layered_min_n)
 def layered(
     rng: np.random.Generator,
     n: int,
@@ -512,7 +584,8 @@ def layered(
 
     Args:
         rng: Source of randomness.
-        n: Number of nodes, split at random into non-empty layers.
+        n: Number of nodes (at least 2, and at least ``layers``), split at random into
+            non-empty layers.
         layers: Number of layers (>= 2); ``None`` means ``round(sqrt(n))``, at least 2.
         max_fan_in: Most predecessors a node has: one from the previous layer, the others
             from the ``reach`` layers before it.
@@ -523,7 +596,6 @@ def layered(
     depth = max(2, round(math.sqrt(n))) if layers is None else layers
     if depth < 2:
         raise ConfigError(f"option 'layers' of graph family 'layered' must be >= 2, got {depth}")
-    _check_fits("layered", n, depth, f"layers={depth}")
     sizes = 1 + rng.multinomial(n - depth, np.full(depth, 1 / depth))
     starts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
     b = GraphBuilder()
@@ -660,7 +732,17 @@ _CIFAR_CHANNELS = (16, 20, 24, 32, 36)
 _CIFAR_OVERHEAD = 5  # input, stem, pool, fc, softmax
 
 
-@register_family("cifar10", default_n=300, min_n=_CIFAR_OVERHEAD + 6)
+def _cifar10_cell_nodes(blocks: int) -> int:
+    """Two input convolutions, three nodes per block, the concat."""
+    return 3 + 3 * blocks
+
+
+def _cifar10_min_n(*, blocks: int) -> int:
+    """One cell."""
+    return _CIFAR_OVERHEAD + _cifar10_cell_nodes(blocks)
+
+
+@register_family("cifar10", default_n=300, min_n=_cifar10_min_n)
 def cifar10(
     rng: np.random.Generator,
     n: int,
@@ -674,7 +756,9 @@ def cifar10(
 
     Args:
         rng: Source of randomness.
-        n: Approximate node count; sets the number of cells (``3 + 3 * blocks`` nodes each).
+        n: Approximate node count, at least one cell (23 with the defaults); sets the number
+            of cells (``3 + 3 * blocks`` nodes each, plus 5), so the graph has within half a
+            cell of n nodes.
         blocks: Blocks per cell, each two random ops and an add.
         reductions: Reduction cells (halve the image, double the channels), at most 4, spread
             evenly through the stack.
@@ -686,9 +770,8 @@ def cifar10(
         raise ConfigError(
             f"option 'reductions' of graph family 'cifar10' must be <= 4, got {reductions}"
         )
-    per_cell = 3 + 3 * blocks
-    _check_fits("cifar10", n, _CIFAR_OVERHEAD + per_cell, f"blocks={blocks}")
-    num_cells = max(1, round((n - _CIFAR_OVERHEAD) / per_cell))
+    per_cell = _cifar10_cell_nodes(blocks)
+    num_cells = round((n - _CIFAR_OVERHEAD) / per_cell)  # >= 1: generate checked n
     reduce_at = {(k + 1) * num_cells // (reductions + 1) for k in range(reductions)}
     batch = _or_pick(rng, batch, (32, 64, 128))
     c = _or_pick(rng, channels, _CIFAR_CHANNELS)
@@ -762,6 +845,16 @@ _ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
 _PTB_OVERHEAD = 4  # tokens, embedding, initial state, loss
 
 
+def _ptb_step_nodes(cell_nodes: int) -> int:
+    """Input slice, two projections, the cell's nodes and their projections, h, logits, loss."""
+    return 5 + 2 * cell_nodes
+
+
+def _ptb_min_n(*, cell_nodes: int) -> int:
+    """One time step."""
+    return _PTB_OVERHEAD + _ptb_step_nodes(cell_nodes)
+
+
 def _rnn_step(
     b: GraphBuilder, name: str, cell: _RnnCell, x: str, h_prev: str, vocab: int, shared: bool
 ) -> tuple[str, str]:
@@ -799,7 +892,7 @@ def _rnn_step(
     return h, _softmax_xent(b, f"{name}/softmax", logits)
 
 
-@register_family("ptb", default_n=400, min_n=_PTB_OVERHEAD + 7)
+@register_family("ptb", default_n=400, min_n=_ptb_min_n)
 def ptb(
     rng: np.random.Generator,
     n: int,
@@ -813,8 +906,10 @@ def ptb(
 
     Args:
         rng: Source of randomness.
-        n: Approximate node count; sets the number of time steps (``5 + 2 * cell_nodes`` nodes
-            each: input slice, two projections, the cell's nodes, hidden state, logits, loss).
+        n: Approximate node count, at least one step (25 with the defaults); sets the number
+            of time steps (``5 + 2 * cell_nodes`` nodes each: input slice, two projections, the
+            cell's nodes, hidden state, logits, loss; plus 4), so the graph has within half a
+            step of n nodes.
         cell_nodes: Nodes of the recurrent cell; node ``j`` reads a random earlier node
             through a random activation, and the loose ends average into the hidden state.
         vocab: Vocabulary size (PTB: 10000).
@@ -822,9 +917,8 @@ def ptb(
         hidden: Hidden size; ``None`` draws one of 200, 400, 650, 1000.
     """
     _check_positive("ptb", cell_nodes=cell_nodes, vocab=vocab, batch=batch, hidden=hidden)
-    per_step = 5 + 2 * cell_nodes
-    _check_fits("ptb", n, _PTB_OVERHEAD + per_step, f"cell_nodes={cell_nodes}")
-    steps = max(1, round((n - _PTB_OVERHEAD) / per_step))
+    per_step = _ptb_step_nodes(cell_nodes)
+    steps = round((n - _PTB_OVERHEAD) / per_step)  # >= 1: generate checked n
     batch = _or_pick(rng, batch, (20, 32, 64))
     hidden = _or_pick(rng, hidden, (200, 400, 650, 1000))
     cell = _RnnCell(
@@ -844,6 +938,16 @@ def ptb(
 
 
 _NMT_OVERHEAD = 6  # tokens and embedding on each side, the encoder's initial state, loss
+
+
+def _nmt_step_nodes(layers: int) -> int:
+    """Encoder: slice, three per layer; decoder: slice, three per layer, six for attention."""
+    return 8 + 6 * layers
+
+
+def _nmt_min_n(*, layers: int) -> int:
+    """One time step on each side."""
+    return _NMT_OVERHEAD + _nmt_step_nodes(layers)
 
 
 def _lstm_cell(
@@ -900,7 +1004,7 @@ def _attention_step(
     return _softmax_xent(b, f"{name}/softmax", logits)
 
 
-@register_family("nmt", default_n=400, min_n=_NMT_OVERHEAD + 14)
+@register_family("nmt", default_n=400, min_n=_nmt_min_n)
 def nmt(
     rng: np.random.Generator,
     n: int,
@@ -917,17 +1021,17 @@ def nmt(
 
     Args:
         rng: Source of randomness.
-        n: Approximate node count; sets the number of time steps, the same on both sides
-            (``8 + 6 * layers`` nodes per step, encoder and decoder together).
+        n: Approximate node count, at least one step (26 with the defaults); sets the number
+            of time steps, the same on both sides (``8 + 6 * layers`` nodes per step, encoder
+            and decoder together, plus 6), so the graph has within half a step of n nodes.
         layers: LSTM layers of the encoder and of the decoder.
         batch: Batch size; ``None`` draws one of 32, 64, 128.
         hidden: Hidden size; ``None`` draws one of 256, 512, 1024.
         vocab: Vocabulary size of each side; ``None`` draws one of 8000, 16000, 32000.
     """
     _check_positive("nmt", layers=layers, batch=batch, hidden=hidden, vocab=vocab)
-    per_step = 8 + 6 * layers
-    _check_fits("nmt", n, _NMT_OVERHEAD + per_step, f"layers={layers}")
-    steps = max(1, round((n - _NMT_OVERHEAD) / per_step))
+    per_step = _nmt_step_nodes(layers)
+    steps = round((n - _NMT_OVERHEAD) / per_step)  # >= 1: generate checked n
     batch = _or_pick(rng, batch, (32, 64, 128))
     hidden = _or_pick(rng, hidden, (256, 512, 1024))
     vocab = _or_pick(rng, vocab, (8000, 16000, 32000))

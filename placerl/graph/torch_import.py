@@ -61,7 +61,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from placerl._registry import Registry
 from placerl.devices import KIND_DEVICES, kind_costs, roofline_cost
-from placerl.errors import GraphError
+from placerl.errors import ConfigError, GraphError
 from placerl.graph.core import CompGraph
 from placerl.graph.passes import _unique
 
@@ -554,7 +554,8 @@ def from_module(
         GraphError: ``module`` is not an ``nn.Module``, ``example_inputs`` is empty or holds no
             tensor, the module cannot be traced (the message names the construct and where it
             is), or the trace has no op to place.
-        ConfigError: Unknown granularity.
+        ConfigError: Unknown granularity, ``training`` not a boolean, or ``name`` not a
+            non-empty string or ``None``.
     """
     return import_module(
         module, example_inputs, training=training, granularity=granularity, name=name
@@ -588,6 +589,9 @@ def import_module(
     module = _check_module(module)
     args = _check_inputs(example_inputs)
     trace_fn = GRANULARITIES[granularity]
+    _check_training(training)
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ConfigError(f"name must be a non-empty string or None, got {name!r}")
     with train_mode(module, training):
         program = trace_fn(module, args)
         records = _measure_with_fallback(module, program, args, granularity)
@@ -614,6 +618,7 @@ def import_module(
 def model_flops(module: nn.Module, example_inputs: Any, *, training: bool = False) -> int:
     """FLOPs of one forward pass by torch's own counter, on ``meta`` copies (no compute)."""
     module = _check_module(module)
+    _check_training(training)
     args = tuple(_on_device(a, torch.device("meta"), like=a) for a in _check_inputs(example_inputs))
     meta_module = _module_on(module, torch.device("meta"))
     counter = FlopCounterMode(display=False)
@@ -650,6 +655,12 @@ def _check_module(module: Any) -> nn.Module:
     if not isinstance(module, nn.Module):
         raise GraphError(f"expected a torch.nn.Module, got {type(module).__name__}")
     return module
+
+
+def _check_training(training: Any) -> None:
+    # bool("false") is True: a string here would silently trace in training mode.
+    if not isinstance(training, bool):
+        raise ConfigError(f"training must be True or False, got {training!r}")
 
 
 def _check_inputs(example_inputs: Any) -> tuple[Any, ...]:

@@ -38,6 +38,9 @@ MIN_N = {
 }
 # Families whose node count is exactly n (the others round n to whole cells or time steps).
 EXACT_N = ("chain", "fork_join", "layered", "series_parallel")
+# Most nodes the others may be off by with default options: half a cell or time step, as the
+# module docstring says (cifar10: 18-node cells; ptb: 21-node steps; nmt: 20-node steps).
+TOLERANCE = {"cifar10": 9, "ptb": 10, "nmt": 10}
 
 
 def content(graph: CompGraph) -> str:
@@ -89,17 +92,54 @@ def test_any_seed_and_size_gives_a_valid_graph_near_n(name, seed, data):
     n = data.draw(st.integers(MIN_N[name], MIN_N[name] + 250), label="n")
     graph = generate(name, n=n, seed=seed)
     assert_well_formed(graph)
-    if name in EXACT_N:
-        assert graph.num_nodes == n
-    else:
-        assert n / 2 <= graph.num_nodes <= 2 * n
+    assert abs(graph.num_nodes - n) <= TOLERANCE.get(name, 0)
+
+
+def test_declared_minimums_are_the_true_ones():
+    assert {name: FAMILIES[name].min_n for name in BUILTIN} == MIN_N
+    assert set(TOLERANCE) == set(BUILTIN) - set(EXACT_N)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_declared_min_n_works_and_one_less_is_refused(name):
+    min_n = FAMILIES[name].min_n
+    assert_well_formed(generate(name, n=min_n))
+    with pytest.raises(ConfigError, match=rf"'{name}' needs an integer n >= {min_n}\b"):
+        generate(name, n=min_n - 1)
 
 
 @pytest.mark.parametrize("name", BUILTIN)
-def test_smallest_n_works_and_one_less_is_refused(name):
-    assert_well_formed(generate(name, n=MIN_N[name]))
-    with pytest.raises(ConfigError, match=r"n"):
-        generate(name, n=MIN_N[name] - 1)
+@given(data=st.data())
+def test_every_n_from_the_minimum_up_gives_a_valid_graph_of_the_documented_size(name, data):
+    min_n = FAMILIES[name].min_n
+    n = data.draw(st.integers(min_n, min_n + 60), label="n")
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    graph = generate(name, n=n, seed=seed)
+    assert_well_formed(graph)
+    assert abs(graph.num_nodes - n) <= TOLERANCE.get(name, 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "minimum", "given"),
+    [
+        ("fork_join", {"branches": 1, "stages": 1}, 3, "branches=1, stages=1"),
+        ("fork_join", {"branches": 4, "stages": 5}, 26, "branches=4, stages=5"),
+        ("layered", {"layers": 8}, 8, "layers=8"),
+        ("cifar10", {"blocks": 1}, 11, "blocks=1"),
+        ("ptb", {"cell_nodes": 2}, 13, "cell_nodes=2"),
+        ("nmt", {"layers": 4}, 38, "layers=4"),
+    ],
+)
+def test_options_move_the_minimum_and_the_message_says_where(name, options, minimum, given):
+    assert_well_formed(generate(name, n=minimum, **options))
+    message = f"graph family '{name}' needs an integer n >= {minimum} with {given}, got"
+    with pytest.raises(ConfigError, match=message):
+        generate(name, n=minimum - 1, **options)
+
+
+def test_a_default_n_below_the_options_minimum_is_named_as_the_default():
+    with pytest.raises(ConfigError, match=r"n >= 151 with branches=4, stages=30, got 100 \(its"):
+        generate("fork_join", stages=30)
 
 
 @pytest.mark.parametrize("name", BUILTIN)
@@ -287,14 +327,14 @@ def test_nmt_attention_reads_every_top_encoder_output():
         (lambda: generate("nope"), r"unknown graph family 'nope'; known: .*chain.*layered"),
         (lambda: generate("chain", n=1), r"'chain' needs an integer n >= 2, got 1"),
         (lambda: generate("chain", n=50.0), r"integer n"),
-        (lambda: generate("cifar10", n=20), r"n=20 is too small .*blocks=5 .* 23 nodes"),
-        (lambda: generate("fork_join", n=10), r"too small .*branches=4, stages=3"),
+        (lambda: generate("cifar10", n=20), r"n >= 23 with blocks=5, got 20"),
+        (lambda: generate("fork_join", n=10), r"n >= 16 with branches=4, stages=3, got 10"),
         (lambda: generate("chain", widht=3), r"unknown option\(s\) 'widht' .*known: batch"),
         (lambda: generate("fork_join", branches=-1), r"'branches' .* must be >= 0, got -1"),
         (lambda: generate("fork_join", branches=0), r"'branches' .* must be >= 1, got 0"),
         (lambda: generate("chain", batch=2.5), r"'batch' .* must be an integer"),
         (lambda: generate("layered", layers=1), r"'layers' .* must be >= 2"),
-        (lambda: generate("layered", n=5, layers=8), r"too small .*layers=8"),
+        (lambda: generate("layered", n=5, layers=8), r"n >= 8 with layers=8, got 5"),
         (lambda: generate("series_parallel", parallel_prob=1.5), r"'parallel_prob' .*<= 1"),
         (lambda: generate("series_parallel", parallel_prob=math.nan), r"finite number"),
         (lambda: generate("cifar10", reductions=5), r"'reductions' .*<= 4"),
@@ -344,3 +384,24 @@ def test_register_family_needs_defaults_for_options(scratch_registry):
 
     with pytest.raises(ConfigError, match=r"'width' .* needs a default"):
         register_family("broken", default_n=4)(no_default)
+
+
+def test_register_family_with_a_min_n_rule(scratch_registry):
+    def smallest(*, arms: int) -> int:
+        return arms + 2
+
+    @register_family("star", default_n=10, min_n=smallest)
+    def star(rng, n, *, arms=3, width=64):
+        b = GraphBuilder()
+        hub = b.add("hub", "input", shape=(8, width))
+        ends = [b.add(f"arm{i}", "relu", [hub], shape=(8, width)) for i in range(n - 2)]
+        b.add("out", "add", ends[:arms] or [hub], shape=(8, width))
+        return b.parts()
+
+    spec = FAMILIES["star"]
+    assert (spec.min_n, spec.min_n_options) == (5, ("arms",))
+    assert generate("star", n=9, arms=7).num_nodes == 9
+    with pytest.raises(ConfigError, match=r"'star' needs an integer n >= 9 with arms=7, got 8"):
+        generate("star", n=8, arms=7)
+    with pytest.raises(ConfigError, match=r"needs 1 <= min_n <= default_n, got min_n=12"):
+        register_family("wide", default_n=10, min_n=lambda *, arms: arms + 9)(star)

@@ -68,7 +68,7 @@ def cache_dir() -> Path:
 
 
 def build_model(
-    model: str, variant: str | None = None, *, device: str | torch.device = "meta", **config: Any
+    model: str, /, variant: str | None = None, *, device: str | torch.device = "meta", **config: Any
 ) -> tuple[nn.Module, tuple[Any, ...]]:
     """A zoo model and example inputs for it, on ``device``.
 
@@ -82,10 +82,15 @@ def build_model(
         **config: Fields of the variant's config to override (``batch=8``).
 
     Raises:
-        ConfigError: Unknown model, variant or config field, or a value of the wrong type.
+        ConfigError: Unknown model, variant or config field, a value of the wrong type, or a
+            malformed device.
     """
     entry = ZOO[model]
     resolved = entry.config(variant, **config)
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ConfigError(f"device must be a torch device, got {device!r} ({err})") from None
     with torch.device(device):
         module = entry.build(resolved)
     return module, entry.inputs(resolved, device)
@@ -93,6 +98,7 @@ def build_model(
 
 def load_zoo(
     model: str,
+    /,
     *,
     variant: str | None = None,
     granularity: str = "op",
@@ -120,7 +126,7 @@ def load_zoo(
     entry = ZOO[model]
     resolved = entry.config(variant, **config)
     variant = variant or entry.default_variant
-    _check_options(granularity, training, max_nodes, coarsen)
+    _check_options(granularity, training, max_nodes, coarsen, cache)
     settings = {"granularity": granularity, "training": training}
     key = _cache_key(model, variant, resolved, **settings)
 
@@ -182,11 +188,20 @@ def _import(
     return CompGraph(graph.nodes, graph.edges, name=graph.name, meta=meta)
 
 
-def _check_options(granularity: Any, training: Any, max_nodes: Any, method: Any) -> None:
-    GRANULARITIES[granularity]  # each raises ConfigError naming the known ones
-    passes.COARSENINGS[method]
-    if not isinstance(training, bool):
-        raise ConfigError(f"zoo option 'training' must be true or false, got {training!r}")
+def _check_options(
+    granularity: Any, training: Any, max_nodes: Any, method: Any, cache: Any
+) -> None:
+    for key, registry, name in (
+        ("granularity", GRANULARITIES, granularity),
+        ("coarsen", passes.COARSENINGS, method),
+    ):
+        try:
+            registry[name]
+        except ConfigError as err:  # it names the known ones; say which option was wrong
+            raise ConfigError(f"zoo option {key!r}: {err}") from None
+    for key, value in (("training", training), ("cache", cache)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"zoo option {key!r} must be true or false, got {value!r}")
     minimum = 2 if training else 1
     if max_nodes is not None and (
         isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < minimum
