@@ -76,13 +76,17 @@ def read_header(
     """``(accelerators, cpus, memory per accelerator)`` from an msr document's header.
 
     Raises:
-        error: A missing or non-numeric field, or no device at all.
+        error: A missing field, a count that is not an integer, a memory that is not a number
+            (strings are refused, not converted), or no device at all.
     """
-    try:
-        k, cpus = int(data["maxFPGAs"]), int(data["maxCPUs"])
-        memory = float(data["maxSizePerFPGA"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise error(f"msr file {where} has a bad header: {err!r}") from None
+    missing = [key for key in HEADER_KEYS if key not in data]
+    if missing:
+        raise error(f"msr file {where} has a bad header: missing {', '.join(missing)}")
+    k, cpus, memory = data["maxFPGAs"], data["maxCPUs"], data["maxSizePerFPGA"]
+    for key, value, kinds in (("maxFPGAs", k, int), ("maxCPUs", cpus, int),
+                              ("maxSizePerFPGA", memory, (int, float))):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise error(f"msr file {where} has a bad header: {key} is {value!r}")
     if k < 0 or cpus < 0 or k + cpus == 0:
         raise error(f"msr file {where}: need maxFPGAs + maxCPUs >= 1, got {k} + {cpus}")
-    return k, cpus, memory
+    return k, cpus, float(memory)

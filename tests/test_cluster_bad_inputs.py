@@ -117,6 +117,12 @@ def test_msr_headers_are_checked(tmp_path):
     path.write_text('{"maxFPGAs": 2}')
     with pytest.raises(ClusterError, match="has a bad header"):
         Cluster.from_msr(path)
+    path.write_text('{"maxFPGAs": "2", "maxCPUs": 1, "maxSizePerFPGA": 1}')
+    with pytest.raises(ClusterError, match="bad header: maxFPGAs is '2'"):
+        Cluster.from_msr(path)
+    path.write_text('{"maxFPGAs": 2, "maxCPUs": 1, "maxSizePerFPGA": "1e9"}')
+    with pytest.raises(ClusterError, match="bad header: maxSizePerFPGA is '1e9'"):
+        Cluster.from_msr(path)
     path.write_text('{"maxFPGAs": 0, "maxCPUs": 0, "maxSizePerFPGA": 1}')
     with pytest.raises(ClusterError, match="need maxFPGAs \\+ maxCPUs >= 1"):
         Cluster.from_msr(path)

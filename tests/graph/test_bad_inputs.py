@@ -488,13 +488,13 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
 def isolated(tmp_path, monkeypatch):
     """A private zoo cache, and a user graph source taking one option (``cost``)."""
     monkeypatch.setenv("PLACERL_CACHE", str(tmp_path))
+    with GRAPH_SOURCES.scope():
 
-    @register_graph_source("test_bad_inputs", overwrite=True)
-    def single(body: str, cost: float = 1.0) -> CompGraph:
-        return CompGraph([{"name": body, "cost": cost}])
+        @register_graph_source("test_bad_inputs")
+        def single(body: str, cost: float = 1.0) -> CompGraph:
+            return CompGraph([{"name": body, "cost": cost}])
 
-    yield
-    GRAPH_SOURCES._entries.pop("test_bad_inputs")
+        yield
 
 
 def test_case_ids_are_unique():

@@ -23,18 +23,17 @@ def test_compgraph_and_json_paths(tmp_path):
 
 
 def test_user_sources():
-    @register_graph_source("test_single", overwrite=True)
-    def single(body, cost=1.0):
-        return CompGraph([{"name": body, "cost": cost}])
+    with GRAPH_SOURCES.scope():
 
-    try:
+        @register_graph_source("test_single")
+        def single(body, cost=1.0):
+            return CompGraph([{"name": body, "cost": cost}])
+
         assert load_graph("test_single:op?cost=2.5").node(0).cost == 2.5
         with pytest.raises(
             ConfigError, match="bad options in graph spec 'test_single:op\\?speed=2'"
         ):
             load_graph("test_single:op?speed=2")
-    finally:
-        GRAPH_SOURCES._entries.pop("test_single")
 
 
 @pytest.mark.parametrize(

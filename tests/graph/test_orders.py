@@ -163,18 +163,18 @@ def test_unknown_order_lists_known_ones():
 
 
 def test_register_custom_order_and_callables():
-    @register_order("test_by_cost_desc", overwrite=True)
-    def by_cost_desc(graph, rng):
-        """Most expensive node first."""
-        return np.argsort(-graph.arrays.cost, kind="stable")
+    with ORDERS.scope():
 
-    try:
+        @register_order("test_by_cost_desc")
+        def by_cost_desc(graph, rng):
+            """Most expensive node first."""
+            return np.argsort(-graph.arrays.cost, kind="stable")
+
         g = CompGraph([{"name": "a", "cost": 1.0}, {"name": "b", "cost": 3.0}])
         assert traversal_order(g, "test_by_cost_desc").tolist() == [1, 0]
         assert ORDERS["test_by_cost_desc"].doc == "Most expensive node first."
         assert traversal_order(g, lambda graph, rng: [1, 0]).tolist() == [1, 0]
-    finally:
-        ORDERS._entries.pop("test_by_cost_desc")
+    assert "test_by_cost_desc" not in ORDERS
 
 
 def test_bad_custom_orders_are_rejected():

@@ -268,15 +268,15 @@ def test_chain_coarsening_merges_only_chains():
 
 
 def test_register_a_coarsening_method():
-    @register_coarsening("test_pairs")
-    def pairs(graph, max_nodes):
-        return [v // 2 for v in range(graph.num_nodes)]
+    with COARSENINGS.scope():
 
-    try:
+        @register_coarsening("test_pairs")
+        def pairs(graph, max_nodes):
+            return [v // 2 for v in range(graph.num_nodes)]
+
         graph = CompGraph([{"name": x, "cost": 1.0} for x in "abcd"], [("a", "b"), ("c", "d")])
         assert coarsen(graph, 2, "test_pairs").graph.num_nodes == 2
-    finally:
-        COARSENINGS._entries.pop("test_pairs")
+    assert "test_pairs" not in COARSENINGS
 
 
 @pytest.mark.parametrize("max_nodes", [0, -3, 2.5, True, "10"])

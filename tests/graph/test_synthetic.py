@@ -349,9 +349,10 @@ def test_bad_input_names_the_problem(call, message):
 
 # ------------------------------------------------------------------- user families
 @pytest.fixture
-def scratch_registry(monkeypatch):
+def scratch_registry():
     """Let a test register families without leaking them into other tests."""
-    monkeypatch.setattr(FAMILIES, "_entries", dict(FAMILIES._entries))
+    with FAMILIES.scope():
+        yield
 
 
 def test_register_family_adds_a_family_generate_can_use(scratch_registry):
