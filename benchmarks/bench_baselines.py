@@ -1,17 +1,19 @@
-"""Every non-learned placer on msr, synthetic (and later zoo) graphs, under both objectives.
+"""Every non-learned placer on msr, zoo and synthetic graphs, under both objectives.
 
 For each (graph, cluster) case, objective and placer it records the simulated runtime (the step
 time, or the max load under ``pipeline``), feasibility, the placer's optimality claim and lower
 bound, and the solve time; and for the msr graphs, ``tarnawski_dp`` against the optima
-published with the msr-fiddle benchmark. It prints the markdown tables and writes
+published with the msr-fiddle benchmark. It prints the markdown tables (first a per-placer
+summary: mean ratio to the best placer of each case, wins, solve times) and writes
 ``baselines.csv``, ``baselines.md`` and ``baselines.json`` under ``--out``.
 
     python benchmarks/bench_baselines.py --quick          # a few minutes on 2 cores
-    python benchmarks/bench_baselines.py                  # adds the wide graph and longer limits
+    python benchmarks/bench_baselines.py                  # adds the wide graphs and longer limits
     python benchmarks/bench_baselines.py --graphs gnmt_inference --placers tarnawski_dp,heft
+    python benchmarks/bench_baselines.py --quick --suites zoo
 
-Add a graph by appending a :class:`Case` to :data:`CASES` (a ``zoo:`` spec works as soon as the
-zoo exists).
+Add a graph by appending a :class:`Case` to :data:`CASES`. The zoo cases import their models
+once and cache them under ``$PLACERL_CACHE/zoo`` (default ``~/.cache/placerl/zoo``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from placerl.errors import PlaceRLError
 from placerl.graph import CompGraph, load_graph
 
 OBJECTIVES = ("step_time", "pipeline")
+SUITES = ("msr", "zoo", "synthetic")
 
 #: Optimal contiguous max-loads published with msr-fiddle/dnn-partitioning (see its README).
 MSR_OPTIMA = {
@@ -64,6 +67,12 @@ class Case:
     graph: str | Callable[[], CompGraph]
     cluster: Callable[[], Cluster]
     quick: bool = True
+
+    @property
+    def suite(self) -> str:
+        """``msr`` or ``zoo`` after the spec's scheme; anything else is ``synthetic``."""
+        scheme = self.graph.split(":", 1)[0] if isinstance(self.graph, str) else ""
+        return scheme if scheme in ("msr", "zoo") else "synthetic"
 
     def load(self) -> tuple[CompGraph, Cluster]:
         graph = load_graph(self.graph) if isinstance(self.graph, str) else self.graph()
@@ -134,8 +143,28 @@ def _msr_case(name: str) -> Case:
     return Case(name, f"msr:{name}", lambda: Cluster.from_msr(name))
 
 
+def _gpus(preset: str, **kwargs) -> Callable[[], Cluster]:
+    return lambda: Cluster.preset(preset, **kwargs)
+
+
+#: Zoo models (V100 roofline costs, default batch) on the presets they are usually placed on:
+#: InceptionV3 on Placeto's 4 K80s, the rest on 4 V100s over PCIe, GNMT on a host CPU + 2 GPUs.
+#: ``max_nodes`` coarsens by module scope; the 20-node ResNet-50 is small enough for ``milp``.
+ZOO_CASES: list[Case] = [
+    Case("zoo_inception_v3_100", "zoo:inception_v3?max_nodes=100", _gpus("placeto", n_devices=4)),
+    Case("zoo_resnet50", "zoo:resnet50", _gpus("gpu4_pcie")),
+    Case("zoo_resnet50_20", "zoo:resnet50?max_nodes=20", _gpus("gpu4_pcie")),
+    Case("zoo_bert", "zoo:transformer", _gpus("gpu4_pcie")),
+    Case("zoo_bert_training_100", "zoo:transformer?training=true&max_nodes=100",
+         _gpus("gpu4_pcie")),
+    Case("zoo_gnmt", "zoo:gnmt", _gpus("cpu_gpu", n_gpus=2)),
+    Case("zoo_inception_v3", "zoo:inception_v3", _gpus("placeto", n_devices=4), quick=False),
+    Case("zoo_gnmt_training", "zoo:gnmt?training=true", _gpus("cpu_gpu", n_gpus=2), quick=False),
+]  # fmt: skip
+
 CASES: list[Case] = [
     *(_msr_case(name) for name in MSR_OPTIMA),
+    *ZOO_CASES,
     Case("fork_join_16", "synthetic:fork_join?n=16&seed=0",
          lambda: Cluster.preset("gpu4_pcie", n_devices=3)),
     Case("cifar10", "synthetic:cifar10?seed=0", lambda: Cluster.preset("placeto", n_devices=4)),
@@ -158,7 +187,8 @@ def placer_options(name: str, quick: bool) -> dict:
 
 
 def run_one(case: Case, graph, cluster, objective: str, placer: str, quick: bool) -> dict:
-    row = {"graph": case.label, "cluster": cluster.name, "nodes": graph.num_nodes,
+    row = {"graph": case.label, "suite": case.suite, "cluster": cluster.name,
+           "devices": describe_devices(cluster), "nodes": graph.num_nodes,
            "objective": objective, "placer": placer}  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -177,6 +207,14 @@ def run_one(case: Case, graph, cluster, objective: str, placer: str, quick: bool
         "ideals": result.info.get("ideals"),
         "status": "gave up" if gave_up else ("ok" if result.feasible else "infeasible"),
     }
+
+
+def describe_devices(cluster: Cluster) -> str:
+    """The cluster in a few characters: ``placeto 4 gpu``, ``msr 6 acc + 1 cpu``."""
+    kinds = dict.fromkeys(d.kind for d in cluster.devices)
+    short = {"accelerator": "acc"}
+    counts = [f"{sum(d.kind == k for d in cluster.devices)} {short.get(k, k)}" for k in kinds]
+    return f"{cluster.name.split(':', 1)[0]} {' + '.join(counts)}"
 
 
 def run(cases: list[Case], placers: list[str], objectives: list[str], quick: bool) -> list[dict]:
@@ -213,15 +251,25 @@ def _add_ratios(rows: list[dict]) -> None:
 
 
 # ------------------------------------------------------------------------------ output
+LEGEND = ("`*` proven optimal, `~` stopped at its limit, `!` infeasible, "
+          "`err` refused: too big, no placement")  # fmt: skip
+
+
 def markdown(rows: list[dict], placers: list[str]) -> str:
-    """Per objective: runtime relative to the best placer (``*`` proven optimal, ``!``
-    infeasible, ``-`` not run) and solve times; then the DP on the msr graphs."""
+    """Per objective: a per-placer summary, runtime relative to the best placer (``*`` proven
+    optimal, ``~`` stopped at a limit, ``!`` infeasible, ``err`` refused, e.g. too big for
+    ``milp``) and solve times; then the DP on the msr graphs."""
     out = []
+    for objective in OBJECTIVES:
+        mine = [r for r in rows if r["objective"] == objective]
+        if mine:
+            out.append(f"### {objective}: summary over {len(_cases(mine))} cases\n")
+            out.append(summary_table(mine, placers))
     for objective in OBJECTIVES:
         mine = [r for r in rows if r["objective"] == objective]
         if not mine:
             continue
-        out.append(f"### {objective}: runtime / best runtime (`*` optimal, `!` infeasible)\n")
+        out.append(f"### {objective}: runtime / best runtime ({LEGEND})\n")
         out.append(_grid(mine, placers, _ratio_cell, best_column=True))
         out.append(f"### {objective}: solve time (s)\n")
         out.append(
@@ -242,20 +290,81 @@ def markdown(rows: list[dict], placers: list[str]) -> str:
     return "\n".join(out)
 
 
+def _cases(rows: list[dict]) -> list[str]:
+    return list(dict.fromkeys(r["graph"] for r in rows))
+
+
+def summary(rows: list[dict], placers: list[str]) -> list[dict]:
+    """Per placer, over the rows of one objective: ``ok`` (feasible placements) of ``cases``,
+    ``best`` (within 1e-9 of the best runtime of the case), the mean and worst ``ratio`` over
+    its feasible placements, overall and per suite, and the median and max solve time."""
+    out = []
+    suites = [s for s in SUITES if any(r.get("suite") == s for r in rows)]
+    for p in placers:
+        mine = [r for r in rows if r["placer"] == p]
+        ok = [r for r in mine if r.get("feasible") and "ratio" in r]
+        times = [r["solve_time"] for r in mine if "solve_time" in r]
+        entry = {
+            "placer": p,
+            "optimizes": PLACERS[p].optimizes if p in PLACERS else None,
+            "cases": len(mine),
+            "ok": len(ok),
+            "best": sum(r["ratio"] <= 1 + 1e-9 for r in ok),
+            "mean_ratio": _mean([r["ratio"] for r in ok]),
+            "worst_ratio": max((r["ratio"] for r in ok), default=math.nan),
+            "median_solve_time": float(np.median(times)) if times else math.nan,
+            "max_solve_time": max(times, default=math.nan),
+        }
+        for s in suites:
+            entry[f"mean_ratio_{s}"] = _mean([r["ratio"] for r in ok if r.get("suite") == s])
+        out.append(entry)
+    return out
+
+
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values)) if values else math.nan
+
+
+def summary_table(rows: list[dict], placers: list[str]) -> str:
+    """:func:`summary` as markdown, one row per placer."""
+    suites = [s for s in SUITES if any(r.get("suite") == s for r in rows)]
+    head = ["placer", "optimizes", "feasible", "best", "mean ratio",
+            *(f"mean ratio {s}" for s in suites), "worst ratio", "median solve (s)",
+            "max solve (s)"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def num(x: float, fmt: str) -> str:
+        return "-" if math.isnan(x) else format(x, fmt)
+
+    for e in summary(rows, placers):
+        cells = [e["placer"], e["optimizes"] or "-", f"{e['ok']}/{e['cases']}", str(e["best"]),
+                 num(e["mean_ratio"], ".3f"), *(num(e[f"mean_ratio_{s}"], ".3f") for s in suites),
+                 num(e["worst_ratio"], ".3f"), num(e["median_solve_time"], ".3f"),
+                 num(e["max_solve_time"], ".2f")]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    note = ("\n`feasible`: feasible placements of all cases (errors and infeasible ones count "
+            "against it); `best`: cases where the placer matched the best runtime; ratios are "
+            "over its feasible placements.\n")  # fmt: skip
+    return "\n".join(lines) + "\n" + note
+
+
 def _ratio_cell(r: dict) -> str:
+    if "runtime" not in r:
+        return "err" if r["status"].startswith("error") else "-"
     if "ratio" not in r:
-        return "-" if "runtime" not in r else "!"
-    return f"{r['ratio']:.3f}" + ("*" if r["optimal"] else "") + ("" if r["feasible"] else "!")
+        return "!"
+    marks = ("*" if r["optimal"] else "") + ("~" if r["status"] == "gave up" else "")
+    return f"{r['ratio']:.3f}" + marks + ("" if r["feasible"] else "!")
 
 
 def _grid(rows: list[dict], placers: list[str], cell, best_column: bool = False) -> str:
     graphs = list(dict.fromkeys(r["graph"] for r in rows))
     by_key = {(r["graph"], r["placer"]): r for r in rows}
-    head = ["graph", "nodes"] + (["best runtime"] if best_column else []) + placers
+    head = ["graph", "nodes", "cluster"] + (["best runtime"] if best_column else []) + placers
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in graphs:
         some = next(r for r in rows if r["graph"] == g)
-        cells = [g, str(some["nodes"])]
+        cells = [g, str(some["nodes"]), some.get("devices", some["cluster"])]
         if best_column:
             ok = [r["runtime"] for r in rows if r["graph"] == g and r.get("feasible")]
             cells.append(f"{min(ok):.4g}" if ok else "-")
@@ -267,8 +376,9 @@ def _grid(rows: list[dict], placers: list[str], cell, best_column: bool = False)
 def write(rows: list[dict], text: str, out: Path) -> None:
     """CSV, markdown and JSON, each written atomically."""
     out.mkdir(parents=True, exist_ok=True)
-    columns = ["graph", "cluster", "nodes", "objective", "placer", "runtime", "ratio", "feasible",
-               "optimal", "lower_bound", "solve_time", "ideals", "status"]  # fmt: skip
+    columns = ["graph", "suite", "cluster", "devices", "nodes", "objective", "placer",
+               "runtime", "ratio", "feasible", "optimal", "lower_bound", "solve_time", "ideals",
+               "status"]  # fmt: skip
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, columns, extrasaction="ignore")
     writer.writeheader()
@@ -285,6 +395,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--quick", action="store_true", help="the quick subset, short limits")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--graphs", help="comma-separated case labels (default: all)")
+    parser.add_argument("--suites", help=f"comma-separated, of {', '.join(SUITES)} (default: all)")
     parser.add_argument("--placers", help="comma-separated placers (default: all)")
     parser.add_argument("--objectives", default=",".join(OBJECTIVES))
     args = parser.parse_args(argv)
@@ -292,6 +403,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.graphs:
         wanted = args.graphs.split(",")
         cases = [c for c in CASES if c.label in wanted]
+    if args.suites:
+        cases = [c for c in cases if c.suite in args.suites.split(",")]
     placers = args.placers.split(",") if args.placers else list(PLACERS)
     rows = run(cases, placers, args.objectives.split(","), args.quick)
     text = markdown(rows, placers)
