@@ -27,6 +27,12 @@ def cache_root() -> Path:
     return Path(os.environ.get(CACHE_ENV) or "~/.cache/placerl").expanduser()
 
 
+def _umask() -> int:
+    mask = os.umask(0)  # reading the umask means setting it: put it straight back
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename.
 
@@ -38,6 +44,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

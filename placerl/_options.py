@@ -65,6 +65,7 @@ def check_options(
     *,
     what: str,
     error: type[PlaceRLError],
+    keyword_only: bool = False,
 ) -> None:
     """Check ``options`` against ``fn``'s keyword parameters and their type hints.
 
@@ -73,16 +74,16 @@ def check_options(
         options: Option names and values.
         what: The factory in words ("cluster preset 'placeto'"), for messages.
         error: The error type to raise.
+        keyword_only: Only ``fn``'s keyword-only parameters are options (placers take the
+            problem positionally, then their options).
 
     Raises:
         error: An unknown option (the message lists the known ones), a missing required one,
             or a value whose type does not match the parameter's annotation.
     """
-    params = {
-        name: p
-        for name, p in inspect.signature(fn).parameters.items()
-        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    }
+    kinds = (inspect.Parameter.KEYWORD_ONLY,) if keyword_only else (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)  # fmt: skip
+    params = {n: p for n, p in inspect.signature(fn).parameters.items() if p.kind in kinds}
     unknown = sorted(set(options) - set(params))
     if unknown:
         known = ", ".join(params) or "none"

@@ -42,7 +42,7 @@ import numpy as np
 
 import placerl.devices as specs
 from placerl._io import atomic_write_text
-from placerl._options import check_options
+from placerl._options import check_int, check_options
 from placerl._registry import Registry
 from placerl._spec import split_named
 from placerl.errors import ClusterError, ConfigError
@@ -104,11 +104,15 @@ class Device:
         return cls(name, **{**fields, **overrides})
 
 
+def _number(value: Any, what: str) -> float:
+    """``value`` as a float if it is a real number: strings and bools are refused, not read."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise ClusterError(f"{what} must be a number, got {value!r}")
+    return float(value)
+
+
 def _positive(value: Any, what: str, *, allow_inf: bool) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ClusterError(f"{what} must be a number, got {value!r}") from None
+    x = _number(value, what)
     if not x > 0 or (math.isinf(x) and not allow_inf):
         limit = "> 0" if allow_inf else "finite and > 0"
         raise ClusterError(f"{what} is {x!r}; it must be {limit}")
@@ -117,7 +121,10 @@ def _positive(value: Any, what: str, *, allow_inf: bool) -> float:
 
 def _pair_matrix(value: Any, n: int, what: str) -> np.ndarray:
     """A scalar or an n x n matrix as a read-only float matrix (the diagonal is unused)."""
-    arr = np.array(value, dtype=np.float64)
+    raw = np.asarray(value)
+    if raw.dtype.kind not in "iuf":  # strings, bools and objects are refused, not converted
+        raise ClusterError(f"{what} must be a number or a matrix of numbers, got {value!r:.60}")
+    arr = raw.astype(np.float64)
     if arr.ndim == 0:
         arr = np.full((n, n), float(arr))
     if arr.shape != (n, n):
@@ -185,8 +192,10 @@ class Cluster:
                 f"latency {names[i]} -> {names[j]} is {float(latency[i, j])!r}; "
                 "it must be finite and >= 0"
             )
+        if not isinstance(self.name, str):
+            raise ClusterError(f"cluster name must be a string, got {self.name!r}")
         for what in ("transfer_gap", "op_gap"):
-            value = float(getattr(self, what))
+            value = _number(getattr(self, what), what)
             if not (value >= 0 and math.isfinite(value)):
                 raise ClusterError(f"{what} is {value!r}; it must be finite and >= 0")
             object.__setattr__(self, what, value)
@@ -287,6 +296,8 @@ class Cluster:
             data = json.loads(Path(path).read_text())
         except FileNotFoundError:
             raise ClusterError(f"cluster file not found: {path}") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise ClusterError(f"cluster file {path} cannot be read: {err}") from None
         except json.JSONDecodeError as err:
             raise ClusterError(f"cluster file {path} is not valid JSON: {err}") from None
         return cls.from_dict(data)
@@ -352,21 +363,16 @@ def register_preset(name: str, *, overwrite: bool = False) -> Callable[[PresetFn
     return PRESETS.decorator(name, overwrite=overwrite)
 
 
-def _check_count(n: Any) -> int:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise ClusterError(f"n_devices must be a positive integer, got {n!r}")
-    return int(n)
-
-
-def _gpus(n: int, spec: specs.DeviceSpec, **overrides: Any) -> list[Device]:
-    return [Device.from_spec(f"gpu:{i}", spec, **overrides) for i in range(_check_count(n))]
+def _gpus(n: int, spec: specs.DeviceSpec, *, option: str, **overrides: Any) -> list[Device]:
+    count = check_int(n, option, minimum=1, error=ClusterError)
+    return [Device.from_spec(f"gpu:{i}", spec, **overrides) for i in range(count)]
 
 
 @register_preset("placeto")
 def placeto(n_devices: int = 3, memory: float = specs.K80_DIE.memory) -> Cluster:
     """Placeto's simulator: K80-class GPUs, 7,600 B/us, 25 us transfer gap, 5.7 us op gap."""
     return Cluster(
-        tuple(_gpus(n_devices, specs.K80_DIE, memory=memory)),
+        tuple(_gpus(n_devices, specs.K80_DIE, option="n_devices", memory=memory)),
         bandwidth=7600e6,
         latency=0.0,
         comm_model="placeto",
@@ -380,7 +386,7 @@ def placeto(n_devices: int = 3, memory: float = specs.K80_DIE.memory) -> Cluster
 def gpu4_pcie(n_devices: int = 4, comm_model: str = "links") -> Cluster:
     """V100-16GB GPUs on PCIe 3.0 x16 (12e9 B/s peer-to-peer, 10 us)."""
     return Cluster(
-        tuple(_gpus(n_devices, specs.V100_16GB)),
+        tuple(_gpus(n_devices, specs.V100_16GB, option="n_devices")),
         bandwidth=specs.PCIE3_BANDWIDTH,
         latency=specs.PCIE3_LATENCY,
         comm_model=comm_model,
@@ -392,7 +398,7 @@ def gpu4_pcie(n_devices: int = 4, comm_model: str = "links") -> Cluster:
 def gpu8_nvlink(n_devices: int = 8, comm_model: str = "links") -> Cluster:
     """DGX A100: A100-40GB GPUs on NVSwitch (300e9 B/s per direction, 3 us)."""
     return Cluster(
-        tuple(_gpus(n_devices, specs.A100_40GB)),
+        tuple(_gpus(n_devices, specs.A100_40GB, option="n_devices")),
         bandwidth=specs.NVLINK3_BANDWIDTH,
         latency=specs.NVLINK3_LATENCY,
         comm_model=comm_model,
@@ -410,7 +416,7 @@ def cpu_gpu(
     """One host CPU (device 0) and ``n_gpus`` V100-16GB GPUs, all on PCIe 3.0."""
     cpu = Device.from_spec("cpu:0", specs.XEON_HOST, speed=cpu_speed, memory=cpu_memory)
     return Cluster(
-        (cpu, *_gpus(n_gpus, specs.V100_16GB)),
+        (cpu, *_gpus(n_gpus, specs.V100_16GB, option="n_gpus")),
         bandwidth=specs.PCIE3_BANDWIDTH,
         latency=specs.PCIE3_LATENCY,
         comm_model=comm_model,
@@ -430,7 +436,8 @@ def homogeneous(
     speeds: Sequence[float] | None = None,
 ) -> Cluster:
     """A quick cluster of ``n_devices`` devices of one kind (tests, sanity envs, sweeps)."""
-    speeds = [1.0] * _check_count(n_devices) if speeds is None else list(speeds)
+    n_devices = check_int(n_devices, "n_devices", minimum=1, error=ClusterError)
+    speeds = [1.0] * n_devices if speeds is None else list(speeds)
     if len(speeds) != n_devices:
         raise ClusterError(f"got {len(speeds)} speeds for {n_devices} devices")
     devices = [Device(f"{kind}:{i}", kind, speed=s, memory=memory) for i, s in enumerate(speeds)]

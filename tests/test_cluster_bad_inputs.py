@@ -35,11 +35,27 @@ BAD = [
     (lambda: Device("a", memory=-1), "device 'a' memory is -1.0"),
     (lambda: Device("a", speed=0), "device 'a' speed is 0.0; it must be finite and > 0"),
     (lambda: Device("a", speed="fast"), "device 'a' speed must be a number"),
+    (lambda: Device("a", speed="2"), "device 'a' speed must be a number, got '2'"),
+    (lambda: Device("a", memory=True), "device 'a' memory must be a number, got True"),
+    (
+        lambda: Cluster((Device("a"),), transfer_gap="0.1"),
+        "transfer_gap must be a number, got '0.1'",
+    ),
+    (
+        lambda: Cluster((Device("a"), Device("b")), bandwidth="1e9"),
+        "bandwidth must be a number or a matrix of numbers, got '1e9'",
+    ),
+    (
+        lambda: Cluster((Device("a"), Device("b")), bandwidth=True),
+        "bandwidth must be a number or a matrix of numbers, got True",
+    ),
+    (lambda: Cluster((Device("a"),), name=5), "cluster name must be a string, got 5"),
+    (lambda: load_cluster("cpu_gpu?n_gpus=0"), "n_gpus must be an integer >= 1, got 0"),
     (lambda: Device(""), "device name must be a non-empty string"),
     (lambda: Cluster.preset("tpu_pod"), "unknown cluster preset 'tpu_pod'; known: cpu_gpu"),
     (
         lambda: Cluster.preset("placeto", n_devices=0),
-        "n_devices must be a positive integer, got 0",
+        "n_devices must be an integer >= 1, got 0",
     ),
     (lambda: Cluster.preset("placeto", gpus=2), "unknown option(s) gpus for cluster preset"),
     (lambda: homogeneous(2, speeds=[1.0]), "got 1 speeds for 2 devices"),
@@ -129,3 +145,18 @@ def test_msr_headers_are_checked(tmp_path):
     path.write_text('{"nodes": []}')
     with pytest.raises(ClusterError, match="lacks the msr-fiddle header"):
         Cluster.from_msr(path)
+
+
+def test_strings_in_cluster_files_are_refused_not_read(tmp_path):
+    data = homogeneous(2).to_dict()
+    data["devices"][0]["memory"] = "1e9"
+    path = tmp_path / "c.json"
+    path.write_text(__import__("json").dumps(data))
+    with pytest.raises(ClusterError, match="device 'gpu:0' memory must be a number, got '1e9'"):
+        load_cluster(str(path))
+
+
+def test_a_folder_is_not_a_cluster_file(tmp_path):
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(ClusterError, match="cannot be read"):
+        load_cluster(str(tmp_path / "dir.json"))

@@ -21,3 +21,12 @@ def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
 
 def test_the_test_session_uses_a_private_cache():
     assert "placerl-cache" in os.environ[CACHE_ENV]
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = atomic_write_text(tmp_path / "c.json", "{}")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644

@@ -7,21 +7,18 @@ from typing import Any
 
 import numpy as np
 
+from placerl._options import check_int
 from placerl.errors import ConfigError
 
 
 def positive_int(placer: str, option: str, value: Any) -> int:
     """``value`` as an int >= 1."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ConfigError(f"{placer}: option {option!r} must be an integer >= 1, got {value!r}")
-    return int(value)
+    return check_int(value, f"{placer}: option {option!r}", minimum=1)
 
 
 def non_negative_int(placer: str, option: str, value: Any) -> int:
     """``value`` as an int >= 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ConfigError(f"{placer}: option {option!r} must be an integer >= 0, got {value!r}")
-    return int(value)
+    return check_int(value, f"{placer}: option {option!r}", minimum=0)
 
 
 def positive_float(placer: str, option: str, value: Any, *, allow_inf: bool = True) -> float:

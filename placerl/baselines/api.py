@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from placerl._options import check_options
 from placerl._registry import Registry
 from placerl.cluster import Cluster, load_cluster
 from placerl.errors import ConfigError
@@ -188,12 +189,8 @@ def solve(
     cluster = load_cluster(cluster)
     if objective not in OBJECTIVES:
         raise ConfigError(f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}")
-    unknown = sorted(set(options) - set(placer.options))
-    if unknown:
-        known = ", ".join(placer.options) or "none"
-        raise ConfigError(
-            f"unknown option(s) {', '.join(unknown)} for placer {name!r}; known: {known}"
-        )
+    check_options(placer.fn, options, what=f"placer {name!r}", error=ConfigError,
+                  keyword_only=True)  # fmt: skip
     problem = Problem(graph, cluster, objective)
     if placer.needs_solvable:
         check_solvable(problem)

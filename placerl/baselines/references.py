@@ -16,7 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import warnings
 from collections.abc import Mapping
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from placerl._io import atomic_write_text, cache_root, file_lock
+from placerl._options import check_options
 from placerl._spec import split_named
 from placerl._version import __version__
 from placerl.cluster import Cluster, load_cluster
@@ -39,7 +42,7 @@ from .api import PLACERS, InfeasiblePlacementWarning, solve
 #: Bump when the meaning of a cached reference changes, to invalidate old files.
 CACHE_FORMAT = 1
 
-_memory: dict[str, Reference] = {}
+_memory: dict[tuple[str, Any], Reference] = {}
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,10 +92,14 @@ class Reference:
         try:
             keys = ("placer", "options", "objective", "graph", "cluster", "runtime", "feasible")
             fields = {key: data[key] for key in (*keys, "score")}
-            placement = np.asarray(data["placement"], dtype=np.int64)
+            placement = np.array(data["placement"], dtype=np.int64)
         except (KeyError, TypeError, ValueError) as err:
             raise ConfigError(f"not a reference document: {err!r}") from None
         return cls(placement=placement, **fields)
+
+    def __post_init__(self) -> None:
+        # References are shared (memory cache, every env over the graph): never edited.
+        self.placement.flags.writeable = False
 
     def check_matches(self, graph: CompGraph, cluster: Cluster, objective: str) -> None:
         """Raise unless this reference was computed for ``graph``, ``cluster`` and ``objective``.
@@ -120,18 +127,14 @@ def parse_placer(spec: str) -> tuple[str, dict[str, Any]]:
     """A placer spec ``name?option=value&...`` as (name, options), checked against the registry.
 
     Raises:
-        ConfigError: Unknown placer (lists the known ones) or option (lists the placer's).
+        ConfigError: Unknown placer (lists the known ones) or option (lists the placer's), or
+            an option value of the wrong type (ranges are checked when the placer runs).
     """
     if not isinstance(spec, str):
         raise ConfigError(f"a placer spec must be a string like 'heft', got {spec!r}")
     name, options = split_named(spec, what="placer spec")
-    placer = PLACERS[name]
-    unknown = sorted(set(options) - set(placer.options))
-    if unknown:
-        known = ", ".join(placer.options) or "none"
-        raise ConfigError(
-            f"unknown option(s) {', '.join(unknown)} for placer {name!r}; known: {known}"
-        )
+    check_options(PLACERS[name].fn, options, what=f"placer {name!r}", error=ConfigError,
+                  keyword_only=True)  # fmt: skip
     return name, options
 
 
@@ -164,19 +167,23 @@ def reference(
     """
     graph, cluster = load_graph(graph), load_cluster(cluster)
     OBJECTIVES[objective]
+    if not isinstance(use_cache, bool):
+        raise ConfigError(f"use_cache must be True or False, got {use_cache!r}")
     name, options = parse_placer(placer)
+    options = {**PLACERS[name].options, **options}  # defaults spelled out: one entry per meaning
     if not use_cache:
         return _compute(graph, cluster, objective, name, options)
     key = _key(graph, cluster, objective, name, options)
-    if key not in _memory:
+    memory_key = (key, PLACERS[name].fn)  # a placer re-registered under the name is another
+    if memory_key not in _memory:
         path = _path(key, name)
         with file_lock(path.with_suffix(".lock")):  # concurrent workers compute it once
             ref = _read(path)
             if ref is None:
                 ref = _compute(graph, cluster, objective, name, options)
                 atomic_write_text(path, json.dumps(ref.to_dict()))
-        _memory[key] = ref
-    return _memory[key]
+        _memory[memory_key] = ref
+    return _memory[memory_key]
 
 
 def _compute(
@@ -194,7 +201,7 @@ def _compute(
         objective=objective,
         graph=graph.fingerprint(),
         cluster=cluster.fingerprint(),
-        placement=result.placement,
+        placement=result.placement.copy(),
         runtime=result.runtime,
         feasible=result.feasible,
         score=penalized_runtime(result.simulation, result.runtime),
@@ -213,10 +220,38 @@ def _key(graph: CompGraph, cluster: Cluster, objective: str, placer: str, option
         "objective": objective,
         "placer": placer,
         "options": options,
+        "code": _code_fingerprint(PLACERS[placer].fn),
         "format": CACHE_FORMAT,
         "placerl": __version__,
     }
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@functools.cache
+def _package_sources() -> str:
+    """A hash of the code that decides a reference: the placers and the simulator."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for folder in ("baselines", "sim"):
+        for path in sorted((root / folder).rglob("*.py")):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _code_fingerprint(fn: Any) -> str:
+    """What identifies the code of a reference: placerl's placers and simulator, and the placer
+    function itself (a user's placer lives outside the package, and may change under its name).
+    """
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):  # built in a notebook or by exec: its bytecode stands in
+        code = getattr(fn, "__code__", None)
+        source = repr((code.co_code, code.co_consts)) if code is not None else repr(fn)
+    # Defaults are part of the code a lambda made in a loop runs. Closed-over values are not
+    # hashed (they may be mutable state); a changed closure under one name needs a new name.
+    bound = repr((getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)))
+    own = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}:{source}:{bound}"
+    return hashlib.sha256((_package_sources() + own).encode()).hexdigest()
 
 
 def _path(key: str, placer: str) -> Path:

@@ -1,15 +1,14 @@
-"""Shared machinery of the placement envs: graph cases, observations, masks, info, render.
+"""Shared machinery of the placement envs: arguments, observations, masks, info, render.
 
 Dynamics stay pure (``CostModel.evaluate``); the env object only holds episode state. Everything
 that depends on the graph alone (order, static features, edge index, reference runtimes) is
-computed once per graph in a :class:`GraphCase` and reused across episodes.
+computed once per graph in a :class:`~placerl.envs.case.GraphCase` and reused across episodes.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -17,102 +16,18 @@ import numpy as np
 from gymnasium import spaces
 
 from placerl._options import check_int
-from placerl.baselines.references import Reference, parse_placer, reference
+from placerl.baselines.references import Reference, parse_placer
 from placerl.cluster import Cluster, load_cluster
-from placerl.envs.rewards import REWARDS
+from placerl.envs.case import CURRENT, NUM_BASE_FEATURES, PLACED, GraphCase
+from placerl.envs.rewards import INFEASIBLE_FACTOR, REWARDS
 from placerl.errors import ConfigError, EpisodeError, PlacementError
 from placerl.graph import CompGraph, load_graph
-from placerl.graph.orders import resolve_order, traversal_order
-from placerl.sim import OBJECTIVES, CostModel, SimResult, penalized_runtime
+from placerl.graph.orders import resolve_order
+from placerl.sim import OBJECTIVES, SimResult, penalized_runtime
 
 MEMORY_MODES = ("mask", "penalty")
 
-# Column layout of the "nodes" observation (documented in the env docstrings).
-COST, OUT_BYTES, MEM_BYTES, IN_DEGREE, OUT_DEGREE, POSITION, PLACED, CURRENT, START = range(9)
-NUM_BASE_FEATURES = 9
-
-
-def _scaled(values: np.ndarray) -> np.ndarray:
-    top = values.max()
-    return values / top if top > 0 else np.zeros_like(values)
-
-
 GraphSpec = str | os.PathLike | CompGraph
-
-
-@dataclass(frozen=True, eq=False)
-class GraphCase:
-    """Everything about one graph that episodes reuse, built once per graph and never changed.
-
-    Rows of the observation follow the traversal order: row ``i`` is node ``order[i]``.
-    References come from the shared cache (:mod:`placerl.baselines.references`), not from the
-    env, so vector-env workers compute each one once.
-    """
-
-    graph: CompGraph
-    model: CostModel
-    order: np.ndarray
-    row_of: np.ndarray
-    static: np.ndarray
-    edge_rows: np.ndarray
-    members: list[np.ndarray]
-    group_mem: np.ndarray
-    single_device: Reference
-    reference: Reference
-
-    @property
-    def reference_placement(self) -> np.ndarray:
-        """The reference placer's placement."""
-        return self.reference.placement
-
-    @property
-    def reference_runtime(self) -> float:
-        """The runtime rewards are normalized by (penalized if the reference is infeasible)."""
-        return self.reference.score
-
-    @classmethod
-    def build(cls, graph: CompGraph, cluster: Cluster, objective: str, order: Any,
-              order_seed: int, reference_spec: str | Reference) -> GraphCase:  # fmt: skip
-        model = CostModel(graph, cluster, objective)
-        a = graph.arrays
-        order_idx = traversal_order(graph, order, seed=order_seed)
-        row_of = np.empty_like(order_idx)
-        row_of[order_idx] = np.arange(graph.num_nodes)
-        degree = np.maximum(a.in_degree, a.out_degree).max()
-        static = np.zeros((graph.num_nodes, NUM_BASE_FEATURES), dtype=np.float32)
-        static[:, COST] = _scaled(a.cost)[order_idx]
-        static[:, OUT_BYTES] = _scaled(a.out_bytes)[order_idx]
-        static[:, MEM_BYTES] = _scaled(a.mem_bytes)[order_idx]
-        static[:, IN_DEGREE] = (a.in_degree / max(degree, 1))[order_idx]
-        static[:, OUT_DEGREE] = (a.out_degree / max(degree, 1))[order_idx]
-        static[:, POSITION] = np.arange(graph.num_nodes) / max(graph.num_nodes - 1, 1)
-        members = _colocation_members(graph)
-        if isinstance(reference_spec, Reference):
-            reference_spec.check_matches(graph, cluster, objective)
-            ref = reference_spec
-        else:
-            ref = reference(graph, cluster, objective, reference_spec)
-        return cls(
-            graph=graph,
-            model=model,
-            order=order_idx,
-            row_of=row_of,
-            static=static,
-            edge_rows=np.stack([row_of[a.src], row_of[a.dst]]),
-            members=members,
-            group_mem=np.array([a.mem_bytes[m].sum() for m in members]),
-            single_device=reference(graph, cluster, objective, "single_device"),
-            reference=ref,
-        )
-
-
-def _colocation_members(graph: CompGraph) -> list[np.ndarray]:
-    """For each node, the nodes that must share its device (itself included)."""
-    group = graph.arrays.group
-    by_group: dict[int, np.ndarray] = {
-        int(g): np.flatnonzero(group == g) for g in np.unique(group[group >= 0])
-    }
-    return [by_group[int(g)] if g >= 0 else np.array([v]) for v, g in enumerate(group)]
 
 
 class PlacementEnvBase(gym.Env):
@@ -151,6 +66,9 @@ class PlacementEnvBase(gym.Env):
         self.cluster = load_cluster(cluster)
         self.graphs = [load_graph(spec) for spec in _graph_list(graph)]
         self.references = _reference_list(reference, len(self.graphs))
+        for g, ref in zip(self.graphs, self.references, strict=True):
+            if isinstance(ref, Reference):
+                ref.check_matches(g, self.cluster, objective)
         self.order, self.objective = order, objective
         self.memory, self.reference = memory, reference
         self.render_mode = render_mode
@@ -192,7 +110,7 @@ class PlacementEnvBase(gym.Env):
         so ``reset(seed=s)`` gives the same episode whatever happened before.
         """
         if seed is not None:
-            check_int(seed, "reset seed")
+            seed = check_int(seed, "reset seed")  # a plain int: Gymnasium refuses numpy ints
         options = _check_reset_options(options, allowed)
         super().reset(seed=seed)
         if "graph" in options:
@@ -290,6 +208,17 @@ class PlacementEnvBase(gym.Env):
             ok &= resident + case.group_mem[v] <= self.cluster.memory
         return ok
 
+    def _mask_or_runnable(self, v: int) -> np.ndarray:
+        """The mask of ``v`` at reset; if no device can hold it, every device that can run it.
+
+        A reset cannot end the episode, and an all-false mask leaves a masked policy without a
+        move, so the first node may then go anywhere it runs (the penalty scores the result).
+        """
+        mask = self._mask_for(v)
+        if mask.any():
+            return mask
+        return np.isfinite(self.case.model.durations[self.case.members[v]]).all(axis=0)
+
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the valid devices for the current node (sb3-contrib's MaskablePPO)."""
         return self._mask.copy()
@@ -303,8 +232,14 @@ class PlacementEnvBase(gym.Env):
             "current": self._current.copy(),
         }
 
+    def _stuck_runtime(self) -> float:
+        """The runtime of an episode no device can continue (see the envs' Episode end)."""
+        self._feasible = False
+        return (INFEASIBLE_FACTOR + 1) * self.case.reference_runtime
+
     def _score(self, result: SimResult) -> float:
-        """The runtime rewards see (penalized when infeasible)."""
+        """The runtime rewards see (penalized when infeasible); remembers the feasibility."""
+        self._feasible = result.feasible
         return penalized_runtime(result, self.case.reference_runtime)
 
     def _info(self, runtime: float | None, done: bool, **extra: Any) -> dict[str, Any]:
@@ -319,6 +254,7 @@ class PlacementEnvBase(gym.Env):
         }
         if runtime is not None:
             info["runtime"] = runtime
+            info["feasible"] = self._feasible
         if done:
             info["placement"] = self.placement.copy()
             self._running = False

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 
 from placerl.envs.base import PlacementEnvBase
-from placerl.envs.rewards import INFEASIBLE_FACTOR
 
 
 class PlacementEnv(PlacementEnvBase):
@@ -86,7 +85,7 @@ class PlacementEnv(PlacementEnvBase):
         self._t, self._row = 0, None
         self._before = case.reference_runtime
         self._set_current(0)
-        self._mask = self._mask_for(int(case.order[0]))
+        self._mask = self._mask_or_runnable(int(case.order[0]))
         return self._observation(), self._info(None, False)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -120,7 +119,7 @@ class PlacementEnv(PlacementEnvBase):
 
     def _stuck(self) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         case = self.case
-        penalty = (INFEASIBLE_FACTOR + 1) * case.reference_runtime
+        penalty = self._stuck_runtime()
         reward = self.reward_fn(case.reference_runtime, self._before, penalty, True)
         self.placement = self._completed().copy()
         self._set_current(None)  # _info(done=True) ends the episode

@@ -10,9 +10,9 @@ import numpy as np
 from placerl._options import check_int
 from placerl._registry import Registry
 from placerl.baselines.references import parse_placer, reference
-from placerl.envs.base import START, GraphCase, PlacementEnvBase
-from placerl.envs.rewards import INFEASIBLE_FACTOR
-from placerl.errors import ConfigError, PlacementError
+from placerl.envs.base import PlacementEnvBase
+from placerl.envs.case import START, GraphCase
+from placerl.errors import ConfigError, PlaceRLError
 from placerl.sim.model import check_placement
 
 InitialFn = Callable[["PlacementRefineEnv", GraphCase], np.ndarray]
@@ -22,9 +22,12 @@ InitialFn = Callable[["PlacementRefineEnv", GraphCase], np.ndarray]
 INITIAL_PLACEMENTS: Registry[InitialFn] = Registry("initial placement")
 
 
-@INITIAL_PLACEMENTS.decorator("random")
-def _random_initial(env: PlacementRefineEnv, case: GraphCase) -> np.ndarray:
-    """Each colocation group on a uniform random device, drawn from the episode's generator."""
+@INITIAL_PLACEMENTS.decorator("uniform")
+def _uniform_initial(env: PlacementRefineEnv, case: GraphCase) -> np.ndarray:
+    """Each colocation group on a uniform random device, drawn from the episode's generator.
+
+    A new draw every episode (unlike the placer ``random``, fixed by its ``seed`` option).
+    """
     return env.np_random.integers(env.num_devices, size=case.graph.num_nodes)
 
 
@@ -51,7 +54,8 @@ class PlacementRefineEnv(PlacementEnvBase):
 
     ## Description
     The episode starts from a full placement: ``initial`` names it (``single_device`` by
-    default, ``random``, ``reference``, or any placer spec of :mod:`placerl.baselines`, computed
+    default; ``uniform``, a new uniform random draw each episode; ``reference``; or any placer
+    spec of :mod:`placerl.baselines`, computed
     once through the shared reference cache), or ``reset(options={"initial": placement})``
     gives it (a placement, or ``{graph index: placement}`` for an env over several graphs).
     Placeto's schedule, each episode from the best placement found so far, is the explicit
@@ -107,6 +111,7 @@ class PlacementRefineEnv(PlacementEnvBase):
         self._t = 0
         self._before = self._simulate()
         self._focus(0)
+        self._mask = self._mask_or_runnable(int(case.order[0]))
         return self._observation(), self._info(self._before, False)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -117,38 +122,53 @@ class PlacementRefineEnv(PlacementEnvBase):
         self._move_group(int(case.order[self._t % n]), device)
         after = self._simulate()
         self._t += 1
-        done = self._t == self.passes * n
+        done, extra = self._t == self.passes * n, {}
+        if not done:
+            self._focus(self._t % n)
+            if self.memory == "mask" and not self._mask.any():  # no device can take the node
+                after, done, extra = self._stuck_runtime(), True, {"infeasible": True}
         reward = self.reward_fn(case.reference_runtime, self._before, after, done)
         self._before = after
         if done:
             self._set_current(None)
-        else:
-            self._focus(self._t % n)
-            if self.memory == "mask" and not self._mask.any():
-                penalty = (INFEASIBLE_FACTOR + 1) * case.reference_runtime
-                info = self._info(penalty, True, infeasible=True)
-                return self._observation(), reward, True, False, info
-        return self._observation(), reward, done, False, self._info(after, done)
+        return self._observation(), reward, done, False, self._info(after, done, **extra)
 
     # ------------------------------------------------------------------------ helpers
     def _initial_placement(self, case: GraphCase, given: Any) -> np.ndarray:
         """The placement the episode starts from: given in the reset options, else ``initial``."""
-        if isinstance(given, Mapping):
-            given = given.get(self.graph_index)
         if given is not None:
-            try:
-                return check_placement(given, case.graph, self.num_devices)
-            except PlacementError as err:
-                raise PlacementError(f"reset option 'initial': {err}") from None
+            given = self._check_given_initial(given).get(self.graph_index)
+        if given is not None:
+            return given
         if self.initial in INITIAL_PLACEMENTS:
             return INITIAL_PLACEMENTS[self.initial](self, case)
         return reference(case.graph, self.cluster, self.objective, self.initial).placement
 
+    def _check_given_initial(self, given: Any) -> dict[int, np.ndarray]:
+        """Reset option ``initial`` as ``{graph index: checked placement}``.
+
+        A bare placement is for the episode's graph; a mapping may name any of the env's graphs
+        (graphs it leaves out start from ``initial``). Every placement is checked.
+        """
+        if not isinstance(given, Mapping):
+            given = {self.graph_index: given}
+        checked = {}
+        for index, placement in given.items():
+            try:
+                index = check_int(index, "a graph index")
+                if index >= len(self.graphs):
+                    raise ConfigError(
+                        f"graph index {index}; the env has graphs 0..{len(self.graphs) - 1}"
+                    )
+                checked[index] = check_placement(placement, self.graphs[index], self.num_devices)
+            except PlaceRLError as err:
+                raise type(err)(f"reset option 'initial': {err}") from None
+        return checked
+
     def _simulate(self) -> float:
         """Simulate the current placement; refresh the start-time feature; return the score."""
-        result = self.case.model.evaluate(self.placement, check=False)
-        self._result = result
-        return self._score(result)
+        self._result = self.case.model.evaluate(self.placement, check=False)
+        return self._score(self._result)
 
     def _focus(self, row: int) -> None:
         """Make ``row`` the current node: flags, mask and relative start times."""

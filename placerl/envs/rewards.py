@@ -25,6 +25,7 @@ from placerl.sim.penalty import INFEASIBLE_FACTOR, penalized_runtime
 
 __all__ = ["INFEASIBLE_FACTOR", "REWARDS", "Reward", "penalized_runtime", "register_reward"]
 
+
 @dataclass(frozen=True)
 class Reward:
     """A named reward function.

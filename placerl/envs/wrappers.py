@@ -40,14 +40,18 @@ class StartFromBest(gym.Wrapper):
         super().__init__(env)
         self._best: dict[int, tuple[float, np.ndarray]] = {}
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Reset the env from the best placements so far (unless ``options`` gives one)."""
         options = dict(options or {})
         if self._best and "initial" not in options:
             options["initial"] = {i: placement for i, (_, placement) in self._best.items()}
         obs, info = self.env.reset(seed=seed, options=options)
         return obs, self._record(info)
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        """Step the env and record its placement if it is the best so far."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, reward, terminated, truncated, self._record(info)
 
@@ -58,11 +62,8 @@ class StartFromBest(gym.Wrapper):
 
     def _record(self, info: dict[str, Any]) -> dict[str, Any]:
         index, runtime = info["graph_index"], info.get("runtime")
-        if runtime is not None and not info.get("infeasible", False):
-            env = self.env.unwrapped
-            feasible = env.case.model.evaluate(env.placement, check=False).feasible
-            if feasible and runtime < self._best.get(index, (np.inf,))[0]:
-                self._best[index] = (runtime, env.placement.copy())
+        if info.get("feasible", False) and runtime < self._best.get(index, (np.inf,))[0]:
+            self._best[index] = (runtime, self.env.unwrapped.placement.copy())
         if index in self._best:
             info["best_runtime"] = self._best[index][0]
         return info

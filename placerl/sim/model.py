@@ -9,7 +9,7 @@ import numpy as np
 
 from placerl._registry import Registry
 from placerl.cluster import Cluster, load_cluster
-from placerl.errors import PlacementError
+from placerl.errors import ConfigError, PlacementError
 from placerl.graph import CompGraph, load_graph
 from placerl.sim import kernels
 from placerl.sim.result import SimResult
@@ -133,7 +133,9 @@ class CostModel:
             placement: Array-like of device indices.
             check: Validate the placement first; envs that build placements themselves may skip.
         """
-        if check:
+        if check is not False:
+            if check is not True:
+                raise ConfigError(f"check must be True or False, got {check!r}")
             placement = check_placement(placement, self.graph, self.num_devices)
         return self._objective_fn(self, placement)
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from placerl.errors import ConfigError
 from placerl.sim.result import SimResult
 
 #: An infeasible placement counts as at least this many times slower than the reference.
@@ -21,7 +24,18 @@ def penalized_runtime(result: SimResult, reference: float) -> float:
     Infeasible: ``max(runtime, reference) * (INFEASIBLE_FACTOR + excess)`` where ``excess`` is
     the memory overflow as a fraction of the total capacity of the overflowing devices; a
     placement with an op on a device kind it cannot run on uses ``reference`` as its runtime.
+
+    Raises:
+        ConfigError: ``result`` is not a SimResult, or ``reference`` is not a number >= 0.
     """
+    if not isinstance(result, SimResult):
+        raise ConfigError(f"penalized_runtime needs a SimResult, got {type(result).__name__}")
+    if (
+        isinstance(reference, bool)
+        or not isinstance(reference, (int, float, np.number))
+        or not reference >= 0
+    ):
+        raise ConfigError(f"the reference runtime must be a number >= 0, got {reference!r}")
     if result.feasible:
         return result.runtime
     base = max(result.runtime, reference) if math.isfinite(result.runtime) else reference

@@ -46,7 +46,7 @@ def test_faster_devices_get_more_work():
     assert work[0] > 2 * work[1]
 
 
-@pytest.mark.parametrize(("option", "value"), [("imbalance", 0.0), ("max_iter", 0), ("seed", 1.5)])
+@pytest.mark.parametrize(("option", "value"), [("imbalance", 0.0), ("max_iter", 0), ("seed", -1)])
 def test_bad_options_are_named(option, value):
     with pytest.raises(ConfigError, match=f"min_cut: option '{option}'"):
         solve(

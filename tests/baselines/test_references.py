@@ -149,8 +149,34 @@ def test_an_infeasible_single_device_reference_is_scored_by_the_penalty(fresh_ca
 
 def test_round_trip_and_placer_specs(fresh_cache):
     ref = reference(GRAPH, "gpu4_pcie", placer="local_search?time_limit=0.5&seed=3")
-    assert ref.placer == "local_search" and ref.options == {"time_limit": 0.5, "seed": 3}
+    assert ref.placer == "local_search"
+    assert ref.options == {"init": "m_topo", "max_rounds": 50, "time_limit": 0.5, "seed": 3}
     back = Reference.from_dict(json.loads(json.dumps(ref.to_dict())))
     assert back.to_dict() == ref.to_dict()
     assert parse_placer("random?seed=4") == ("random", {"seed": 4})
     assert cache_dir() == fresh_cache
+
+
+def test_defaults_spelled_out_or_not_are_one_entry(fresh_cache, counting_placer):
+    a = reference(GRAPH, "gpu4_pcie", placer="test_counting")
+    assert reference(GRAPH, "gpu4_pcie", placer="test_counting?bias=0") is a
+    assert counting_placer == [0]
+
+
+def test_a_placer_reregistered_under_its_name_is_not_served_from_the_cache(fresh_cache):
+    graph = CompGraph([{"name": x, "cost": 1.0} for x in "ab"], [("a", "b")])
+    placements = []
+    for device in (0, 1):
+        with PLACERS.scope():
+            register_placer("test_fixed")(lambda problem, d=device: np.full(2, d))
+            placements.append(reference(graph, homogeneous(2), placer="test_fixed").placement)
+    assert [p.tolist() for p in placements] == [[0, 0], [1, 1]]
+
+
+def test_cached_placements_cannot_be_edited_by_callers(fresh_cache):
+    ref = reference(GRAPH, "gpu4_pcie")
+    with pytest.raises(ValueError, match="read-only"):
+        ref.placement[0] = 3
+    clear_memory_cache()
+    with pytest.raises(ValueError, match="read-only"):
+        reference(GRAPH, "gpu4_pcie").placement[0] = 3  # read back from disk

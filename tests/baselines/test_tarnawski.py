@@ -169,7 +169,7 @@ def test_pair_dependent_bandwidth_is_a_config_error():
     [
         ("max_ideals", 0, "'max_ideals' must be an integer >= 1"),
         ("time_limit", -1.0, "'time_limit' must be a number > 0"),
-        ("orders", 1.5, "'orders' must be an integer >= 1"),
+        ("orders", 0, "'orders' must be an integer >= 1"),
         ("seed", -1, "'seed' must be an integer >= 0"),
     ],
 )

@@ -50,6 +50,8 @@ CONSTRUCTION = [
     ("unknown render mode", {"render_mode": "human"}, ConfigError,
      "render_mode must be 'ansi', 'rgb_array' or None, got 'human'"),
     ("unknown reference placer", {"reference": "oracle"}, ConfigError, "unknown placer 'oracle'"),
+    ("reference option of the wrong type", {"reference": "local_search?time_limit=abc"},
+     ConfigError, "option 'time_limit' of placer 'local_search' must be a number, got 'abc'"),
     ("reference of the wrong type", {"reference": 1.5}, ConfigError,
      "reference must be a placer spec ('single_device', 'heft', ...), a Reference"),
     ("unknown cluster preset", {"cluster": "tpu"}, ClusterError, "unknown cluster preset 'tpu'"),
@@ -64,7 +66,9 @@ REFINE_CONSTRUCTION = [
     ("zero passes", {"passes": 0}, ConfigError, "passes must be an integer >= 1, got 0"),
     ("passes as a float", {"passes": 2.0}, ConfigError, "passes must be an integer >= 1, got 2.0"),
     ("unknown initial", {"initial": "warm"}, ConfigError,
-     "initial='warm' is neither an env initial placement (random, reference) nor a placer spec"),
+     "initial='warm' is neither an env initial placement (uniform, reference) nor a placer spec"),
+    ("initial placer option of the wrong type", {"initial": "random?seed=x"}, ConfigError,
+     "option 'seed' of placer 'random' must be an integer, got 'x'"),
     ("initial placer with a bad option", {"initial": "heft?depth=1"}, ConfigError,
      "unknown option(s) depth for placer 'heft'"),
 ]  # fmt: skip
@@ -172,6 +176,12 @@ REFINE_RESET = [
     ("initial device out of range", {"initial": [9] * 12}, PlacementError,
      "reset option 'initial': placement puts node"),
     ("initial as floats", {"initial": [0.5] * 12}, PlacementError, "non-integer device 0.5"),
+    ("initial for a graph the env lacks", {"initial": {5: [0] * 12}}, ConfigError,
+     "reset option 'initial': graph index 5; the env has graphs 0..0"),
+    ("initial keyed by text", {"initial": {"0": [0] * 12}}, ConfigError,
+     "reset option 'initial': a graph index must be an integer >= 0, got '0'"),
+    ("a bad placement for another key", {"initial": {0: [0] * 12, 1: [9]}}, ConfigError,
+     "graph index 1; the env has graphs 0..0"),
 ]  # fmt: skip
 
 
@@ -182,10 +192,10 @@ def test_bad_refine_reset_options(case, options, error, message):
         build(PlacementRefineEnv).reset(seed=0, options=options)
 
 
-def test_precomputed_references_must_match_the_graph():
+def test_precomputed_references_must_match_the_graph_at_construction():
     other = reference("synthetic:chain?n=5", "gpu4_pcie")
     with pytest.raises(ConfigError, match="was computed for another graph than 'layered-n12-s1'"):
-        build(reference=other).reset(seed=0)
+        build(reference=other)
     with pytest.raises(ConfigError, match="got 1 references for 2 graphs"):
         build(graph=[SMALL, "synthetic:chain?n=5"], reference=[other])
 
@@ -193,3 +203,10 @@ def test_precomputed_references_must_match_the_graph():
 def test_start_from_best_wraps_only_the_refine_env():
     with pytest.raises(ConfigError, match="StartFromBest wraps placerl/PlacementRefine-v0"):
         StartFromBest(gym.make("placerl/Placement-v0", graph=SMALL))
+
+
+@pytest.mark.parametrize("cls", ENVS)
+def test_numpy_integer_seeds_are_accepted(cls):
+    env = build(cls)
+    a = env.reset(seed=np.int64(3))[0]
+    np.testing.assert_array_equal(a["nodes"], env.reset(seed=3)[0]["nodes"])

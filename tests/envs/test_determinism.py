@@ -1,5 +1,9 @@
 """``reset(seed=s)`` gives the same episode whatever happened before, in every mode."""
 
+import os
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -18,12 +22,13 @@ MODES = {
     "construct, several graphs": ("placerl/Placement-v0", {"graph": GRAPHS}),
     "construct, random order": ("placerl/Placement-v0", {"order": "random", "order_seed": 3}),
     "refine from single_device": ("placerl/PlacementRefine-v0", {}),
-    "refine from random": ("placerl/PlacementRefine-v0", {"initial": "random"}),
+    "refine from uniform": ("placerl/PlacementRefine-v0", {"initial": "uniform"}),
+    "refine from the random placer": ("placerl/PlacementRefine-v0", {"initial": "random?seed=3"}),
     "refine from reference": ("placerl/PlacementRefine-v0", {"initial": "reference",
                                                              "reference": "heft"}),
     "refine from a placer": ("placerl/PlacementRefine-v0", {"initial": "m_topo", "passes": 2}),
     "refine, several graphs": ("placerl/PlacementRefine-v0", {"graph": GRAPHS,
-                                                              "initial": "random"}),
+                                                              "initial": "uniform"}),
     "refine, pipeline": ("placerl/PlacementRefine-v0", {"objective": "pipeline"}),
     "sanity": ("placerl/SanityBranches-v0", {}),
 }  # fmt: skip
@@ -91,9 +96,10 @@ def test_refine_starts_from_the_placement_given_in_the_reset_options():
     np.testing.assert_array_equal(env.unwrapped.placement, start)
     env.reset(seed=0, options={"initial": {0: start[::-1].copy()}})  # by graph index
     np.testing.assert_array_equal(env.unwrapped.placement, start[::-1])
-    env.reset(seed=0, options={"initial": {5: start}})  # another graph's: the default applies
+    two = make("placerl/PlacementRefine-v0", graph=[SMALL, "synthetic:chain?n=6"])
+    two.reset(seed=0, options={"graph": 0, "initial": {1: np.zeros(6, int)}})  # graph 1's only
     single = reference(SMALL, "gpu4_pcie").placement
-    np.testing.assert_array_equal(env.unwrapped.placement, single)
+    np.testing.assert_array_equal(two.unwrapped.placement, single)  # graph 0: its default
 
 
 def test_reset_options_pick_the_graph():
@@ -107,7 +113,7 @@ def test_reset_options_pick_the_graph():
 
 
 def test_start_from_best_starts_each_episode_from_the_best_placement_so_far():
-    env = StartFromBest(make("placerl/PlacementRefine-v0", initial="random"))
+    env = StartFromBest(make("placerl/PlacementRefine-v0", initial="uniform"))
     _, info = env.reset(seed=0)
     best = info["best_runtime"]
     rng = np.random.default_rng(0)
@@ -122,7 +128,49 @@ def test_start_from_best_starts_each_episode_from_the_best_placement_so_far():
         _, info = env.reset(seed=0)  # the same seed, yet it starts from the best so far
         np.testing.assert_array_equal(env.unwrapped.placement, placement)
         assert info["runtime"] == pytest.approx(best)
-    plain = make("placerl/PlacementRefine-v0", initial="random")
+    plain = make("placerl/PlacementRefine-v0", initial="uniform")
     plain.reset(seed=0)
     assert not np.array_equal(plain.unwrapped.placement, placement)  # the wrapper did it
     assert env.best_placement(graph_index=3) is None
+
+
+def test_two_start_from_best_envs_with_the_same_seeds_and_actions_agree():
+    a, b = (StartFromBest(make("placerl/PlacementRefine-v0", initial="uniform")) for _ in "ab")
+    for seed in (0, 1, 0, 2):  # the history is the same, so the starts are the same
+        actions = actions_for(a, seed)
+        assert_same(trajectory(a, seed, actions), trajectory(b, seed, actions))
+
+
+REPLAY = """
+import hashlib, sys
+import os
+import subprocess
+import sys
+
+import gymnasium as gym, numpy as np
+import placerl
+
+digest = hashlib.sha256()
+for env_id, kwargs in [("placerl/Placement-v0", {}), ("placerl/PlacementRefine-v0",
+                       {"initial": "uniform", "reference": "heft"})]:
+    env = gym.make(env_id, graph="synthetic:layered?n=12&seed=1", cluster="gpu4_pcie", **kwargs)
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=4)
+    for _ in range(30):
+        obs, reward, done, _, info = env.step(int(rng.integers(4)))
+        digest.update(obs["nodes"].tobytes() + np.float64(reward).tobytes())
+        if done:
+            break
+    digest.update(np.asarray(info["placement"]).tobytes())
+print(digest.hexdigest())
+"""
+
+
+def test_processes_with_their_own_caches_replay_the_same_episodes(tmp_path):
+    runs = []
+    for name in ("one", "two"):
+        env = {**os.environ, "PLACERL_CACHE": str(tmp_path / name)}
+        done = subprocess.run([sys.executable, "-c", REPLAY], env=env, capture_output=True,
+                              text=True, check=True)  # fmt: skip
+        runs.append(done.stdout.strip())
+    assert runs[0] == runs[1] and len(runs[0]) == 64

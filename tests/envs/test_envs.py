@@ -14,6 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 import placerl  # noqa: F401  (registers the ids)
 from placerl.cluster import homogeneous
 from placerl.envs import SANITY_PROBLEMS, PlacementEnv, PlacementRefineEnv
+from placerl.envs.rewards import INFEASIBLE_FACTOR
 from placerl.graph import CompGraph, load_graph
 from placerl.graph.orders import ORDERS
 from placerl.sim import simulate
@@ -60,7 +61,7 @@ def test_gymnasium_and_sb3_checkers_pass(env_id, order, objective):
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_same_seed_same_episode(env_id):
-    kwargs = {"initial": "random"} if "Refine" in env_id else {}
+    kwargs = {"initial": "uniform"} if "Refine" in env_id else {}
     a = rollout(make(env_id, **kwargs), seed=7)
     b = rollout(make(env_id, **kwargs), seed=7)
     assert a[1] == b[1]
@@ -157,7 +158,7 @@ def test_observation_updates_and_fresh_arrays():
 
 
 def test_refine_start_time_feature_is_relative_to_current_node():
-    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="random")
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform")
     obs, info = env.reset(seed=1)
     result = simulate(env.case.graph, env.placement, env.cluster)
     order = env.case.order
@@ -251,6 +252,38 @@ def test_memory_mask_and_stuck_episodes():
     _, reward, done, _, info = tiny.step(0)
     assert done and info["infeasible"] is True
     assert reward == pytest.approx(math.log(1 / 3))  # runtime 3x the reference
+
+
+def test_refine_episodes_that_cannot_go_on_end_with_the_penalty():
+    chain = CompGraph([{"name": f"n{i}", "cost": 1.0, "mem_bytes": 10.0} for i in range(3)],
+                      [("n0", "n1"), ("n1", "n2")])  # fmt: skip
+    env = PlacementRefineEnv(graph=chain, cluster=homogeneous(2, memory=15.0),
+                             reward="log_speedup", initial="single_device")  # fmt: skip
+    _, info = env.reset(seed=0)  # all on one device: 30 bytes on 15, infeasible
+    assert info["feasible"] is False and info["action_mask"].tolist() == [0, 1]
+    _, reward, done, _, info = env.step(1)  # n0 moves; n1 fits nowhere now (10 + 10 > 15)
+    assert done and info["infeasible"] is True and info["feasible"] is False
+    assert reward == pytest.approx(math.log(1 / (INFEASIBLE_FACTOR + 1)))
+    assert info["runtime"] == pytest.approx((INFEASIBLE_FACTOR + 1) * info["reference_runtime"])
+
+
+@pytest.mark.parametrize("cls", [PlacementEnv, PlacementRefineEnv])
+def test_a_first_node_that_fits_nowhere_still_gets_a_move(cls):
+    huge = CompGraph([{"name": "m", "cost": 1.0, "mem_bytes": 9.0}, {"name": "x", "cost": 1.0}],
+                     [("m", "x")])  # fmt: skip
+    env = cls(graph=huge, cluster=homogeneous(2, memory=4.0))
+    _, info = env.reset(seed=0)
+    assert info["action_mask"].tolist() == [1, 1]  # runnable devices, scored by the penalty
+    *_, info = env.step(0)
+    assert info.get("feasible") in (False, None)
+
+
+def test_info_reports_feasibility_with_every_runtime():
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie")
+    _, info = env.reset(seed=0)
+    assert info["feasible"] is True
+    _, _, _, _, info = env.step(1)
+    assert info["feasible"] is True
 
 
 def test_penalty_mode_scores_infeasible_placements():

@@ -8,7 +8,7 @@ import pytest
 from placerl.cluster import homogeneous
 from placerl.errors import ClusterError, ConfigError, PlacementError
 from placerl.graph import CompGraph
-from placerl.sim import CostModel, simulate
+from placerl.sim import CostModel, penalized_runtime, simulate
 
 GRAPH = CompGraph([{"name": x, "cost": 1.0} for x in "abc"], [("a", "b"), ("b", "c")], name="g")
 CLUSTER = homogeneous(2)
@@ -48,6 +48,16 @@ BAD = [
      "placement must hold integer device indices, got dtype <U1"),
     ("booleans", lambda: simulate(GRAPH, [True, False, True], CLUSTER), PlacementError,
      "placement must hold integer device indices, got dtype bool"),
+    ("check flag as text", lambda: CostModel(GRAPH, CLUSTER).evaluate([0, 0, 0], check="no"),
+     ConfigError, "check must be True or False, got 'no'"),
+    ("penalty of no result", lambda: penalized_runtime(None, 1.0), ConfigError,
+     "penalized_runtime needs a SimResult, got NoneType"),
+    ("penalty with a text reference",
+     lambda: penalized_runtime(simulate(GRAPH, [0, 0, 0], CLUSTER), "x"), ConfigError,
+     "the reference runtime must be a number >= 0, got 'x'"),
+    ("penalty with a negative reference",
+     lambda: penalized_runtime(simulate(GRAPH, [0, 0, 0], CLUSTER), -1.0), ConfigError,
+     "the reference runtime must be a number >= 0, got -1.0"),
     ("batch of the wrong rank", lambda: CostModel(GRAPH, CLUSTER).evaluate_batch([0, 0, 0]),
      PlacementError, "a batch of placements must be 2-D (batch, nodes), got shape (3,)"),
     ("bad row in a batch", lambda: CostModel(GRAPH, CLUSTER).evaluate_batch([[0, 0, 0], [0, 5, 0]]),

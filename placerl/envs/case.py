@@ -1,0 +1,113 @@
+"""What episodes over one graph share: the order, static features, references.
+
+A :class:`GraphCase` is built once per (graph, cluster, objective, order) and never changes,
+so that an env holds only episode state and ``reset(seed=s)`` cannot depend on history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from placerl.baselines.references import Reference, reference
+from placerl.cluster import Cluster
+from placerl.graph import CompGraph
+from placerl.graph.orders import traversal_order
+from placerl.sim import CostModel
+
+# Column layout of the "nodes" observation (documented in the env docstrings).
+COST, OUT_BYTES, MEM_BYTES, IN_DEGREE, OUT_DEGREE, POSITION, PLACED, CURRENT, START = range(9)
+NUM_BASE_FEATURES = 9
+
+
+def _scaled(values: np.ndarray) -> np.ndarray:
+    top = values.max()
+    return values / top if top > 0 else np.zeros_like(values)
+
+
+@dataclass(frozen=True, eq=False)
+class GraphCase:
+    """Everything about one graph that episodes reuse, built once per graph and never changed.
+
+    Rows of the observation follow the traversal order: row ``i`` is node ``order[i]``.
+    References come from the shared cache (:mod:`placerl.baselines.references`), not from the
+    env, so vector-env workers compute each one once.
+    """
+
+    graph: CompGraph
+    model: CostModel
+    order: np.ndarray
+    row_of: np.ndarray
+    static: np.ndarray
+    edge_rows: np.ndarray
+    members: list[np.ndarray]
+    group_mem: np.ndarray
+    single_device: Reference
+    reference: Reference
+
+    @property
+    def reference_placement(self) -> np.ndarray:
+        """The reference placer's placement."""
+        return self.reference.placement
+
+    @property
+    def reference_runtime(self) -> float:
+        """The runtime rewards are normalized by (penalized if the reference is infeasible)."""
+        return self.reference.score
+
+    @classmethod
+    def build(cls, graph: CompGraph, cluster: Cluster, objective: str, order: Any,
+              order_seed: int, reference_spec: str | Reference) -> GraphCase:  # fmt: skip
+        """Compute everything about ``graph`` that its episodes share.
+
+        Args:
+            graph: The graph.
+            cluster: The devices.
+            objective: The cost model's objective.
+            order: A traversal order name or callable; ``order_seed`` seeds random orders.
+            order_seed: Seed of the random orders.
+            reference_spec: A placer spec (computed through the shared reference cache) or a
+                precomputed :class:`~placerl.baselines.references.Reference` for this graph.
+        """
+        model = CostModel(graph, cluster, objective)
+        a = graph.arrays
+        order_idx = traversal_order(graph, order, seed=order_seed)
+        row_of = np.empty_like(order_idx)
+        row_of[order_idx] = np.arange(graph.num_nodes)
+        degree = np.maximum(a.in_degree, a.out_degree).max()
+        static = np.zeros((graph.num_nodes, NUM_BASE_FEATURES), dtype=np.float32)
+        static[:, COST] = _scaled(a.cost)[order_idx]
+        static[:, OUT_BYTES] = _scaled(a.out_bytes)[order_idx]
+        static[:, MEM_BYTES] = _scaled(a.mem_bytes)[order_idx]
+        static[:, IN_DEGREE] = (a.in_degree / max(degree, 1))[order_idx]
+        static[:, OUT_DEGREE] = (a.out_degree / max(degree, 1))[order_idx]
+        static[:, POSITION] = np.arange(graph.num_nodes) / max(graph.num_nodes - 1, 1)
+        members = _colocation_members(graph)
+        if isinstance(reference_spec, Reference):
+            reference_spec.check_matches(graph, cluster, objective)
+            ref = reference_spec
+        else:
+            ref = reference(graph, cluster, objective, reference_spec)
+        return cls(
+            graph=graph,
+            model=model,
+            order=order_idx,
+            row_of=row_of,
+            static=static,
+            edge_rows=np.stack([row_of[a.src], row_of[a.dst]]),
+            members=members,
+            group_mem=np.array([a.mem_bytes[m].sum() for m in members]),
+            single_device=reference(graph, cluster, objective, "single_device"),
+            reference=ref,
+        )
+
+
+def _colocation_members(graph: CompGraph) -> list[np.ndarray]:
+    """For each node, the nodes that must share its device (itself included)."""
+    group = graph.arrays.group
+    by_group: dict[int, np.ndarray] = {
+        int(g): np.flatnonzero(group == g) for g in np.unique(group[group >= 0])
+    }
+    return [by_group[int(g)] if g >= 0 else np.array([v]) for v, g in enumerate(group)]
