@@ -1,7 +1,12 @@
 """Simulator speed: the numba kernels side by side with the pure-Python reference.
 
-Both evaluate the same random placements of layered synthetic graphs in one run, so the ratio
-is meaningful on a noisy machine. Usage: ``python benchmarks/bench_sim.py [--quick]``.
+All three evaluate the same random placements of layered synthetic graphs (4 devices) in one
+run, so the ratios are meaningful on a noisy machine: ``evaluate`` (a prepared
+:class:`~placerl.sim.CostModel`, what envs and placers call), ``simulate`` (the one-shot form,
+which builds the cost model each call) and the reference. Times are also given in nanoseconds
+per (node + edge), the unit the simulator's cost scales with.
+
+Usage: ``python benchmarks/bench_sim.py [--quick]``.
 """
 
 from __future__ import annotations
@@ -11,37 +16,43 @@ import argparse
 import numpy as np
 from _common import best_time, markdown_table, write_results
 
-from placerl.cluster import Cluster
+from placerl.cluster import load_cluster
 from placerl.graph import load_graph
-from placerl.sim import CostModel, reference
+from placerl.sim import CostModel, reference, simulate
+
+CLUSTERS = ("placeto?n_devices=4", "gpu4_pcie")
 
 
-def measure(n: int, objective: str, cluster_name: str) -> dict:
+def measure(n: int, objective: str, cluster_spec: str) -> dict:
     graph = load_graph(f"synthetic:layered?n={n}&seed=0")
-    cluster = Cluster.preset(cluster_name)
+    cluster = load_cluster(cluster_spec)
     model = CostModel(graph, cluster, objective)
     placements = np.random.default_rng(0).integers(0, cluster.num_devices, (8, n))
     state = {"i": 0}
 
-    def fast() -> None:
-        model.evaluate(placements[state["i"] % 8])
-        state["i"] += 1
+    def timed(fn):
+        def run() -> None:
+            fn(placements[state["i"] % 8])
+            state["i"] += 1
 
-    def slow() -> None:
-        reference.simulate(graph, placements[state["i"] % 8], cluster, objective)
-        state["i"] += 1
+        return run
 
-    t_fast = best_time(fast, repeat=5, number=max(1, 20_000 // n))
-    t_ref = best_time(slow, repeat=2 if n >= 5000 else 3)
+    size = graph.num_nodes + graph.num_edges
+    t_eval = best_time(timed(model.evaluate), repeat=5, number=max(1, 50_000 // n))
+    t_sim = best_time(timed(lambda p: simulate(graph, p, cluster, objective)), repeat=3,
+                      number=max(1, 5_000 // n))  # fmt: skip
+    t_ref = best_time(timed(lambda p: reference.simulate(graph, p, cluster, objective)),
+                      repeat=2 if n >= 5000 else 3)  # fmt: skip
     return {
         "nodes": n,
         "edges": graph.num_edges,
-        "cluster": cluster_name,
+        "cluster": cluster_spec,
         "objective": objective,
-        "fast (us)": round(t_fast * 1e6, 1),
-        "reference (ms)": round(t_ref * 1e3, 2),
-        "speedup": f"{t_ref / t_fast:.0f}x",
-        "evals/s": int(1 / t_fast),
+        "evaluate (us)": round(t_eval * 1e6, 1),
+        "evaluate ns/(n+e)": round(t_eval * 1e9 / size, 1),
+        "simulate ns/(n+e)": round(t_sim * 1e9 / size, 1),
+        "reference ns/(n+e)": round(t_ref * 1e9 / size),
+        "speedup (evaluate)": f"{t_ref / t_eval:.0f}x",
     }
 
 
@@ -50,11 +61,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="100 and 1k nodes only")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args()
-    sizes = (100, 1000) if args.quick else (100, 1000, 5000)
+    sizes = (100, 1000) if args.quick else (100, 1000, 10_000)
     rows = [
         measure(n, objective, cluster)
         for n in sizes
-        for cluster in ("placeto", "gpu4_pcie")
+        for cluster in CLUSTERS
         for objective in ("step_time", "pipeline")
     ]
     print(markdown_table(rows))

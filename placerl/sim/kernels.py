@@ -89,42 +89,130 @@ def _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_
 
 # -------------------------------------------------------------------------- step time
 @njit(cache=True)
-def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
-              bandwidth, latency, comm_model, transfer_gap, op_gap,
-              start, finish, edge_arrival, busy, comm):  # fmt: skip
-    """Event-driven step time; fills start/finish/edge_arrival/busy/comm, returns the runtime."""
+def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_ptr, pred,
+              edge_time, edge_bytes, out_bytes, bandwidth, latency, comm_model, transfer_gap,
+              op_gap, scratch_f, scratch_i, start, finish, edge_arrival, busy, comm,
+              peak):  # fmt: skip
+    """Event-driven step time with the activation peak counted online.
+
+    Fills start/finish/edge_arrival/busy/comm/peak and returns the runtime. Each device runs
+    one op at a time, so the next event is a minimum over devices (the running op's finish, or
+    an idle device's next possible start): no event heap and no wake-up events. Transfers get
+    their arrival times when their producer completes. Memory: each device keeps a live-bytes
+    counter; allocations of remote copies (at their arrival) and frees (once a tensor's last
+    user is known) wait in two small per-device heaps and are applied in time order, frees
+    strictly before later allocations, whenever the device allocates. ``scratch_f`` and
+    ``scratch_i`` are preallocated work arrays (see :func:`scratch_sizes`).
+    """
     n = placement.shape[0]
     n_dev = bandwidth.shape[0]
-    pending = in_degree.copy()
-    ready = np.zeros(n)
-    ev_time = np.empty(3 * n + 2)
-    ev_node = np.empty(3 * n + 2, dtype=np.int64)  # node that finishes, or -1 for a wake-up
-    n_ev = 0
-    rq_time = np.empty(n_dev * n)  # device d's ready heap lives at offset d * n
-    rq_node = np.empty(n_dev * n, dtype=np.int64)
-    rq_size = np.zeros(n_dev, dtype=np.int64)
-    busy_until = np.zeros(n_dev)
-    chan_free = np.zeros(n_dev)
-    link_free = np.zeros((n_dev, n_dev))
-    remote = np.empty(n_dev)
-    arrival = np.empty(n_dev)
+    n_edges = succ.shape[0]
+    # Work arrays carved out of the caller's scratch buffers (no allocation per call).
+    f0 = 0
+    ready = scratch_f[f0 : f0 + n]
+    f0 += n
+    rq_time = scratch_f[f0 : f0 + n_dev * n]  # device d's ready heap at offset d * n
+    f0 += n_dev * n
+    al_time = scratch_f[f0 : f0 + n_dev * (n + n_edges)]  # pending remote allocations
+    f0 += n_dev * (n + n_edges)
+    fr_time = scratch_f[f0 : f0 + n_dev * (n + n_edges)]  # frees after the current time
+    f0 += n_dev * (n + n_edges)
+    fq_time = scratch_f[f0 : f0 + n_dev * (n + n_edges)]  # frees at their own round, in order
+    f0 += n_dev * (n + n_edges)
+    fq_bytes = scratch_f[f0 : f0 + n_dev * (n + n_edges)]
+    f0 += n_dev * (n + n_edges)
+    buf_end = scratch_f[f0 : f0 + n]
+    f0 += n
+    copy_end = scratch_f[f0 : f0 + n * n_dev]
+    f0 += n * n_dev
+    busy_until = scratch_f[f0 : f0 + n_dev]
+    f0 += n_dev
+    chan_free = scratch_f[f0 : f0 + n_dev]
+    f0 += n_dev
+    link_free = scratch_f[f0 : f0 + n_dev * n_dev]
+    f0 += n_dev * n_dev
+    remote = scratch_f[f0 : f0 + n_dev]
+    f0 += n_dev
+    arrival = scratch_f[f0 : f0 + n_dev]
+    f0 += n_dev
+    live = scratch_f[f0 : f0 + n_dev]
+    i0 = 0
+    pending = scratch_i[i0 : i0 + n]
+    i0 += n
+    rq_node = scratch_i[i0 : i0 + n_dev * n]
+    i0 += n_dev * n
+    al_key = scratch_i[i0 : i0 + n_dev * (n + n_edges)]
+    i0 += n_dev * (n + n_edges)
+    fr_key = scratch_i[i0 : i0 + n_dev * (n + n_edges)]
+    i0 += n_dev * (n + n_edges)
+    buf_left = scratch_i[i0 : i0 + n]
+    i0 += n
+    copy_left = scratch_i[i0 : i0 + n * n_dev]
+    i0 += n * n_dev
+    rq_size = scratch_i[i0 : i0 + n_dev]
+    i0 += n_dev
+    al_size = scratch_i[i0 : i0 + n_dev]
+    i0 += n_dev
+    fr_size = scratch_i[i0 : i0 + n_dev]
+    i0 += n_dev
+    running = scratch_i[i0 : i0 + n_dev]
+    i0 += n_dev
+    fq_head = scratch_i[i0 : i0 + n_dev]
+    i0 += n_dev
+    fq_tail = scratch_i[i0 : i0 + n_dev]
+    i0 += n_dev
+    done = scratch_i[i0 : i0 + n_dev]
+    cap = n + n_edges
+
+    pending[:] = in_degree
+    ready[:] = 0.0
+    rq_size[:] = 0
+    al_size[:] = 0
+    fr_size[:] = 0
+    fq_head[:] = 0
+    fq_tail[:] = 0
+    running[:] = -1
+    busy_until[:] = 0.0
+    chan_free[:] = 0.0
+    link_free[:] = 0.0
+    live[:] = 0.0
     busy[:] = 0.0
     comm[:] = 0.0
-
+    peak[:] = 0.0
+    copy_left[:] = 0
     for v in range(n):
         if pending[v] == 0:
             d = placement[v]
             rq_size[d] = _heap_push(rq_time, rq_node, d * n, rq_size[d], 0.0, v)
-    n_ev = _heap_push(ev_time, ev_node, 0, n_ev, 0.0, -1)
 
-    while n_ev > 0:
-        t = ev_time[0]
-        # Round 1: apply every completion at time t.
-        while n_ev > 0 and ev_time[0] == t:
-            u = ev_node[0]
-            n_ev = _heap_pop(ev_time, ev_node, 0, n_ev)
-            if u < 0:
+    while True:
+        # The next event: a running op's finish, or an idle device's next possible start.
+        t = np.inf
+        for d in range(n_dev):
+            if running[d] >= 0:
+                cand = finish[running[d]]
+            elif rq_size[d] > 0:
+                cand = max(busy_until[d], rq_time[d * n])
+            else:
                 continue
+            if cand < t:
+                t = cand
+        if t == np.inf:
+            break
+        # Round 1: apply every completion at t, in node order (it decides channel order).
+        m = 0
+        for d in range(n_dev):
+            u = running[d]
+            if u >= 0 and finish[u] == t:
+                j = m
+                while j > 0 and done[j - 1] > u:
+                    done[j] = done[j - 1]
+                    j -= 1
+                done[j] = u
+                m += 1
+                running[d] = -1
+        for j in range(m):  # each completion: send outputs, wake consumers, settle lifetimes
+            u = done[j]
             s = placement[u]
             if _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
                                   bandwidth, latency, remote):  # fmt: skip
@@ -138,15 +226,20 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, edge_t
                 elif comm_model == LINKS:
                     for d in range(n_dev):
                         if remote[d] >= 0.0:
-                            begin = max(t, link_free[s, d])
+                            begin = max(t, link_free[s * n_dev + d])
                             arrival[d] = begin + remote[d]
-                            link_free[s, d] = arrival[d] + transfer_gap
+                            link_free[s * n_dev + d] = arrival[d] + transfer_gap
                             comm[s] += remote[d]
                 else:
                     for d in range(n_dev):
                         if remote[d] >= 0.0:
                             arrival[d] = t + remote[d]
                             comm[s] += remote[d]
+            # u's output: freed on s once its local consumers finish and its copies have left; a copy
+            # on each consumer device from its arrival until the consumers there finish.
+            size = out_bytes[u]
+            end = t
+            local = 0
             for k in range(succ_ptr[u], succ_ptr[u + 1]):
                 v = succ[k]
                 d = placement[v]
@@ -157,11 +250,50 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, edge_t
                 pending[v] -= 1
                 if pending[v] == 0:
                     rq_size[d] = _heap_push(rq_time, rq_node, d * n, rq_size[d], ready[v], v)
-                    if ready[v] > t:  # ready now: this round's dispatch sees it anyway
-                        n_ev = _heap_push(ev_time, ev_node, 0, n_ev, ready[v], -1)
+                if size > 0.0:
+                    if d == s:
+                        local += 1
+                    else:
+                        if a > end:
+                            end = a
+                        slot = u * n_dev + d
+                        if copy_left[slot] == 0:
+                            al_size[d] = _heap_push(al_time, al_key, d * cap, al_size[d], a, u)
+                            copy_end[slot] = a
+                        copy_left[slot] += 1
+            if size > 0.0:
+                buf_left[u] = local
+                buf_end[u] = end
+                if local == 0:
+                    if end > t:  # waits for a copy to leave: a later free, out of order
+                        fr_size[s] = _heap_push(fr_time, fr_key, s * cap, fr_size[s], end, u)
+                    else:
+                        _free_now(s, t, size, cap, fq_time, fq_bytes, fq_head, fq_tail)
+            # u was a consumer: the last one of a tensor frees it.
+            for k in range(pred_ptr[u], pred_ptr[u + 1]):
+                w = pred[k]
+                if out_bytes[w] <= 0.0:
+                    continue
+                if placement[w] == s:
+                    buf_left[w] -= 1
+                    if t > buf_end[w]:
+                        buf_end[w] = t
+                    if buf_left[w] == 0:
+                        if buf_end[w] > t:
+                            fr_size[s] = _heap_push(fr_time, fr_key, s * cap, fr_size[s],
+                                                    buf_end[w], w)  # fmt: skip
+                        else:
+                            _free_now(s, t, out_bytes[w], cap, fq_time, fq_bytes, fq_head, fq_tail)
+                else:
+                    slot = w * n_dev + s
+                    copy_left[slot] -= 1
+                    if t > copy_end[slot]:
+                        copy_end[slot] = t
+                    if copy_left[slot] == 0:  # its last consumer finishes now
+                        _free_now(s, t, out_bytes[w], cap, fq_time, fq_bytes, fq_head, fq_tail)
         # Round 2: every free device starts its earliest-ready op, if one is ready by t.
         for d in range(n_dev):
-            if busy_until[d] <= t and rq_size[d] > 0 and rq_time[d * n] <= t:
+            if running[d] < 0 and busy_until[d] <= t and rq_size[d] > 0 and rq_time[d * n] <= t:
                 v = rq_node[d * n]
                 rq_size[d] = _heap_pop(rq_time, rq_node, d * n, rq_size[d])
                 duration = durations[v, d]
@@ -169,63 +301,70 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, edge_t
                 finish[v] = t + duration
                 busy[d] += duration
                 busy_until[d] = finish[v] + (op_gap if duration > 0.0 else 0.0)
-                n_ev = _heap_push(ev_time, ev_node, 0, n_ev, finish[v], v)
-                if busy_until[d] > finish[v]:
-                    n_ev = _heap_push(ev_time, ev_node, 0, n_ev, busy_until[d], -1)
-    return finish.max()
+                running[d] = v
+                if out_bytes[v] > 0.0:
+                    _memory_until(d, t, cap, out_bytes, live, peak, al_time, al_key, al_size,
+                                  fr_time, fr_key, fr_size, fq_time, fq_bytes, fq_head,
+                                  fq_tail)  # fmt: skip
+                    live[d] += out_bytes[v]
+                    if live[d] > peak[d]:
+                        peak[d] = live[d]
+    for d in range(n_dev):  # copies still to arrive may raise a peak
+        _memory_until(d, np.inf, cap, out_bytes, live, peak, al_time, al_key, al_size,
+                      fr_time, fr_key, fr_size, fq_time, fq_bytes, fq_head, fq_tail)  # fmt: skip
+    runtime = 0.0
+    for v in range(n):
+        if finish[v] > runtime:
+            runtime = finish[v]
+    return runtime
 
 
-@njit(cache=True)
-def peak_activations(placement, start, finish, edge_arrival, succ_ptr, succ, succ_edge, out_bytes,
-                     n_dev, peak):  # fmt: skip
-    """Peak bytes of live activations per device (see :mod:`placerl.sim`), into ``peak``."""
-    n = placement.shape[0]
-    cap = n + succ.shape[0]
-    dev = np.empty(cap, dtype=np.int64)
-    lo = np.empty(cap)
-    hi = np.empty(cap)
-    size = np.empty(cap)
-    copy_lo = np.empty(n_dev)
-    copy_hi = np.empty(n_dev)
-    m = 0
-    for u in range(n):
-        if out_bytes[u] <= 0.0:
-            continue
-        s = placement[u]
-        end = finish[u]
-        copy_lo[:] = np.inf
-        copy_hi[:] = -np.inf
-        for k in range(succ_ptr[u], succ_ptr[u + 1]):
-            v = succ[k]
-            d = placement[v]
-            if d == s:
-                end = max(end, finish[v])
-            else:
-                a = edge_arrival[succ_edge[k]]
-                end = max(end, a)
-                copy_lo[d] = min(copy_lo[d], a)
-                copy_hi[d] = max(copy_hi[d], finish[v])
-        dev[m], lo[m], hi[m], size[m] = s, start[u], end, out_bytes[u]
-        m += 1
-        for d in range(n_dev):
-            if copy_hi[d] > -np.inf:
-                dev[m], lo[m], hi[m], size[m] = d, copy_lo[d], copy_hi[d], out_bytes[u]
-                m += 1
-    # Sweep allocations and frees in time order, allocations first at equal times (so the
-    # order among allocations, or among frees, at one instant does not change the peak).
-    alloc = np.argsort(lo[:m])
-    free = np.argsort(hi[:m])
-    current = np.zeros(n_dev)
-    peak[:] = 0.0
-    j = 0
-    for i in alloc:
-        while j < m and hi[free[j]] < lo[i]:
-            current[dev[free[j]]] -= size[free[j]]
-            j += 1
-        d = dev[i]
-        current[d] += size[i]
-        if current[d] > peak[d]:
-            peak[d] = current[d]
+@njit(cache=True, inline="always")
+def _free_now(d, t, size, cap, fq_time, fq_bytes, fq_head, fq_tail):
+    """Queue a free of ``size`` bytes at the current time ``t`` on device ``d``.
+
+    Rounds advance in time, so these frees arrive in time order: a queue (merging frees of
+    one instant) replaces a heap.
+    """
+    tail = d * cap + fq_tail[d]
+    if fq_tail[d] > fq_head[d] and fq_time[tail - 1] == t:
+        fq_bytes[tail - 1] += size
+    else:
+        fq_time[tail] = t
+        fq_bytes[tail] = size
+        fq_tail[d] += 1
+
+
+@njit(cache=True, inline="always")
+def _memory_until(d, t, cap, out_bytes, live, peak, al_time, al_key, al_size, fr_time, fr_key,
+                  fr_size, fq_time, fq_bytes, fq_head, fq_tail):  # fmt: skip
+    """Apply device ``d``'s pending allocations at times <= ``t`` in time order, each after the
+    frees strictly before it (allocations count before frees at equal times); then the frees
+    before ``t``."""
+    base = d * cap
+    while True:
+        alloc = al_size[d] > 0 and al_time[base] <= t
+        bound = al_time[base] if alloc else t
+        while fq_head[d] < fq_tail[d] and fq_time[base + fq_head[d]] < bound:
+            live[d] -= fq_bytes[base + fq_head[d]]
+            fq_head[d] += 1
+        while fr_size[d] > 0 and fr_time[base] < bound:
+            live[d] -= out_bytes[fr_key[base]]
+            fr_size[d] = _heap_pop(fr_time, fr_key, base, fr_size[d])
+        if not alloc:
+            return
+        live[d] += out_bytes[al_key[base]]
+        if live[d] > peak[d]:
+            peak[d] = live[d]
+        al_size[d] = _heap_pop(al_time, al_key, base, al_size[d])
+
+
+def scratch_sizes(num_nodes: int, num_edges: int, num_devices: int) -> tuple[int, int]:
+    """Lengths of the float and int scratch arrays :func:`step_time` needs."""
+    n, e, d = num_nodes, num_edges, num_devices
+    floats = 2 * n + d * n + 4 * d * (n + e) + n * d + 5 * d + d * d
+    ints = 2 * n + d * n + 2 * d * (n + e) + n * d + 7 * d
+    return floats, ints
 
 
 # --------------------------------------------------------------------------- pipeline

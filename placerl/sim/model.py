@@ -112,6 +112,8 @@ class CostModel:
         self.comm_model = kernels.COMM_MODEL_CODES[cluster.comm_model]
         self.edge_time = np.ascontiguousarray(self.arrays.edge_time)
         self.in_degree = self.arrays.in_degree
+        floats, ints = kernels.scratch_sizes(graph.num_nodes, graph.num_edges, cluster.num_devices)
+        self.scratch_f, self.scratch_i = np.empty(floats), np.empty(ints, dtype=np.int64)
         grouped = self.arrays.group >= 0
         self._grouped_nodes = np.flatnonzero(grouped)
         first_of_group = {}
@@ -226,15 +228,12 @@ def _step_time(model: CostModel, placement: np.ndarray) -> SimResult:
         return model.result(placement, np.inf, busy, comm, start=inf, finish=inf)
     start, finish = np.empty(n), np.empty(n)
     edge_arrival = np.empty(a.num_edges)
+    peak = np.empty(n_dev)
     runtime = kernels.step_time(
         placement, model.durations, model.in_degree, a.succ_ptr, a.succ, a.succ_edge,
-        model.edge_time, a.edge_bytes, c.bandwidth, c.latency, model.comm_model,
-        c.transfer_gap, c.op_gap, start, finish, edge_arrival, busy, comm,
-    )  # fmt: skip
-    peak = np.empty(n_dev)
-    kernels.peak_activations(
-        placement, start, finish, edge_arrival, a.succ_ptr, a.succ, a.succ_edge, a.out_bytes,
-        n_dev, peak,
+        a.pred_ptr, a.pred, model.edge_time, a.edge_bytes, a.out_bytes, c.bandwidth, c.latency,
+        model.comm_model, c.transfer_gap, c.op_gap, model.scratch_f, model.scratch_i, start,
+        finish, edge_arrival, busy, comm, peak,
     )  # fmt: skip
     return model.result(placement, runtime, busy, comm, peak, start=start, finish=finish)
 
