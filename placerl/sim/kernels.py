@@ -1,7 +1,10 @@
 """numba-compiled simulation kernels (semantics in :mod:`placerl.sim`).
 
 These are the inner loop of every RL experiment (one call per env step), so they work on flat
-arrays with preallocated binary heaps instead of Python objects; :mod:`placerl.sim.reference`
+arrays and scratch buffers the :class:`~placerl.sim.CostModel` preallocates, with small binary
+heaps instead of Python objects; the step-time kernel's body is written out in one function
+because numba passes arrays to a non-inlined call with reference counting, which cost more
+than the work; :mod:`placerl.sim.reference`
 is the slow, readable twin they are tested against. Kernels take the placement and the
 precomputed arrays of a :class:`~placerl.sim.CostModel` and fill caller-provided output arrays.
 """
@@ -235,8 +238,8 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
                         if remote[d] >= 0.0:
                             arrival[d] = t + remote[d]
                             comm[s] += remote[d]
-            # u's output: freed on s once its local consumers finish and its copies have left; a copy
-            # on each consumer device from its arrival until the consumers there finish.
+            # u's output: freed on s once its local consumers finish and its copies have left;
+            # a copy on each consumer device from its arrival until the consumers there finish.
             size = out_bytes[u]
             end = t
             local = 0
