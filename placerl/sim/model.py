@@ -112,6 +112,7 @@ class CostModel:
         self.comm_model = kernels.COMM_MODEL_CODES[cluster.comm_model]
         self.edge_time = np.ascontiguousarray(self.arrays.edge_time)
         self.in_degree = self.arrays.in_degree
+        self._has_unsupported = bool(np.isinf(self.durations).any())
         floats, ints = kernels.scratch_sizes(graph.num_nodes, graph.num_edges, cluster.num_devices)
         self.scratch_f, self.scratch_i = np.empty(floats), np.empty(ints, dtype=np.int64)
         grouped = self.arrays.group >= 0
@@ -167,6 +168,12 @@ class CostModel:
         )
 
     # ---------------------------------------------------------- shared result assembly
+    def unsupported(self, placement: np.ndarray) -> tuple[int, ...]:
+        """Nodes placed on a device kind they cannot run on (never any on most graphs)."""
+        if not self._has_unsupported:
+            return ()
+        return tuple(int(v) for v in np.flatnonzero(np.isinf(self.node_durations(placement))))
+
     def node_durations(self, placement: np.ndarray) -> np.ndarray:
         """Duration of each node on its assigned device."""
         return self.durations[np.arange(placement.shape[0]), placement]
@@ -197,9 +204,7 @@ class CostModel:
         peak = memory if peak_activation is None else memory + peak_activation
         excess = np.maximum(peak - self.capacity, 0.0)
         split = self.split_groups(placement)
-        unsupported = tuple(
-            int(v) for v in np.flatnonzero(np.isinf(self.node_durations(placement)))
-        )
+        unsupported = self.unsupported(placement)
         return SimResult(
             objective=self.objective,
             runtime=float(runtime),
@@ -223,7 +228,7 @@ def _step_time(model: CostModel, placement: np.ndarray) -> SimResult:
     a, c = model.arrays, model.cluster
     n, n_dev = a.num_nodes, c.num_devices
     busy, comm = np.zeros(n_dev), np.zeros(n_dev)
-    if np.isinf(model.node_durations(placement)).any():
+    if model.unsupported(placement):
         inf = np.full(n, np.inf)
         return model.result(placement, np.inf, busy, comm, start=inf, finish=inf)
     start, finish = np.empty(n), np.empty(n)
