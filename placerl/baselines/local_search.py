@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from placerl.errors import ConfigError
+from placerl.sim import SimResult
 from placerl.sim.model import check_placement
 
 from . import _checks
@@ -35,7 +36,9 @@ def local_search(
 
     Source: the local-search baseline of Tarnawski et al., NeurIPS 2020 (single-node moves,
     best improvement), here on any objective of the simulator.
-    Complexity: O(rounds * U * D) simulations of O(V + E) each, U colocation units.
+    Complexity: O(rounds * U * D) moves, U colocation units; a move costs a full simulation,
+    O(V + E), under ``step_time``, and O(degree + D) under ``pipeline`` (its incremental
+    state, :class:`placerl.sim.incremental.PipelineState`).
 
     Args:
         problem: The problem.
@@ -49,8 +52,11 @@ def local_search(
     rng = np.random.default_rng(_checks.seed(_NAME, seed))
     deadline = time.perf_counter() + time_limit
     units = problem.units
-    device_of_unit = _initial(problem, init)[[int(m[0]) for m in units.members]]
-    score = _score(problem, device_of_unit)
+    start = _initial(problem, init)
+    start = start[[int(m[0]) for m in units.members]][units.of_node]  # units move whole
+    moves = problem.model.incremental(start) or _FullMoves(problem, start)
+    result = moves.result()
+    score = (not result.feasible, result.runtime)
     evaluations, rounds = 1, 0
     while rounds < max_rounds and time.perf_counter() < deadline:
         rounds += 1
@@ -58,20 +64,21 @@ def local_search(
         for u in rng.permutation(len(units)):
             if time.perf_counter() > deadline:
                 break
-            current = device_of_unit[u]
+            leader = int(units.members[u][0])
+            current = best = int(moves.placement[leader])
             for d in np.flatnonzero(np.isfinite(units.durations[u])):
                 if d == current:
                     continue
-                device_of_unit[u] = d
-                candidate = _score(problem, device_of_unit)
+                feasible, runtime = moves.try_move(leader, int(d))
                 evaluations += 1
-                if candidate < score:
-                    score, current, improved = candidate, d, True
-            device_of_unit[u] = current
+                if (not feasible, runtime) < score:
+                    score, best, improved = (not feasible, runtime), int(d), True
+            if best != current:
+                moves.move(leader, best)
         if not improved:
             break
     info = {"rounds": rounds, "evaluations": evaluations}
-    return Solution(device_of_unit[units.of_node], info=info)
+    return Solution(np.array(moves.placement), info=info)
 
 
 def _initial(problem: Problem, init: Any) -> np.ndarray:
@@ -89,6 +96,24 @@ def _initial(problem: Problem, init: Any) -> np.ndarray:
         ) from None
 
 
-def _score(problem: Problem, device_of_unit: np.ndarray) -> tuple[bool, float]:
-    result = problem.model.evaluate(device_of_unit[problem.units.of_node], check=False)
-    return (not result.feasible, result.runtime)
+class _FullMoves:
+    """Group moves scored by a full evaluation, for objectives without an incremental state
+    (``step_time``); the same interface as :class:`placerl.sim.incremental.PipelineState`."""
+
+    def __init__(self, problem: Problem, placement: np.ndarray) -> None:
+        self.model, self.placement = problem.model, placement.copy()
+        self._members = problem.model.colocation_members()
+
+    def result(self) -> SimResult:
+        return self.model.evaluate(self.placement, check=False)
+
+    def try_move(self, node: int, device: int) -> tuple[bool, float]:
+        members = self._members[node]
+        old = self.placement[members].copy()
+        self.placement[members] = device
+        result = self.result()
+        self.placement[members] = old
+        return result.feasible, result.runtime
+
+    def move(self, node: int, device: int) -> None:
+        self.placement[self._members[node]] = device

@@ -84,7 +84,7 @@ class GraphCase:
         static[:, IN_DEGREE] = (a.in_degree / max(degree, 1))[order_idx]
         static[:, OUT_DEGREE] = (a.out_degree / max(degree, 1))[order_idx]
         static[:, POSITION] = np.arange(graph.num_nodes) / max(graph.num_nodes - 1, 1)
-        members = _colocation_members(graph)
+        members = model.colocation_members()
         if isinstance(reference_spec, Reference):
             reference_spec.check_matches(graph, cluster, objective)
             ref = reference_spec
@@ -102,12 +102,3 @@ class GraphCase:
             single_device=reference(graph, cluster, objective, "single_device"),
             reference=ref,
         )
-
-
-def _colocation_members(graph: CompGraph) -> list[np.ndarray]:
-    """For each node, the nodes that must share its device (itself included)."""
-    group = graph.arrays.group
-    by_group: dict[int, np.ndarray] = {
-        int(g): np.flatnonzero(group == g) for g in np.unique(group[group >= 0])
-    }
-    return [by_group[int(g)] if g >= 0 else np.array([v]) for v, g in enumerate(group)]

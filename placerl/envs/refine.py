@@ -109,6 +109,7 @@ class PlacementRefineEnv(PlacementEnvBase):
             if self.placement[v] < 0:
                 self._move_group(v, int(device))
         self._t = 0
+        self._incremental = case.model.incremental(self.placement)  # pipeline: O(degree) moves
         self._before = self._simulate()
         self._focus(0)
         self._mask = self._mask_or_runnable(int(case.order[0]))
@@ -119,7 +120,10 @@ class PlacementRefineEnv(PlacementEnvBase):
         case = self.case
         device = self._device(action)
         n = case.graph.num_nodes
-        self._move_group(int(case.order[self._t % n]), device)
+        v = int(case.order[self._t % n])
+        self._move_group(v, device)
+        if self._incremental is not None:
+            self._incremental.move(v, device)
         after = self._simulate()
         self._t += 1
         done, extra = self._t == self.passes * n, {}
@@ -167,7 +171,12 @@ class PlacementRefineEnv(PlacementEnvBase):
 
     def _simulate(self) -> float:
         """Simulate the current placement; refresh the start-time feature; return the score."""
-        self._result = self.case.model.evaluate(self.placement, check=False)
+        state = self._incremental
+        self._result = (
+            state.result()
+            if state is not None
+            else self.case.model.evaluate(self.placement, check=False)
+        )
         return self._score(self._result)
 
     def _focus(self, row: int) -> None:

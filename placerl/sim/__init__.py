@@ -66,6 +66,7 @@ runtime is then ``inf``). Infeasible placements still get a runtime, so envs can
 penalize; :func:`penalized_runtime` turns it into the one number rewards and references use.
 """
 
+from placerl.sim import incremental  # noqa: F401  (registers the incremental objectives)
 from placerl.sim.model import OBJECTIVES, CostModel, simulate
 from placerl.sim.penalty import INFEASIBLE_FACTOR, penalized_runtime
 from placerl.sim.result import SimResult

@@ -392,3 +392,59 @@ def pipeline(placement, durations, succ_ptr, succ, succ_edge, edge_time, edge_by
         if not is_cpu[s]:
             comm[s] += remote.max()
     return (busy + comm).max()
+
+
+@njit(cache=True, inline="always")
+def _charge_transfers(u, sign, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
+                      bandwidth, latency, is_cpu, remote, comm):  # fmt: skip
+    """Add (``sign`` = 1) or remove (-1) producer ``u``'s transfer charges to ``comm``."""
+    if not _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
+                              bandwidth, latency, remote):  # fmt: skip
+        return
+    for d in range(remote.shape[0]):
+        if remote[d] >= 0.0 and not is_cpu[d]:
+            comm[d] += sign * remote[d]
+    s = placement[u]
+    if not is_cpu[s]:
+        comm[s] += sign * remote.max()
+
+
+@njit(cache=True)
+def pipeline_move(members, device, placement, durations, succ_ptr, succ, succ_edge, pred_ptr,
+                  pred, edge_time, edge_bytes, bandwidth, latency, is_cpu, busy, unsupported,
+                  comm, mark, touched, remote):  # fmt: skip
+    """Move ``members`` (one colocation group) to ``device``, updating the pipeline loads.
+
+    Only the members' durations and the transfer charges of the members and of their
+    producers change, so a move costs the group's in- and out-degrees, its producers'
+    out-degrees and the devices, not the graph. ``busy`` holds finite durations and
+    ``unsupported`` counts, per device, the nodes it cannot run (whose time is infinite).
+    ``mark`` (all false) and ``touched`` are scratch arrays of one entry per node.
+    """
+    count = 0
+    for m in members:  # every producer whose charges may change, once
+        if not mark[m]:
+            mark[m] = True
+            touched[count] = m
+            count += 1
+        for k in range(pred_ptr[m], pred_ptr[m + 1]):
+            p = pred[k]
+            if not mark[p]:
+                mark[p] = True
+                touched[count] = p
+                count += 1
+    for i in range(count):
+        _charge_transfers(touched[i], -1.0, placement, succ_ptr, succ, succ_edge, edge_time,
+                          edge_bytes, bandwidth, latency, is_cpu, remote, comm)  # fmt: skip
+    for m in members:
+        for sign, d in ((-1.0, placement[m]), (1.0, device)):
+            duration = durations[m, d]
+            if np.isinf(duration):
+                unsupported[d] += int(sign)
+            else:
+                busy[d] += sign * duration
+        placement[m] = device
+    for i in range(count):
+        _charge_transfers(touched[i], 1.0, placement, succ_ptr, succ, succ_edge, edge_time,
+                          edge_bytes, bandwidth, latency, is_cpu, remote, comm)  # fmt: skip
+        mark[touched[i]] = False

@@ -29,6 +29,15 @@ def register_objective(name: str, *, overwrite: bool = False) -> Callable[[Objec
     return OBJECTIVES.decorator(name, overwrite=overwrite)
 
 
+#: Objectives whose value can be updated move by move: name -> ``cls(model, placement)``.
+INCREMENTAL: Registry[Callable[..., Any]] = Registry("incremental objective")
+
+
+def register_incremental(objective: str) -> Callable[[type], type]:
+    """Register a state class updating ``objective`` one group move at a time."""
+    return INCREMENTAL.decorator(objective)
+
+
 def duration_matrix(graph: CompGraph, cluster: Cluster) -> np.ndarray:
     """Seconds of each node on each device: ``costs[kind]`` if given, else ``cost / speed``."""
     a = graph.arrays
@@ -113,6 +122,7 @@ class CostModel:
         self.edge_time = np.ascontiguousarray(self.arrays.edge_time)
         self.in_degree = self.arrays.in_degree
         self._has_unsupported = bool(np.isinf(self.durations).any())
+        self._members: list[np.ndarray] | None = None
         floats, ints = kernels.scratch_sizes(graph.num_nodes, graph.num_edges, cluster.num_devices)
         self.scratch_f, self.scratch_i = np.empty(floats), np.empty(ints, dtype=np.int64)
         grouped = self.arrays.group >= 0
@@ -141,6 +151,24 @@ class CostModel:
                 raise ConfigError(f"check must be True or False, got {check!r}")
             placement = check_placement(placement, self.graph, self.num_devices)
         return self._objective_fn(self, placement)
+
+    def incremental(self, placement: Any) -> Any | None:
+        """A state that updates this objective one colocation-group move at a time, or
+        ``None`` when the objective needs a full evaluation per move (``step_time``: see
+        :mod:`placerl.sim.incremental`)."""
+        if self.objective not in INCREMENTAL:
+            return None
+        return INCREMENTAL[self.objective](self, placement)
+
+    def colocation_members(self) -> list[np.ndarray]:
+        """For each node, the nodes that must share its device (itself included)."""
+        if self._members is None:
+            group = self.arrays.group
+            by_group = {int(g): np.flatnonzero(group == g) for g in np.unique(group[group >= 0])}
+            self._members = [
+                by_group[int(g)] if g >= 0 else np.array([v]) for v, g in enumerate(group)
+            ]
+        return self._members
 
     def runtime(self, placement: Any, *, check: bool = True) -> float:
         """Only the runtime of :meth:`evaluate`."""
