@@ -94,11 +94,12 @@ def _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_
 @njit(cache=True)
 def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_ptr, pred,
               edge_time, edge_bytes, out_bytes, bandwidth, latency, comm_model, transfer_gap,
-              op_gap, scratch_f, scratch_i, start, finish, edge_arrival, busy, comm,
-              peak):  # fmt: skip
+              op_gap, mem_bytes, capacity, scratch_f, scratch_i, start, finish, edge_arrival, busy,
+              comm, memory, peak, excess):  # fmt: skip
     """Event-driven step time with the activation peak counted online.
 
-    Fills start/finish/edge_arrival/busy/comm/peak and returns the runtime. Each device runs
+    Fills start/finish/edge_arrival/busy/comm and the memory arrays (see :func:`_memory`) and
+    returns the runtime. Each device runs
     one op at a time, so the next event is a minimum over devices (the running op's finish, or
     an idle device's next possible start): no event heap and no wake-up events. Transfers get
     their arrival times when their producer completes. Memory: each device keeps a live-bytes
@@ -315,11 +316,24 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
     for d in range(n_dev):  # copies still to arrive may raise a peak
         _memory_until(d, np.inf, cap, out_bytes, live, peak, al_time, al_key, al_size,
                       fr_time, fr_key, fr_size, fq_time, fq_bytes, fq_head, fq_tail)  # fmt: skip
+    _memory(placement, mem_bytes, capacity, memory, peak, excess)
     runtime = 0.0
     for v in range(n):
         if finish[v] > runtime:
             runtime = finish[v]
     return runtime
+
+
+@njit(cache=True, inline="always")
+def _memory(placement, mem_bytes, capacity, memory, peak, excess):
+    """Resident bytes per device into ``memory``; ``peak`` (live activations on entry) gets
+    the resident bytes added; ``excess`` is what exceeds each device's ``capacity``."""
+    memory[:] = 0.0
+    for v in range(placement.shape[0]):
+        memory[placement[v]] += mem_bytes[v]
+    for d in range(memory.shape[0]):
+        peak[d] += memory[d]
+        excess[d] = max(peak[d] - capacity[d], 0.0)
 
 
 @njit(cache=True, inline="always")
@@ -373,13 +387,16 @@ def scratch_sizes(num_nodes: int, num_edges: int, num_devices: int) -> tuple[int
 # --------------------------------------------------------------------------- pipeline
 @njit(cache=True)
 def pipeline(placement, durations, succ_ptr, succ, succ_edge, edge_time, edge_bytes, bandwidth,
-             latency, is_cpu, busy, comm):  # fmt: skip
-    """Tarnawski et al.'s max load; fills busy/comm per device, returns the largest load."""
+             latency, is_cpu, mem_bytes, capacity, busy, comm, memory, peak, excess):  # fmt: skip
+    """Tarnawski et al.'s max load; fills busy/comm and the memory arrays (the peak is the
+    resident memory), returns the largest load."""
     n = placement.shape[0]
     n_dev = bandwidth.shape[0]
     remote = np.empty(n_dev)
     busy[:] = 0.0
     comm[:] = 0.0
+    peak[:] = 0.0
+    _memory(placement, mem_bytes, capacity, memory, peak, excess)
     for u in range(n):
         s = placement[u]
         busy[s] += durations[u, s]
@@ -448,3 +465,9 @@ def pipeline_move(members, device, placement, durations, succ_ptr, succ, succ_ed
         _charge_transfers(touched[i], 1.0, placement, succ_ptr, succ, succ_edge, edge_time,
                           edge_bytes, bandwidth, latency, is_cpu, remote, comm)  # fmt: skip
         mark[touched[i]] = False
+
+
+@njit(cache=True)
+def resident_memory(placement, mem_bytes, capacity, memory, peak, excess):
+    """:func:`_memory` on its own, for placements no kernel simulates (unsupported kinds)."""
+    _memory(placement, mem_bytes, capacity, memory, peak, excess)

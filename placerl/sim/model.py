@@ -125,6 +125,7 @@ class CostModel:
         self._members: list[np.ndarray] | None = None
         floats, ints = kernels.scratch_sizes(graph.num_nodes, graph.num_edges, cluster.num_devices)
         self.scratch_f, self.scratch_i = np.empty(floats), np.empty(ints, dtype=np.int64)
+        self.edge_arrival = np.empty(graph.num_edges)  # scratch too: results do not keep it
         grouped = self.arrays.group >= 0
         self._grouped_nodes = np.flatnonzero(grouped)
         first_of_group = {}
@@ -222,21 +223,24 @@ class CostModel:
         self,
         placement: np.ndarray,
         runtime: float,
-        busy: np.ndarray,
-        comm: np.ndarray,
-        peak_activation: np.ndarray | None = None,
+        arrays: tuple[np.ndarray, ...],
         **times: np.ndarray,
     ) -> SimResult:
-        """Assemble a :class:`SimResult` with the memory and feasibility checks."""
-        memory = self.resident_memory(placement)
-        peak = memory if peak_activation is None else memory + peak_activation
-        excess = np.maximum(peak - self.capacity, 0.0)
+        """Assemble a :class:`SimResult` from a kernel's outputs and the feasibility checks.
+
+        Args:
+            placement: The checked placement.
+            runtime: The objective value.
+            arrays: ``(busy, comm, memory, peak, excess)`` per device, as the kernels fill them.
+            **times: ``start`` and ``finish`` per node, when the objective has them.
+        """
+        busy, comm, memory, peak, excess = arrays
         split = self.split_groups(placement)
         unsupported = self.unsupported(placement)
         return SimResult(
             objective=self.objective,
             runtime=float(runtime),
-            feasible=not (excess.any() or split or unsupported),
+            feasible=not (split or unsupported or excess.any()),
             busy=busy,
             comm=comm,
             memory=memory,
@@ -247,6 +251,11 @@ class CostModel:
             **times,
         )
 
+    def _device_arrays(self) -> tuple[np.ndarray, ...]:
+        """Fresh ``(busy, comm, memory, peak, excess)`` arrays for one evaluation."""
+        block = np.empty((5, self.num_devices))
+        return tuple(block)
+
     def __repr__(self) -> str:
         return f"CostModel({self.graph!r}, {self.cluster!r}, objective={self.objective!r})"
 
@@ -254,32 +263,33 @@ class CostModel:
 @register_objective("step_time")
 def _step_time(model: CostModel, placement: np.ndarray) -> SimResult:
     a, c = model.arrays, model.cluster
-    n, n_dev = a.num_nodes, c.num_devices
-    busy, comm = np.zeros(n_dev), np.zeros(n_dev)
+    n = a.num_nodes
+    out = busy, comm, memory, peak, excess = model._device_arrays()
     if model.unsupported(placement):
+        busy[:] = comm[:] = peak[:] = 0.0
+        kernels.resident_memory(placement, a.mem_bytes, model.capacity, memory, peak, excess)
         inf = np.full(n, np.inf)
-        return model.result(placement, np.inf, busy, comm, start=inf, finish=inf)
+        return model.result(placement, np.inf, out, start=inf, finish=inf)
     start, finish = np.empty(n), np.empty(n)
-    edge_arrival = np.empty(a.num_edges)
-    peak = np.empty(n_dev)
     runtime = kernels.step_time(
         placement, model.durations, model.in_degree, a.succ_ptr, a.succ, a.succ_edge,
         a.pred_ptr, a.pred, model.edge_time, a.edge_bytes, a.out_bytes, c.bandwidth, c.latency,
-        model.comm_model, c.transfer_gap, c.op_gap, model.scratch_f, model.scratch_i, start,
-        finish, edge_arrival, busy, comm, peak,
+        model.comm_model, c.transfer_gap, c.op_gap, a.mem_bytes, model.capacity,
+        model.scratch_f, model.scratch_i, start, finish, model.edge_arrival, busy, comm, memory,
+        peak, excess,
     )  # fmt: skip
-    return model.result(placement, runtime, busy, comm, peak, start=start, finish=finish)
+    return model.result(placement, runtime, out, start=start, finish=finish)
 
 
 @register_objective("pipeline")
 def _pipeline(model: CostModel, placement: np.ndarray) -> SimResult:
     a, c = model.arrays, model.cluster
-    busy, comm = np.zeros(c.num_devices), np.zeros(c.num_devices)
+    out = model._device_arrays()
     runtime = kernels.pipeline(
         placement, model.durations, a.succ_ptr, a.succ, a.succ_edge, model.edge_time, a.edge_bytes,
-        c.bandwidth, c.latency, model.is_cpu, busy, comm,
+        c.bandwidth, c.latency, model.is_cpu, a.mem_bytes, model.capacity, *out,
     )  # fmt: skip
-    return model.result(placement, runtime, busy, comm)
+    return model.result(placement, runtime, out)
 
 
 def simulate(
