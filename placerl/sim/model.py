@@ -207,10 +207,6 @@ class CostModel:
         """Duration of each node on its assigned device."""
         return self.durations[np.arange(placement.shape[0]), placement]
 
-    def resident_memory(self, placement: np.ndarray) -> np.ndarray:
-        """Sum of ``mem_bytes`` per device."""
-        return np.bincount(placement, weights=self.arrays.mem_bytes, minlength=self.num_devices)
-
     def split_groups(self, placement: np.ndarray) -> tuple[str, ...]:
         """Colocation groups whose nodes are not all on one device."""
         if self._grouped_nodes.size == 0:
