@@ -199,7 +199,7 @@ def solve(
     solve_time = time.perf_counter() - start
     solution = out if isinstance(out, Solution) else Solution(np.asarray(out))
     placement = check_placement(solution.placement, graph, cluster.num_devices)
-    sim = problem.model.evaluate(placement, check=False)
+    sim = problem.model.evaluate(placement, check=False, times=False)
     if not sim.feasible:
         reasons = "; ".join(sim.reasons)
         warnings.warn(f"placer {name!r} returned an infeasible placement: {reasons}",

@@ -105,7 +105,7 @@ class _FullMoves:
         self._members = problem.model.colocation_members()
 
     def result(self) -> SimResult:
-        return self.model.evaluate(self.placement, check=False)
+        return self.model.evaluate(self.placement, check=False, times=False)
 
     def try_move(self, node: int, device: int) -> tuple[bool, float]:
         members = self._members[node]

@@ -41,7 +41,7 @@ def single_device(problem: Problem) -> np.ndarray:
     n = problem.num_nodes
     ranked = []
     for d in runnable:
-        result = problem.model.evaluate(np.full(n, d, dtype=np.int64), check=False)
+        result = problem.model.evaluate(np.full(n, d, dtype=np.int64), check=False, times=False)
         ranked.append((not result.feasible, penalized_runtime(result, result.runtime), int(d)))
     return np.full(n, min(ranked)[2], dtype=np.int64)
 

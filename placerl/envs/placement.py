@@ -102,7 +102,7 @@ class PlacementEnv(PlacementEnvBase):
                 return self._stuck()
         after = None
         if done or self.reward_fn.dense:
-            after = self._score(case.model.evaluate(self._completed(), check=False))
+            after = self._score(case.model.evaluate(self._completed(), check=False, times=False))
         reward = self.reward_fn(case.reference_runtime, self._before, after, done)
         if after is not None:
             self._before = after

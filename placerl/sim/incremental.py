@@ -54,7 +54,7 @@ class PipelineState:
         finite = np.isfinite(durations)
         np.add.at(self._busy, self._placement[finite], durations[finite])
         np.add.at(self._unsupported, self._placement[~finite], 1)
-        full = model.evaluate(self._placement, check=False)
+        full = model.evaluate(self._placement, check=False, times=False)
         self._comm[:] = full.comm
         self._memory = full.memory.copy()
         self._split = set(full.split_groups)

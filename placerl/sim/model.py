@@ -18,14 +18,18 @@ from placerl.sim.result import SimResult
 class Objective(Protocol):
     """How a :class:`CostModel` turns a checked placement into a :class:`SimResult`."""
 
-    def __call__(self, model: CostModel, placement: np.ndarray) -> SimResult: ...
+    def __call__(self, model: CostModel, placement: np.ndarray, times: bool) -> SimResult: ...
 
 
 OBJECTIVES: Registry[Objective] = Registry("objective")
 
 
 def register_objective(name: str, *, overwrite: bool = False) -> Callable[[Objective], Objective]:
-    """Register ``fn(model, placement) -> SimResult`` as objective ``name``."""
+    """Register ``fn(model, placement, times) -> SimResult`` as objective ``name``.
+
+    ``times``: whether the result should carry per-node start and finish times (when the
+    objective has them); callers that only read runtimes and feasibility pass ``False``.
+    """
     return OBJECTIVES.decorator(name, overwrite=overwrite)
 
 
@@ -126,6 +130,7 @@ class CostModel:
         floats, ints = kernels.scratch_sizes(graph.num_nodes, graph.num_edges, cluster.num_devices)
         self.scratch_f, self.scratch_i = np.empty(floats), np.empty(ints, dtype=np.int64)
         self.edge_arrival = np.empty(graph.num_edges)  # scratch too: results do not keep it
+        self.start, self.finish = np.empty(graph.num_nodes), np.empty(graph.num_nodes)
         grouped = self.arrays.group >= 0
         self._grouped_nodes = np.flatnonzero(grouped)
         first_of_group = {}
@@ -140,18 +145,22 @@ class CostModel:
         """Number of devices of the cluster."""
         return self.cluster.num_devices
 
-    def evaluate(self, placement: Any, *, check: bool = True) -> SimResult:
+    def evaluate(self, placement: Any, *, check: bool = True, times: bool = True) -> SimResult:
         """Evaluate one placement (a device index per node, in node-index order).
 
         Args:
             placement: Array-like of device indices.
             check: Validate the placement first; envs that build placements themselves may skip.
+            times: Return per-node ``start``/``finish`` (``step_time``); without them the
+                kernel writes its times into this model's scratch and nothing per node is kept.
         """
         if check is not False:
             if check is not True:
                 raise ConfigError(f"check must be True or False, got {check!r}")
             placement = check_placement(placement, self.graph, self.num_devices)
-        return self._objective_fn(self, placement)
+        if times is not True and times is not False:
+            raise ConfigError(f"times must be True or False, got {times!r}")
+        return self._objective_fn(self, placement, times)
 
     def incremental(self, placement: Any) -> Any | None:
         """A state that updates this objective one colocation-group move at a time, or
@@ -173,7 +182,7 @@ class CostModel:
 
     def runtime(self, placement: Any, *, check: bool = True) -> float:
         """Only the runtime of :meth:`evaluate`."""
-        return self.evaluate(placement, check=check).runtime
+        return self.evaluate(placement, check=check, times=False).runtime
 
     def evaluate_batch(self, placements: Any) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate many placements at once.
@@ -190,7 +199,7 @@ class CostModel:
                 f"a batch of placements must be 2-D (batch, nodes), got shape {batch.shape}"
             )
         checked = [check_placement(row, self.graph, self.num_devices) for row in batch]
-        results = [self._objective_fn(self, row) for row in checked]
+        results = [self._objective_fn(self, row, False) for row in checked]
         return (
             np.array([r.runtime for r in results], dtype=np.float64),
             np.array([r.feasible for r in results], dtype=bool),
@@ -257,7 +266,7 @@ class CostModel:
 
 
 @register_objective("step_time")
-def _step_time(model: CostModel, placement: np.ndarray) -> SimResult:
+def _step_time(model: CostModel, placement: np.ndarray, times: bool) -> SimResult:
     a, c = model.arrays, model.cluster
     n = a.num_nodes
     out = busy, comm, memory, peak, excess = model._device_arrays()
@@ -266,7 +275,7 @@ def _step_time(model: CostModel, placement: np.ndarray) -> SimResult:
         kernels.resident_memory(placement, a.mem_bytes, model.capacity, memory, peak, excess)
         inf = np.full(n, np.inf)
         return model.result(placement, np.inf, out, start=inf, finish=inf)
-    start, finish = np.empty(n), np.empty(n)
+    start, finish = (np.empty(n), np.empty(n)) if times else (model.start, model.finish)
     runtime = kernels.step_time(
         placement, model.durations, model.in_degree, a.succ_ptr, a.succ, a.succ_edge,
         a.pred_ptr, a.pred, model.edge_time, a.edge_bytes, a.out_bytes, c.bandwidth, c.latency,
@@ -274,11 +283,13 @@ def _step_time(model: CostModel, placement: np.ndarray) -> SimResult:
         model.scratch_f, model.scratch_i, start, finish, model.edge_arrival, busy, comm, memory,
         peak, excess,
     )  # fmt: skip
+    if not times:
+        return model.result(placement, runtime, out)
     return model.result(placement, runtime, out, start=start, finish=finish)
 
 
 @register_objective("pipeline")
-def _pipeline(model: CostModel, placement: np.ndarray) -> SimResult:
+def _pipeline(model: CostModel, placement: np.ndarray, times: bool) -> SimResult:
     a, c = model.arrays, model.cluster
     out = model._device_arrays()
     runtime = kernels.pipeline(

@@ -50,6 +50,8 @@ BAD = [
      "placement must hold integer device indices, got dtype bool"),
     ("check flag as text", lambda: CostModel(GRAPH, CLUSTER).evaluate([0, 0, 0], check="no"),
      ConfigError, "check must be True or False, got 'no'"),
+    ("times flag as text", lambda: CostModel(GRAPH, CLUSTER).evaluate([0, 0, 0], times=1),
+     ConfigError, "times must be True or False, got 1"),
     ("penalty of no result", lambda: penalized_runtime(None, 1.0), ConfigError,
      "penalized_runtime needs a SimResult, got NoneType"),
     ("penalty with a text reference",
