@@ -2,8 +2,9 @@
 
 Construct mode simulates only when an episode ends, so it is timed over whole episodes (reset
 and final simulation included). Refine mode simulates after every step, under ``step_time``
-(a full re-simulation) and ``pipeline`` (an O(degree) update of the loads); it is timed over
-its first pass of steps, capped by a budget. Reports steps per second of the raw env (no
+(a full re-simulation) and ``pipeline`` (an O(degree) update of the loads, also timed with a
+full evaluation per step in the same run); it starts from a random placement and is timed
+over its first pass of steps, capped by a budget. Reports steps per second of the raw env (no
 Gymnasium wrappers) and the share of each step spent building the observation, next to the
 targets. Usage: ``python benchmarks/bench_env.py [--quick]``.
 """
@@ -29,10 +30,16 @@ MODES = {"construct": PlacementEnv, "refine": PlacementRefineEnv}
 CASES = [("construct", "step_time"), ("refine", "step_time"), ("refine", "pipeline")]
 
 
-def timed_steps(env, steps: int, whole_episodes: bool) -> float:
-    """Steps per second over ``steps`` random steps (whole episodes: resets timed too)."""
+def timed_steps(env, steps: int, whole_episodes: bool, full_evaluation: bool = False) -> float:
+    """Steps per second over ``steps`` random steps (whole episodes: resets timed too).
+
+    ``full_evaluation`` switches off the refine env's incremental state, so that the same run
+    measures what an O(degree) move saves over a full evaluation per step.
+    """
     actions = np.random.default_rng(0).integers(env.action_space.n, size=steps)
     env.reset(seed=0)
+    if full_evaluation:
+        env._incremental = None
     start = time.perf_counter()
     if whole_episodes:
         env.reset(seed=0)
@@ -44,8 +51,11 @@ def timed_steps(env, steps: int, whole_episodes: bool) -> float:
 
 
 def measure(mode: str, objective: str, n: int) -> dict:
+    # Refine episodes start from a random placement (the default single-device start has no
+    # transfers to price, which flatters every step).
+    extra = {"initial": "uniform"} if mode == "refine" else {}
     env = MODES[mode](graph=f"synthetic:layered?n={n}&seed=0", cluster="placeto",
-                      objective=objective)  # fmt: skip
+                      objective=objective, **extra)  # fmt: skip
     env.reset(seed=0)
     if mode == "construct":
         steps, whole = n * max(1, 20_000 // n), True  # whole episodes, at least 20k steps
@@ -55,6 +65,8 @@ def measure(mode: str, objective: str, n: int) -> dict:
             False,
         )
     rate = max(timed_steps(env, steps, whole) for _ in range(3))
+    incremental = mode == "refine" and objective == "pipeline"
+    full = max(timed_steps(env, steps, whole, True) for _ in range(3)) if incremental else None
     observation = best_time(env._observation, repeat=5, number=50)
     target = TARGETS.get((mode, objective, n))
     return {
@@ -64,6 +76,7 @@ def measure(mode: str, objective: str, n: int) -> dict:
         "edges": env.case.graph.num_edges,
         "steps timed": steps,
         "steps/s": int(rate),
+        "steps/s, full evaluation per step": "-" if full is None else int(full),
         "target": target or "-",
         "meets": "-" if target is None else ("yes" if rate >= target else "NO"),
         "observation share": f"{observation * rate:.0%}",

@@ -58,6 +58,7 @@ class PipelineState:
         self._comm[:] = full.comm
         self._memory = full.memory.copy()
         self._split = set(full.split_groups)
+        self._runtime = full.runtime
 
     @property
     def placement(self) -> np.ndarray:
@@ -69,37 +70,41 @@ class PipelineState:
     @property
     def runtime(self) -> float:
         """The current max load (``inf`` if a node sits on a kind it cannot run on)."""
-        return float(np.max(self._loads(self._busy, self._comm)))
+        return self._runtime
 
     def move(self, node: int, device: int) -> float:
         """Move ``node``'s colocation group to ``device``; returns the new max load."""
         members = self._check_move(node, device)
-        self._memory += self._memory_change(members, device)
         self._split.discard(self.model.graph.nodes[int(node)].group)
-        self._apply(members, device, self._busy, self._unsupported, self._comm)
-        return self.runtime
+        self._runtime = self._apply(members, device, self._busy, self._unsupported, self._comm,
+                                    self._memory)  # fmt: skip
+        return self._runtime
 
     def try_move(self, node: int, device: int) -> tuple[bool, float]:
         """``(feasible, max load)`` if ``node``'s group moved to ``device``; nothing changes."""
         members = self._check_move(node, device)
         old = self._placement[members].copy()
-        busy, unsupported, comm = self._busy.copy(), self._unsupported.copy(), self._comm.copy()
-        self._apply(members, device, busy, unsupported, comm)
+        busy, unsupported = self._busy.copy(), self._unsupported.copy()
+        comm, memory = self._comm.copy(), self._memory.copy()
+        runtime = self._apply(members, device, busy, unsupported, comm, memory)
         self._placement[members] = old
-        memory = self._memory + self._memory_change(members, device)
         group = self.model.graph.nodes[int(node)].group
         feasible = (
             not (memory > self.model.capacity).any()
             and not (self._split - {group})
             and not unsupported.any()
         )
-        return feasible, float(np.max(self._loads(busy, comm, unsupported)))
+        return feasible, runtime
 
     def result(self) -> SimResult:
         """The :class:`SimResult` of the current placement (what ``evaluate`` would return)."""
-        busy = np.where(self._unsupported > 0, np.inf, self._busy)
-        excess = np.maximum(self._memory - self.model.capacity, 0.0)
         unsupported = self.model.unsupported(self._placement) if self._unsupported.any() else ()
+        busy = (
+            np.where(self._unsupported > 0, np.inf, self._busy)
+            if unsupported
+            else self._busy.copy()
+        )
+        excess = np.maximum(self._memory - self.model.capacity, 0.0)
         split = tuple(sorted(self._split, key=self.model.arrays.group_names.index))
         return SimResult(
             objective="pipeline",
@@ -124,21 +129,10 @@ class PipelineState:
                 raise PlacementError(f"a move's {what} {value} is not in 0..{size - 1}")
         return self._members[int(node)]
 
-    def _memory_change(self, members: np.ndarray, device: int) -> np.ndarray:
-        mem = self.model.arrays.mem_bytes[members]
-        change = np.zeros(self.model.num_devices)
-        np.subtract.at(change, self._placement[members], mem)
-        change[device] += mem.sum()
-        return change
-
-    def _apply(self, members, device, busy, unsupported, comm) -> None:
+    def _apply(self, members, device, busy, unsupported, comm, memory) -> float:
         m, a, c = self.model, self.model.arrays, self.model.cluster
-        kernels.pipeline_move(
+        return kernels.pipeline_move(
             members, int(device), self._placement, m.durations, a.succ_ptr, a.succ, a.succ_edge,
             a.pred_ptr, a.pred, m.edge_time, a.edge_bytes, c.bandwidth, c.latency, m.is_cpu,
-            busy, unsupported, comm, self._mark, self._touched, self._remote,
+            a.mem_bytes, busy, unsupported, comm, memory, self._mark, self._touched, self._remote,
         )  # fmt: skip
-
-    def _loads(self, busy, comm, unsupported=None) -> np.ndarray:
-        unsupported = self._unsupported if unsupported is None else unsupported
-        return np.where(unsupported > 0, np.inf, busy + comm)

@@ -428,9 +428,10 @@ def _charge_transfers(u, sign, placement, succ_ptr, succ, succ_edge, edge_time, 
 
 @njit(cache=True)
 def pipeline_move(members, device, placement, durations, succ_ptr, succ, succ_edge, pred_ptr,
-                  pred, edge_time, edge_bytes, bandwidth, latency, is_cpu, busy, unsupported,
-                  comm, mark, touched, remote):  # fmt: skip
-    """Move ``members`` (one colocation group) to ``device``, updating the pipeline loads.
+                  pred, edge_time, edge_bytes, bandwidth, latency, is_cpu, mem_bytes, busy,
+                  unsupported, comm, memory, mark, touched, remote):  # fmt: skip
+    """Move ``members`` (one colocation group) to ``device``, updating the pipeline loads and
+    the resident memory; returns the new max load.
 
     Only the members' durations and the transfer charges of the members and of their
     producers change, so a move costs the group's in- and out-degrees, its producers'
@@ -460,11 +461,18 @@ def pipeline_move(members, device, placement, durations, succ_ptr, succ, succ_ed
                 unsupported[d] += int(sign)
             else:
                 busy[d] += sign * duration
+            memory[d] += sign * mem_bytes[m]
         placement[m] = device
     for i in range(count):
         _charge_transfers(touched[i], 1.0, placement, succ_ptr, succ, succ_edge, edge_time,
                           edge_bytes, bandwidth, latency, is_cpu, remote, comm)  # fmt: skip
         mark[touched[i]] = False
+    top = 0.0
+    for d in range(busy.shape[0]):
+        load = np.inf if unsupported[d] > 0 else busy[d] + comm[d]
+        if load > top:
+            top = load
+    return top
 
 
 @njit(cache=True)
