@@ -127,10 +127,7 @@ class CostModel:
         self.in_degree = self.arrays.in_degree
         self._has_unsupported = bool(np.isinf(self.durations).any())
         self._members: list[np.ndarray] | None = None
-        floats, ints = kernels.scratch_sizes(graph.num_nodes, graph.num_edges, cluster.num_devices)
-        self.scratch_f, self.scratch_i = np.empty(floats), np.empty(ints, dtype=np.int64)
-        self.edge_arrival = np.empty(graph.num_edges)  # scratch too: results do not keep it
-        self.start, self.finish = np.empty(graph.num_nodes), np.empty(graph.num_nodes)
+        self._allocate_scratch()
         grouped = self.arrays.group >= 0
         self._grouped_nodes = np.flatnonzero(grouped)
         first_of_group = {}
@@ -260,6 +257,26 @@ class CostModel:
         """Fresh ``(busy, comm, memory, peak, excess)`` arrays for one evaluation."""
         block = np.empty((5, self.num_devices))
         return tuple(block)
+
+    def _allocate_scratch(self) -> None:
+        """Work arrays the kernels reuse on every evaluation (never part of a result).
+
+        Kernels hold the GIL (no ``nogil``), so one model is safe to share between threads;
+        pickles leave the arrays out and rebuild them.
+        """
+        g, n_dev = self.graph, self.cluster.num_devices
+        floats, ints = kernels.scratch_sizes(g.num_nodes, g.num_edges, n_dev)
+        self.scratch_f, self.scratch_i = np.empty(floats), np.empty(ints, dtype=np.int64)
+        self.edge_arrival = np.empty(g.num_edges)
+        self.start, self.finish = np.empty(g.num_nodes), np.empty(g.num_nodes)
+
+    def __getstate__(self) -> dict[str, Any]:
+        scratch = {"scratch_f", "scratch_i", "edge_arrival", "start", "finish"}
+        return {k: v for k, v in self.__dict__.items() if k not in scratch}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._allocate_scratch()
 
     def __repr__(self) -> str:
         return f"CostModel({self.graph!r}, {self.cluster!r}, objective={self.objective!r})"

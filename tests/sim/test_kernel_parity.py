@@ -6,12 +6,14 @@ colocation groups, every comm model, and 1 to 4 devices. Runtime, per-node start
 per-device busy, comm and peak memory must agree to 1e-9 relative.
 """
 
+import pickle
+
 import numpy as np
 import pytest
 
 from placerl.cluster import Cluster, Device
 from placerl.graph import CompGraph
-from placerl.sim import reference, simulate
+from placerl.sim import CostModel, reference, simulate
 from tests.sim.test_simulate import assert_same
 
 CASES = 1000
@@ -61,3 +63,18 @@ def test_kernel_equals_reference_on_random_cases(block):
         assert_same(
             simulate(graph, placement, cluster), reference.simulate(graph, placement, cluster)
         )
+
+
+def test_one_model_gives_the_same_result_whatever_it_evaluated_before():
+    """Scratch buffers are reused: nothing may leak from one evaluation into the next."""
+    rng = np.random.default_rng(42)
+    graph, _, cluster = random_case(rng)
+    while graph.num_nodes < 10:
+        graph, _, cluster = random_case(rng)
+    shared = CostModel(graph, cluster)
+    placements = [rng.integers(0, cluster.num_devices, graph.num_nodes) for _ in range(20)]
+    for placement in placements:
+        assert_same(shared.evaluate(placement), CostModel(graph, cluster).evaluate(placement))
+    clone = pickle.loads(pickle.dumps(shared))
+    assert "scratch_f" not in shared.__getstate__()
+    assert_same(clone.evaluate(placements[0]), shared.evaluate(placements[0]))
