@@ -320,6 +320,12 @@ class Cluster:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Pickles drop the read-only flag of the link matrices; put it back.
+        self.__dict__.update(state)
+        self.bandwidth.flags.writeable = False
+        self.latency.flags.writeable = False
+
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k}x{self.kinds.count(k)}" for k in dict.fromkeys(self.kinds))
         return f"Cluster({self.name!r}, {kinds}, comm_model={self.comm_model!r})"

@@ -37,8 +37,8 @@ def local_search(
     Source: the local-search baseline of Tarnawski et al., NeurIPS 2020 (single-node moves,
     best improvement), here on any objective of the simulator.
     Complexity: O(rounds * U * D) moves, U colocation units; a move costs a full simulation,
-    O(V + E), under ``step_time``, and O(degree + D) under ``pipeline`` (its incremental
-    state, :class:`placerl.sim.incremental.PipelineState`).
+    O(V + E), under ``step_time``, and under ``pipeline`` the group's degree, its producers'
+    out-degrees and D (the incremental state, :class:`placerl.sim.incremental.PipelineState`).
 
     Args:
         problem: The problem.
@@ -71,7 +71,7 @@ def local_search(
                     continue
                 feasible, runtime = moves.try_move(leader, int(d))
                 evaluations += 1
-                if (not feasible, runtime) < score:
+                if _better((not feasible, runtime), score):
                     score, best, improved = (not feasible, runtime), int(d), True
             if best != current:
                 moves.move(leader, best)
@@ -94,6 +94,14 @@ def _initial(problem: Problem, init: Any) -> np.ndarray:
         raise ConfigError(
             f"{_NAME}: option 'init' is not a placer name or placement: {err}"
         ) from None
+
+
+def _better(candidate: tuple[bool, float], score: tuple[bool, float]) -> bool:
+    """Feasible first; then a runtime shorter by more than rounding (incremental loads carry
+    last-bit noise, which must not count as an improvement)."""
+    if candidate[0] != score[0]:
+        return candidate[0] < score[0]
+    return candidate[1] < score[1] * (1.0 - 1e-12)
 
 
 class _FullMoves:

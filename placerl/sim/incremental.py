@@ -3,8 +3,8 @@
 Refine-mode envs and local search move one group per step, then ask for the runtime. Under
 ``pipeline`` a move changes only the moved nodes' loads and the transfer charges of the
 moved nodes and their producers, so :class:`PipelineState` updates the per-device loads in
-time proportional to the group's degree plus the devices (see
-:func:`placerl.sim.kernels.pipeline_move`) instead of a pass over the whole graph.
+time proportional to the group's in- and out-degrees, its producers' out-degrees and the
+devices (see :func:`placerl.sim.kernels.pipeline_move`) instead of a pass over the graph.
 
 ``step_time`` has no such state: moving one op can reorder every device's queue from that op
 on (list scheduling is greedy, and a changed arrival time changes which ready op each device
@@ -44,21 +44,27 @@ class PipelineState:
             raise PlacementError(f"PipelineState needs a pipeline cost model, got {model!r}")
         self.model = model
         self._placement = check_placement(placement, model.graph, model.num_devices).copy()
-        n, n_dev = model.graph.num_nodes, model.num_devices
-        self._busy, self._unsupported = np.zeros(n_dev), np.zeros(n_dev, dtype=np.int64)
-        self._comm = np.zeros(n_dev)
+        n = model.graph.num_nodes
         self._mark, self._touched = np.zeros(n, dtype=np.bool_), np.empty(n, dtype=np.int64)
-        self._remote = np.empty(n_dev)
+        self._remote = np.empty(model.num_devices)
         self._members = model.colocation_members()
+        self._sync()
+
+    def _sync(self) -> None:
+        """Recompute every load from scratch (a full evaluation)."""
+        model, n = self.model, self.model.graph.num_nodes
+        self._busy = np.zeros(model.num_devices)
+        self._unsupported = np.zeros(model.num_devices, dtype=np.int64)
         durations = model.durations[np.arange(n), self._placement]
         finite = np.isfinite(durations)
         np.add.at(self._busy, self._placement[finite], durations[finite])
         np.add.at(self._unsupported, self._placement[~finite], 1)
         full = model.evaluate(self._placement, check=False, times=False)
-        self._comm[:] = full.comm
+        self._comm = full.comm.copy()
         self._memory = full.memory.copy()
         self._split = set(full.split_groups)
         self._runtime = full.runtime
+        self._moves = 0
 
     @property
     def placement(self) -> np.ndarray:
@@ -78,6 +84,9 @@ class PipelineState:
         self._split.discard(self.model.graph.nodes[int(node)].group)
         self._runtime = self._apply(members, device, self._busy, self._unsupported, self._comm,
                                     self._memory)  # fmt: skip
+        self._moves += 1
+        if self._moves >= self.model.graph.num_nodes:  # amortized O(1): rounding cannot pile up
+            self._sync()
         return self._runtime
 
     def try_move(self, node: int, device: int) -> tuple[bool, float]:
@@ -97,7 +106,12 @@ class PipelineState:
         return feasible, runtime
 
     def result(self) -> SimResult:
-        """The :class:`SimResult` of the current placement (what ``evaluate`` would return)."""
+        """The :class:`SimResult` of the current placement: ``evaluate``'s, up to rounding.
+
+        Loads are updated by removing and adding terms, so they may differ from a fresh
+        evaluation in the last bits (about 1e-15 relative); a full re-evaluation every N moves
+        keeps the error from growing.
+        """
         unsupported = self.model.unsupported(self._placement) if self._unsupported.any() else ()
         busy = (
             np.where(self._unsupported > 0, np.inf, self._busy)

@@ -94,41 +94,41 @@ def _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_
 @njit(cache=True)
 def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_ptr, pred,
               edge_time, edge_bytes, out_bytes, bandwidth, latency, comm_model, transfer_gap,
-              op_gap, mem_bytes, capacity, scratch_f, scratch_i, start, finish, edge_arrival, busy,
-              comm, memory, peak, excess):  # fmt: skip
+              op_gap, mem_bytes, capacity, scratch_f, scratch_i, start, finish, busy, comm,
+              memory, peak, excess):  # fmt: skip
     """Event-driven step time with the activation peak counted online.
 
-    Fills start/finish/edge_arrival/busy/comm and the memory arrays (see :func:`_memory`) and
-    returns the runtime. Each device runs
-    one op at a time, so the next event is a minimum over devices (the running op's finish, or
-    an idle device's next possible start): no event heap and no wake-up events. Transfers get
-    their arrival times when their producer completes. Memory: each device keeps a live-bytes
-    counter; allocations of remote copies (at their arrival) and frees (once a tensor's last
-    user is known) wait in two small per-device heaps and are applied in time order, frees
-    strictly before later allocations, whenever the device allocates. ``scratch_f`` and
-    ``scratch_i`` are preallocated work arrays (see :func:`scratch_sizes`).
+    Fills start/finish/busy/comm and the memory arrays (see :func:`_memory`) and returns the
+    runtime. Each device runs one op at a time, so the next event is a minimum over devices
+    (the running op's finish, or an idle device's next possible start): no event heap and no
+    wake-up events. Transfers get their arrival times when their producer completes. Memory:
+    each device keeps a live-bytes counter. Frees known at the current round go to a queue
+    (rounds advance in time, so it stays ordered); frees that must wait for a copy to leave,
+    and allocations of remote copies (at their arrival), go to two per-device heaps. All are
+    applied in time order, frees strictly before later allocations, whenever the device
+    allocates. Byte counts are assumed whole numbers: fractional ones may sum in another order
+    than the reference's and differ in the last bit. ``scratch_f`` and ``scratch_i`` are
+    preallocated work arrays (see :func:`scratch_sizes`).
     """
     n = placement.shape[0]
     n_dev = bandwidth.shape[0]
-    n_edges = succ.shape[0]
+    cap_al, cap_fr, cap_fq = _capacities(n, succ.shape[0])
     # Work arrays carved out of the caller's scratch buffers (no allocation per call).
     f0 = 0
     ready = scratch_f[f0 : f0 + n]
     f0 += n
     rq_time = scratch_f[f0 : f0 + n_dev * n]  # device d's ready heap at offset d * n
     f0 += n_dev * n
-    al_time = scratch_f[f0 : f0 + n_dev * (n + n_edges)]  # pending remote allocations
-    f0 += n_dev * (n + n_edges)
-    fr_time = scratch_f[f0 : f0 + n_dev * (n + n_edges)]  # frees after the current time
-    f0 += n_dev * (n + n_edges)
-    fq_time = scratch_f[f0 : f0 + n_dev * (n + n_edges)]  # frees at their own round, in order
-    f0 += n_dev * (n + n_edges)
-    fq_bytes = scratch_f[f0 : f0 + n_dev * (n + n_edges)]
-    f0 += n_dev * (n + n_edges)
+    al_time = scratch_f[f0 : f0 + n_dev * cap_al]  # remote copies waiting for their arrival
+    f0 += n_dev * cap_al
+    fr_time = scratch_f[f0 : f0 + n_dev * cap_fr]  # frees after the current time
+    f0 += n_dev * cap_fr
+    fq_time = scratch_f[f0 : f0 + n_dev * cap_fq]  # frees at their own round, in order
+    f0 += n_dev * cap_fq
+    fq_bytes = scratch_f[f0 : f0 + n_dev * cap_fq]
+    f0 += n_dev * cap_fq
     buf_end = scratch_f[f0 : f0 + n]
     f0 += n
-    copy_end = scratch_f[f0 : f0 + n * n_dev]
-    f0 += n * n_dev
     busy_until = scratch_f[f0 : f0 + n_dev]
     f0 += n_dev
     chan_free = scratch_f[f0 : f0 + n_dev]
@@ -145,10 +145,10 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
     i0 += n
     rq_node = scratch_i[i0 : i0 + n_dev * n]
     i0 += n_dev * n
-    al_key = scratch_i[i0 : i0 + n_dev * (n + n_edges)]
-    i0 += n_dev * (n + n_edges)
-    fr_key = scratch_i[i0 : i0 + n_dev * (n + n_edges)]
-    i0 += n_dev * (n + n_edges)
+    al_key = scratch_i[i0 : i0 + n_dev * cap_al]
+    i0 += n_dev * cap_al
+    fr_key = scratch_i[i0 : i0 + n_dev * cap_fr]
+    i0 += n_dev * cap_fr
     buf_left = scratch_i[i0 : i0 + n]
     i0 += n
     copy_left = scratch_i[i0 : i0 + n * n_dev]
@@ -166,7 +166,6 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
     fq_tail = scratch_i[i0 : i0 + n_dev]
     i0 += n_dev
     done = scratch_i[i0 : i0 + n_dev]
-    cap = n + n_edges
 
     pending[:] = in_degree
     ready[:] = 0.0
@@ -248,7 +247,6 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
                 v = succ[k]
                 d = placement[v]
                 a = t if d == s else arrival[d]
-                edge_arrival[succ_edge[k]] = a
                 if a > ready[v]:
                     ready[v] = a
                 pending[v] -= 1
@@ -262,17 +260,16 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
                             end = a
                         slot = u * n_dev + d
                         if copy_left[slot] == 0:
-                            al_size[d] = _heap_push(al_time, al_key, d * cap, al_size[d], a, u)
-                            copy_end[slot] = a
+                            al_size[d] = _heap_push(al_time, al_key, d * cap_al, al_size[d], a, u)
                         copy_left[slot] += 1
             if size > 0.0:
                 buf_left[u] = local
                 buf_end[u] = end
                 if local == 0:
                     if end > t:  # waits for a copy to leave: a later free, out of order
-                        fr_size[s] = _heap_push(fr_time, fr_key, s * cap, fr_size[s], end, u)
+                        fr_size[s] = _heap_push(fr_time, fr_key, s * cap_fr, fr_size[s], end, u)
                     else:
-                        _free_now(s, t, size, cap, fq_time, fq_bytes, fq_head, fq_tail)
+                        _free_now(s, t, size, cap_fq, fq_time, fq_bytes, fq_head, fq_tail)
             # u was a consumer: the last one of a tensor frees it.
             for k in range(pred_ptr[u], pred_ptr[u + 1]):
                 w = pred[k]
@@ -284,17 +281,16 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
                         buf_end[w] = t
                     if buf_left[w] == 0:
                         if buf_end[w] > t:
-                            fr_size[s] = _heap_push(fr_time, fr_key, s * cap, fr_size[s],
+                            fr_size[s] = _heap_push(fr_time, fr_key, s * cap_fr, fr_size[s],
                                                     buf_end[w], w)  # fmt: skip
                         else:
-                            _free_now(s, t, out_bytes[w], cap, fq_time, fq_bytes, fq_head, fq_tail)
+                            _free_now(s, t, out_bytes[w], cap_fq, fq_time, fq_bytes, fq_head,
+                                      fq_tail)  # fmt: skip
                 else:
                     slot = w * n_dev + s
                     copy_left[slot] -= 1
-                    if t > copy_end[slot]:
-                        copy_end[slot] = t
                     if copy_left[slot] == 0:  # its last consumer finishes now
-                        _free_now(s, t, out_bytes[w], cap, fq_time, fq_bytes, fq_head, fq_tail)
+                        _free_now(s, t, out_bytes[w], cap_fq, fq_time, fq_bytes, fq_head, fq_tail)
         # Round 2: every free device starts its earliest-ready op, if one is ready by t.
         for d in range(n_dev):
             if running[d] < 0 and busy_until[d] <= t and rq_size[d] > 0 and rq_time[d * n] <= t:
@@ -307,15 +303,16 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
                 busy_until[d] = finish[v] + (op_gap if duration > 0.0 else 0.0)
                 running[d] = v
                 if out_bytes[v] > 0.0:
-                    _memory_until(d, t, cap, out_bytes, live, peak, al_time, al_key, al_size,
-                                  fr_time, fr_key, fr_size, fq_time, fq_bytes, fq_head,
-                                  fq_tail)  # fmt: skip
+                    _memory_until(d, t, cap_al, cap_fr, cap_fq, out_bytes, live, peak, al_time,
+                                  al_key, al_size, fr_time, fr_key, fr_size, fq_time, fq_bytes,
+                                  fq_head, fq_tail)  # fmt: skip
                     live[d] += out_bytes[v]
                     if live[d] > peak[d]:
                         peak[d] = live[d]
     for d in range(n_dev):  # copies still to arrive may raise a peak
-        _memory_until(d, np.inf, cap, out_bytes, live, peak, al_time, al_key, al_size,
-                      fr_time, fr_key, fr_size, fq_time, fq_bytes, fq_head, fq_tail)  # fmt: skip
+        _memory_until(d, np.inf, cap_al, cap_fr, cap_fq, out_bytes, live, peak, al_time, al_key,
+                      al_size, fr_time, fr_key, fr_size, fq_time, fq_bytes, fq_head,
+                      fq_tail)  # fmt: skip
     _memory(placement, mem_bytes, capacity, memory, peak, excess)
     runtime = 0.0
     for v in range(n):
@@ -353,34 +350,43 @@ def _free_now(d, t, size, cap, fq_time, fq_bytes, fq_head, fq_tail):
 
 
 @njit(cache=True, inline="always")
-def _memory_until(d, t, cap, out_bytes, live, peak, al_time, al_key, al_size, fr_time, fr_key,
-                  fr_size, fq_time, fq_bytes, fq_head, fq_tail):  # fmt: skip
+def _memory_until(d, t, cap_al, cap_fr, cap_fq, out_bytes, live, peak, al_time, al_key, al_size,
+                  fr_time, fr_key, fr_size, fq_time, fq_bytes, fq_head, fq_tail):  # fmt: skip
     """Apply device ``d``'s pending allocations at times <= ``t`` in time order, each after the
     frees strictly before it (allocations count before frees at equal times); then the frees
     before ``t``."""
-    base = d * cap
+    al, fr, fq = d * cap_al, d * cap_fr, d * cap_fq
     while True:
-        alloc = al_size[d] > 0 and al_time[base] <= t
-        bound = al_time[base] if alloc else t
-        while fq_head[d] < fq_tail[d] and fq_time[base + fq_head[d]] < bound:
-            live[d] -= fq_bytes[base + fq_head[d]]
+        alloc = al_size[d] > 0 and al_time[al] <= t
+        bound = al_time[al] if alloc else t
+        while fq_head[d] < fq_tail[d] and fq_time[fq + fq_head[d]] < bound:
+            live[d] -= fq_bytes[fq + fq_head[d]]
             fq_head[d] += 1
-        while fr_size[d] > 0 and fr_time[base] < bound:
-            live[d] -= out_bytes[fr_key[base]]
-            fr_size[d] = _heap_pop(fr_time, fr_key, base, fr_size[d])
+        while fr_size[d] > 0 and fr_time[fr] < bound:
+            live[d] -= out_bytes[fr_key[fr]]
+            fr_size[d] = _heap_pop(fr_time, fr_key, fr, fr_size[d])
         if not alloc:
             return
-        live[d] += out_bytes[al_key[base]]
+        live[d] += out_bytes[al_key[al]]
         if live[d] > peak[d]:
             peak[d] = live[d]
-        al_size[d] = _heap_pop(al_time, al_key, base, al_size[d])
+        al_size[d] = _heap_pop(al_time, al_key, al, al_size[d])
+
+
+@njit(cache=True, inline="always")
+def _capacities(n: int, n_edges: int) -> tuple[int, int, int]:
+    """Per-device capacities of the remote-copy heap (one copy per producer and edge at most),
+    the later-free heap (local tensors only) and the current-round free queue (both)."""
+    copies = min(n, n_edges)
+    return max(copies, 1), n, n + copies
 
 
 def scratch_sizes(num_nodes: int, num_edges: int, num_devices: int) -> tuple[int, int]:
     """Lengths of the float and int scratch arrays :func:`step_time` needs."""
-    n, e, d = num_nodes, num_edges, num_devices
-    floats = 2 * n + d * n + 4 * d * (n + e) + n * d + 5 * d + d * d
-    ints = 2 * n + d * n + 2 * d * (n + e) + n * d + 7 * d
+    n, d = num_nodes, num_devices
+    cap_al, cap_fr, cap_fq = _capacities.py_func(n, num_edges)
+    floats = 2 * n + d * n + d * (cap_al + cap_fr + 2 * cap_fq) + 5 * d + d * d
+    ints = 2 * n + d * n + d * (cap_al + cap_fr) + n * d + 7 * d
     return floats, ints
 
 
@@ -440,7 +446,12 @@ def pipeline_move(members, device, placement, durations, succ_ptr, succ, succ_ed
     ``mark`` (all false) and ``touched`` are scratch arrays of one entry per node.
     """
     count = 0
-    for m in members:  # every producer whose charges may change, once
+    moving = False
+    for m in members:
+        moving = moving or placement[m] != device
+    for m in members:  # every producer whose charges may change, once (none for a no-op)
+        if not moving:
+            break
         if not mark[m]:
             mark[m] = True
             touched[count] = m

@@ -127,7 +127,7 @@ class CostModel:
         self.in_degree = self.arrays.in_degree
         self._has_unsupported = bool(np.isinf(self.durations).any())
         self._members: list[np.ndarray] | None = None
-        self._allocate_scratch()
+        self._scratch_ready = False  # step_time's work arrays, made on first use
         grouped = self.arrays.group >= 0
         self._grouped_nodes = np.flatnonzero(grouped)
         first_of_group = {}
@@ -258,25 +258,35 @@ class CostModel:
         block = np.empty((5, self.num_devices))
         return tuple(block)
 
-    def _allocate_scratch(self) -> None:
-        """Work arrays the kernels reuse on every evaluation (never part of a result).
+    def scratch(self) -> tuple[np.ndarray, ...]:
+        """``(floats, ints, start, finish)``: the step-time kernel's work arrays, made once.
 
-        Kernels hold the GIL (no ``nogil``), so one model is safe to share between threads;
-        pickles leave the arrays out and rebuild them.
+        Reused by every evaluation and never part of a result. Kernels hold the GIL (no
+        ``nogil``), so one model is safe to share between threads; pickles leave the arrays
+        out and make them again on first use.
         """
-        g, n_dev = self.graph, self.cluster.num_devices
-        floats, ints = kernels.scratch_sizes(g.num_nodes, g.num_edges, n_dev)
-        self.scratch_f, self.scratch_i = np.empty(floats), np.empty(ints, dtype=np.int64)
-        self.edge_arrival = np.empty(g.num_edges)
-        self.start, self.finish = np.empty(g.num_nodes), np.empty(g.num_nodes)
+        if not self._scratch_ready:
+            g, n_dev = self.graph, self.cluster.num_devices
+            floats, ints = kernels.scratch_sizes(g.num_nodes, g.num_edges, n_dev)
+            self._scratch = (np.empty(floats), np.empty(ints, dtype=np.int64),
+                             np.empty(g.num_nodes), np.empty(g.num_nodes))  # fmt: skip
+            self._scratch_ready = True
+        return self._scratch
 
     def __getstate__(self) -> dict[str, Any]:
-        scratch = {"scratch_f", "scratch_i", "edge_arrival", "start", "finish"}
-        return {k: v for k, v in self.__dict__.items() if k not in scratch}
+        state = {k: v for k, v in self.__dict__.items() if k != "_scratch"}
+        state["_scratch_ready"] = False
+        # Pickles drop the read-only flag; numba would compile a second kernel version.
+        state["_readonly"] = [
+            k for k, v in state.items() if isinstance(v, np.ndarray) and not v.flags.writeable
+        ]
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        readonly = state.pop("_readonly", [])
         self.__dict__.update(state)
-        self._allocate_scratch()
+        for name in readonly:
+            getattr(self, name).flags.writeable = False
 
     def __repr__(self) -> str:
         return f"CostModel({self.graph!r}, {self.cluster!r}, objective={self.objective!r})"
@@ -290,15 +300,18 @@ def _step_time(model: CostModel, placement: np.ndarray, times: bool) -> SimResul
     if model.unsupported(placement):
         busy[:] = comm[:] = peak[:] = 0.0
         kernels.resident_memory(placement, a.mem_bytes, model.capacity, memory, peak, excess)
+        if not times:
+            return model.result(placement, np.inf, out)
         inf = np.full(n, np.inf)
         return model.result(placement, np.inf, out, start=inf, finish=inf)
-    start, finish = (np.empty(n), np.empty(n)) if times else (model.start, model.finish)
+    floats, ints, start, finish = model.scratch()
+    if times:
+        start, finish = np.empty(n), np.empty(n)
     runtime = kernels.step_time(
         placement, model.durations, model.in_degree, a.succ_ptr, a.succ, a.succ_edge,
         a.pred_ptr, a.pred, model.edge_time, a.edge_bytes, a.out_bytes, c.bandwidth, c.latency,
-        model.comm_model, c.transfer_gap, c.op_gap, a.mem_bytes, model.capacity,
-        model.scratch_f, model.scratch_i, start, finish, model.edge_arrival, busy, comm, memory,
-        peak, excess,
+        model.comm_model, c.transfer_gap, c.op_gap, a.mem_bytes, model.capacity, floats, ints,
+        start, finish, busy, comm, memory, peak, excess,
     )  # fmt: skip
     if not times:
         return model.result(placement, runtime, out)

@@ -115,3 +115,16 @@ def test_refine_env_with_pipeline_reports_the_full_evaluation():
         expected = penalized_runtime(full, info["reference_runtime"])
         assert info["runtime"] == pytest.approx(expected, rel=1e-9)
         assert info["feasible"] == full.feasible
+
+
+def test_no_op_moves_change_nothing_and_long_runs_stay_exact():
+    model = CostModel("msr:bert24_training", "msr:bert24_training", "pipeline")
+    rng = np.random.default_rng(0)
+    state = model.incremental(np.zeros(64, dtype=int))  # groups whole; moves keep them whole
+    for _ in range(3000):
+        node, device = int(rng.integers(64)), int(rng.integers(7))
+        before = state.runtime
+        # A no-op changes nothing but the last bits a periodic re-sync may correct.
+        assert state.move(node, int(state.placement[node])) == pytest.approx(before, rel=1e-14)
+        state.move(node, device)
+    assert state.runtime == pytest.approx(model.evaluate(state.placement).runtime, rel=1e-12)

@@ -76,5 +76,6 @@ def test_one_model_gives_the_same_result_whatever_it_evaluated_before():
     for placement in placements:
         assert_same(shared.evaluate(placement), CostModel(graph, cluster).evaluate(placement))
     clone = pickle.loads(pickle.dumps(shared))
-    assert "scratch_f" not in shared.__getstate__()
+    assert "_scratch" not in shared.__getstate__()
+    assert not clone.durations.flags.writeable and not clone.cluster.bandwidth.flags.writeable
     assert_same(clone.evaluate(placements[0]), shared.evaluate(placements[0]))
