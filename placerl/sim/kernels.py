@@ -91,6 +91,12 @@ def _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_
 
 
 # -------------------------------------------------------------------------- step time
+@njit(cache=True, inline="always")
+def _carve(buffer, at, size):
+    """``buffer[at:at + size]`` and the offset after it."""
+    return buffer[at : at + size], at + size
+
+
 @njit(cache=True)
 def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_ptr, pred,
               edge_time, edge_bytes, out_bytes, bandwidth, latency, comm_model, transfer_gap,
@@ -114,58 +120,32 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
     n_dev = bandwidth.shape[0]
     cap_al, cap_fr, cap_fq = _capacities(n, succ.shape[0])
     # Work arrays carved out of the caller's scratch buffers (no allocation per call).
-    f0 = 0
-    ready = scratch_f[f0 : f0 + n]
-    f0 += n
-    rq_time = scratch_f[f0 : f0 + n_dev * n]  # device d's ready heap at offset d * n
-    f0 += n_dev * n
-    al_time = scratch_f[f0 : f0 + n_dev * cap_al]  # remote copies waiting for their arrival
-    f0 += n_dev * cap_al
-    fr_time = scratch_f[f0 : f0 + n_dev * cap_fr]  # frees after the current time
-    f0 += n_dev * cap_fr
-    fq_time = scratch_f[f0 : f0 + n_dev * cap_fq]  # frees at their own round, in order
-    f0 += n_dev * cap_fq
-    fq_bytes = scratch_f[f0 : f0 + n_dev * cap_fq]
-    f0 += n_dev * cap_fq
-    buf_end = scratch_f[f0 : f0 + n]
-    f0 += n
-    busy_until = scratch_f[f0 : f0 + n_dev]
-    f0 += n_dev
-    chan_free = scratch_f[f0 : f0 + n_dev]
-    f0 += n_dev
-    link_free = scratch_f[f0 : f0 + n_dev * n_dev]
-    f0 += n_dev * n_dev
-    remote = scratch_f[f0 : f0 + n_dev]
-    f0 += n_dev
-    arrival = scratch_f[f0 : f0 + n_dev]
-    f0 += n_dev
-    live = scratch_f[f0 : f0 + n_dev]
-    i0 = 0
-    pending = scratch_i[i0 : i0 + n]
-    i0 += n
-    rq_node = scratch_i[i0 : i0 + n_dev * n]
-    i0 += n_dev * n
-    al_key = scratch_i[i0 : i0 + n_dev * cap_al]
-    i0 += n_dev * cap_al
-    fr_key = scratch_i[i0 : i0 + n_dev * cap_fr]
-    i0 += n_dev * cap_fr
-    buf_left = scratch_i[i0 : i0 + n]
-    i0 += n
-    copy_left = scratch_i[i0 : i0 + n * n_dev]
-    i0 += n * n_dev
-    rq_size = scratch_i[i0 : i0 + n_dev]
-    i0 += n_dev
-    al_size = scratch_i[i0 : i0 + n_dev]
-    i0 += n_dev
-    fr_size = scratch_i[i0 : i0 + n_dev]
-    i0 += n_dev
-    running = scratch_i[i0 : i0 + n_dev]
-    i0 += n_dev
-    fq_head = scratch_i[i0 : i0 + n_dev]
-    i0 += n_dev
-    fq_tail = scratch_i[i0 : i0 + n_dev]
-    i0 += n_dev
-    done = scratch_i[i0 : i0 + n_dev]
+    ready, f0 = _carve(scratch_f, 0, n)
+    rq_time, f0 = _carve(scratch_f, f0, n_dev * n)  # device d's ready heap at offset d * n
+    al_time, f0 = _carve(scratch_f, f0, n_dev * cap_al)  # remote copies before they arrive
+    fr_time, f0 = _carve(scratch_f, f0, n_dev * cap_fr)  # frees after the current time
+    fq_time, f0 = _carve(scratch_f, f0, n_dev * cap_fq)  # frees at their own round, in order
+    fq_bytes, f0 = _carve(scratch_f, f0, n_dev * cap_fq)
+    buf_end, f0 = _carve(scratch_f, f0, n)
+    busy_until, f0 = _carve(scratch_f, f0, n_dev)
+    chan_free, f0 = _carve(scratch_f, f0, n_dev)
+    link_free, f0 = _carve(scratch_f, f0, n_dev * n_dev)
+    remote, f0 = _carve(scratch_f, f0, n_dev)
+    arrival, f0 = _carve(scratch_f, f0, n_dev)
+    live, _ = _carve(scratch_f, f0, n_dev)
+    pending, i0 = _carve(scratch_i, 0, n)
+    rq_node, i0 = _carve(scratch_i, i0, n_dev * n)
+    al_key, i0 = _carve(scratch_i, i0, n_dev * cap_al)
+    fr_key, i0 = _carve(scratch_i, i0, n_dev * cap_fr)
+    buf_left, i0 = _carve(scratch_i, i0, n)
+    copy_left, i0 = _carve(scratch_i, i0, n * n_dev)
+    rq_size, i0 = _carve(scratch_i, i0, n_dev)
+    al_size, i0 = _carve(scratch_i, i0, n_dev)
+    fr_size, i0 = _carve(scratch_i, i0, n_dev)
+    running, i0 = _carve(scratch_i, i0, n_dev)
+    fq_head, i0 = _carve(scratch_i, i0, n_dev)
+    fq_tail, i0 = _carve(scratch_i, i0, n_dev)
+    done, _ = _carve(scratch_i, i0, n_dev)
 
     pending[:] = in_degree
     ready[:] = 0.0
