@@ -303,9 +303,16 @@ class Cluster:
         return cls.from_dict(data)
 
     def fingerprint(self) -> str:
-        """A SHA-256 of everything that affects costs (the label ``name`` excluded)."""
-        description = {k: v for k, v in self.to_dict().items() if k != "name"}
-        return hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()
+        """A SHA-256 of everything that affects costs (the label ``name`` excluded).
+
+        Computed once (clusters are frozen): reference-cache lookups read it on every reset.
+        """
+        cached = self.__dict__.get("_fingerprint")
+        if cached is None:
+            description = {k: v for k, v in self.to_dict().items() if k != "name"}
+            cached = hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()
+            object.__setattr__(self, "_fingerprint", cached)
+        return cached
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Cluster):
