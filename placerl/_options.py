@@ -66,6 +66,7 @@ def check_options(
     what: str,
     error: type[PlaceRLError],
     keyword_only: bool = False,
+    given: Sequence[str] = (),
 ) -> None:
     """Check ``options`` against ``fn``'s keyword parameters and their type hints.
 
@@ -76,6 +77,7 @@ def check_options(
         error: The error type to raise.
         keyword_only: Only ``fn``'s keyword-only parameters are options (placers take the
             problem positionally, then their options).
+        given: Parameters the caller fills itself (``self``, the env, ...): not options.
 
     Raises:
         error: An unknown option (the message lists the known ones), a missing required one,
@@ -83,7 +85,10 @@ def check_options(
     """
     kinds = (inspect.Parameter.KEYWORD_ONLY,) if keyword_only else (
         inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)  # fmt: skip
-    params = {n: p for n, p in inspect.signature(fn).parameters.items() if p.kind in kinds}
+    params = {
+        n: p for n, p in inspect.signature(fn).parameters.items()
+        if p.kind in kinds and n not in given
+    }  # fmt: skip
     unknown = sorted(set(options) - set(params))
     if unknown:
         known = ", ".join(params) or "none"
@@ -91,11 +96,28 @@ def check_options(
     missing = [n for n, p in params.items() if p.default is p.empty and n not in options]
     if missing:
         raise error(f"{what} needs option(s) {', '.join(missing)}")
-    hints = typing.get_type_hints(fn)
+    hints = _type_hints(fn)
     for name, value in options.items():
         annotation = hints.get(name)
         if annotation is not None and not _matches(value, annotation):
             raise error(f"option {name!r} of {what} must be {_describe(annotation)}, got {value!r}")
+
+
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """``fn``'s resolved annotations; those naming types it imports only for type checkers are
+    left out (SB3's constructors), so their options are not type-checked."""
+    try:
+        return typing.get_type_hints(fn)
+    except NameError:
+        namespace = getattr(fn, "__globals__", {})
+        hints = {}
+        for name, annotation in getattr(fn, "__annotations__", {}).items():
+            try:
+                hints[name] = (eval(annotation, namespace) if isinstance(annotation, str)
+                               else annotation)  # fmt: skip
+            except NameError:
+                continue
+        return hints
 
 
 def check_int(

@@ -19,6 +19,8 @@ LAYERS = [
     {"sim"},
     {"baselines"},
     {"envs"},
+    {"agents"},
+    {"train"},
     {"cli", "__main__", "__init__"},
 ]  # fmt: skip
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

@@ -81,7 +81,9 @@ class Placer:
     needs_solvable: bool = True
 
 
-PLACERS: Registry[Placer] = Registry("placer")
+#: Placers by name; the ``placerl.placers`` entry-point group adds placers of higher layers and
+#: other packages (``policy``, a trained policy, from :mod:`placerl.agents.placer`).
+PLACERS: Registry[Placer] = Registry("placer", plugins="placerl.placers")
 
 
 def register_placer(

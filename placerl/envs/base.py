@@ -19,6 +19,7 @@ from placerl._options import check_int
 from placerl.baselines.references import Reference, parse_placer
 from placerl.cluster import Cluster, load_cluster
 from placerl.envs.case import CURRENT, NUM_BASE_FEATURES, PLACED, GraphCase
+from placerl.envs.device_features import CLIP, NUM_DEVICE_FEATURES, DeviceFeatureState
 from placerl.envs.rewards import INFEASIBLE_FACTOR, REWARDS
 from placerl.errors import ConfigError, EpisodeError, PlacementError
 from placerl.graph import CompGraph, load_graph
@@ -26,6 +27,12 @@ from placerl.graph.orders import resolve_order
 from placerl.sim import OBJECTIVES, SimResult, penalized_runtime
 
 MEMORY_MODES = ("mask", "penalty")
+
+#: ``graph``: ``edge_index`` holds integer node rows, for graph extractors (GNN, LSTM).
+#: ``flat``: ``edge_index`` holds rows / (max_nodes - 1) as float32 in [0, 1], for learners that
+#: feed every observation entry to an MLP (SB3's default ``MultiInputPolicy``): raw indices up
+#: to N - 1 saturate its first tanh layer at initialisation and it learns nothing.
+OBSERVATION_MODES = ("graph", "flat")
 
 GraphSpec = str | os.PathLike | CompGraph
 
@@ -38,6 +45,8 @@ class PlacementEnvBase(gym.Env):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    #: The MDP's name in :meth:`settings` (``construct`` or ``refine``).
+    kind: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -51,10 +60,15 @@ class PlacementEnvBase(gym.Env):
         max_nodes: int | None = None,
         max_edges: int | None = None,
         order_seed: int = 0,
+        observation: str = "graph",
         render_mode: str | None = None,
     ) -> None:
         if memory not in MEMORY_MODES:
             raise ConfigError(f"memory must be one of {', '.join(MEMORY_MODES)}, got {memory!r}")
+        if observation not in OBSERVATION_MODES:
+            raise ConfigError(
+                f"observation must be one of {', '.join(OBSERVATION_MODES)}, got {observation!r}"
+            )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(
                 f"render_mode must be 'ansi', 'rgb_array' or None, got {render_mode!r}"
@@ -71,6 +85,7 @@ class PlacementEnvBase(gym.Env):
                 ref.check_matches(g, self.cluster, objective)
         self.order, self.objective = order, objective
         self.memory, self.reference = memory, reference
+        self.observation = observation
         self.render_mode = render_mode
         self.num_devices = self.cluster.num_devices
         self.max_nodes = _padding(max_nodes, [g.num_nodes for g in self.graphs], "max_nodes")
@@ -78,20 +93,47 @@ class PlacementEnvBase(gym.Env):
         self.num_features = NUM_BASE_FEATURES + self.num_devices
         self._cases: dict[int, GraphCase] = {}
         self.action_space = spaces.Discrete(self.num_devices)
+        if observation == "graph":
+            edges = spaces.Box(0, max(self.max_nodes - 1, 0), (2, self.max_edges), np.int64)
+        else:
+            edges = spaces.Box(0.0, 1.0, (2, self.max_edges), np.float32)
         self.observation_space = spaces.Dict(
             {
                 "nodes": spaces.Box(-1.0, 1.0, (self.max_nodes, self.num_features), np.float32),
-                "edge_index": spaces.Box(
-                    0, max(self.max_nodes - 1, 0), (2, self.max_edges), np.int64
-                ),
+                "edge_index": edges,
                 "edge_mask": spaces.Box(0.0, 1.0, (self.max_edges,), np.float32),
                 "node_mask": spaces.Box(0.0, 1.0, (self.max_nodes,), np.float32),
                 "current": spaces.Box(0.0, 1.0, (self.max_nodes,), np.float32),
+                "devices": spaces.Box(
+                    0.0, CLIP, (self.num_devices, NUM_DEVICE_FEATURES), np.float32
+                ),
             }
         )
         self.case: GraphCase | None = None
         self.graph_index = 0
         self._running = False
+
+    def settings(self) -> dict[str, Any]:
+        """Plain values that rebuild this env's MDP on other graphs (saved with a policy).
+
+        The graphs and references are left out; ``order`` is ``None`` for a callable order.
+        """
+        return {
+            "env": self.kind,
+            "num_devices": self.num_devices,
+            "order": self.order if isinstance(self.order, str) else None,
+            "order_seed": self.order_seed,
+            "objective": self.objective,
+            "reward": self.reward_fn.name,
+            "memory": self.memory,
+            "observation": self.observation,
+            "max_nodes": self.max_nodes,
+            "max_edges": self.max_edges,
+            **self._extra_settings(),
+        }
+
+    def _extra_settings(self) -> dict[str, Any]:
+        return {}
 
     # ------------------------------------------------------------------ episode setup
     def _case(self, index: int) -> GraphCase:
@@ -135,7 +177,10 @@ class PlacementEnvBase(gym.Env):
         self._node_mask = np.zeros(self.max_nodes, dtype=np.float32)
         self._node_mask[:n] = 1.0
         self._current = np.zeros(self.max_nodes, dtype=np.float32)
+        if self.observation == "flat":
+            self._edges = (self._edges / max(self.max_nodes - 1, 1)).astype(np.float32)
         self._resident = np.zeros(self.num_devices)
+        self._device_state = DeviceFeatureState(case.device_tables, self.cluster.memory)
         self._running = True
         return case
 
@@ -174,6 +219,7 @@ class PlacementEnvBase(gym.Env):
         mem = case.model.arrays.mem_bytes
         for u in members:
             old = self.placement[u]
+            self._device_state.moved(u, old, device)
             if old >= 0:
                 self._resident[old] -= mem[u]
                 self._nodes[case.row_of[u], NUM_BASE_FEATURES + old] = 0.0
@@ -192,6 +238,14 @@ class PlacementEnvBase(gym.Env):
         if row is not None:
             self._nodes[row, CURRENT] = 1.0
             self._current[row] = 1.0
+
+    def _set_mask(self, v: int, mask: np.ndarray) -> None:
+        """Make ``mask`` the action mask of node ``v`` and refresh the ``devices`` features."""
+        self._mask = mask
+        self._devices = self._device_state.block(
+            self.case.members[v], self.placement, self._resident,
+            self.case.model.arrays.mem_bytes, mask,
+        )  # fmt: skip
 
     def _mask_for(self, v: int) -> np.ndarray:
         """Devices that can take ``v``'s group: kind supported and, if masking, memory fits."""
@@ -230,6 +284,7 @@ class PlacementEnvBase(gym.Env):
             "edge_mask": self._edge_mask.copy(),
             "node_mask": self._node_mask.copy(),
             "current": self._current.copy(),
+            "devices": self._devices.copy(),
         }
 
     def _stuck_runtime(self) -> float:

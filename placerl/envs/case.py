@@ -13,6 +13,7 @@ import numpy as np
 
 from placerl.baselines.references import Reference, reference
 from placerl.cluster import Cluster
+from placerl.envs.device_features import DeviceTables
 from placerl.graph import CompGraph
 from placerl.graph.orders import traversal_order
 from placerl.sim import CostModel
@@ -46,6 +47,7 @@ class GraphCase:
     group_mem: np.ndarray
     single_device: Reference
     reference: Reference
+    device_tables: DeviceTables
 
     @property
     def reference_placement(self) -> np.ndarray:
@@ -101,4 +103,5 @@ class GraphCase:
             group_mem=np.array([a.mem_bytes[m].sum() for m in members]),
             single_device=reference(graph, cluster, objective, "single_device"),
             reference=ref,
+            device_tables=DeviceTables.build(graph, cluster, model.durations, members),
         )

@@ -77,6 +77,8 @@ class PlacementEnv(PlacementEnvBase):
     * v0: initial version.
     """
 
+    kind = "construct"
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -85,19 +87,22 @@ class PlacementEnv(PlacementEnvBase):
         self._t, self._row = 0, None
         self._before = case.reference_runtime
         self._set_current(0)
-        self._mask = self._mask_or_runnable(int(case.order[0]))
+        first = int(case.order[0])
+        self._set_mask(first, self._mask_or_runnable(first))
         return self._observation(), self._info(None, False)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         self._check_running()
         case = self.case
         device = self._device(action)
-        self._move_group(int(case.order[self._t]), device)
+        members = self._move_group(int(case.order[self._t]), device)
+        self._device_state.schedule(members, device, self.placement)
         self._t += 1
         done = self._t == case.graph.num_nodes
         if not done:
             self._set_current(self._t)
-            self._mask = self._mask_for(int(case.order[self._t]))
+            v = int(case.order[self._t])
+            self._set_mask(v, self._mask_for(v))
             if self.memory == "mask" and not self._mask.any():
                 return self._stuck()
         after = None

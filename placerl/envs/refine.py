@@ -91,12 +91,17 @@ class PlacementRefineEnv(PlacementEnvBase):
     * v0: initial version.
     """
 
+    kind = "refine"
+
     def __init__(self, *args: Any, initial: str = "single_device", passes: int = 1,
                  reward: str = "normalized_delta", **kwargs: Any) -> None:  # fmt: skip
         super().__init__(*args, reward=reward, **kwargs)
         self.passes = check_int(passes, "passes", minimum=1)
         _check_initial(initial)
         self.initial = initial
+
+    def _extra_settings(self) -> dict[str, Any]:
+        return {"initial": self.initial, "passes": self.passes}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -112,7 +117,8 @@ class PlacementRefineEnv(PlacementEnvBase):
         self._incremental = case.model.incremental(self.placement)  # pipeline: O(degree) moves
         self._before = self._simulate()
         self._focus(0)
-        self._mask = self._mask_or_runnable(int(case.order[0]))
+        first = int(case.order[0])
+        self._set_mask(first, self._mask_or_runnable(first))
         return self._observation(), self._info(self._before, False)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -177,13 +183,16 @@ class PlacementRefineEnv(PlacementEnvBase):
             if state is not None
             else self.case.model.evaluate(self.placement, check=False)
         )
+        if self._result.finish is not None:
+            self._device_state.finish = self._result.finish
         return self._score(self._result)
 
     def _focus(self, row: int) -> None:
         """Make ``row`` the current node: flags, mask and relative start times."""
         case = self.case
         self._set_current(row)
-        self._mask = self._mask_for(int(case.order[row]))
+        v = int(case.order[row])
+        self._set_mask(v, self._mask_for(v))
         start, n = self._result.start, case.graph.num_nodes
         if start is not None and np.isfinite(self._result.runtime) and self._result.runtime > 0:
             ordered = start[case.order]

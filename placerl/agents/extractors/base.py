@@ -1,0 +1,101 @@
+"""What every placerl feature extractor shares: reading the padded batch and the device rows.
+
+An extractor maps the env's ``Dict`` observation (see :class:`placerl.envs.PlacementEnv`) to
+one flat vector laid out as ``[context | device rows]``:
+
+* ``context`` (``context_dim`` values): what the extractor's encoder says about the current node
+  and the graph (subclasses implement :meth:`PlacementExtractor.context`);
+* one row of ``device_dim`` values per device: the share of the graph's compute and memory
+  already placed on it (from the ``nodes`` one-hot columns) followed, unless
+  ``device_features=False``, by the env's ``devices`` features (what HEFT sees).
+
+The device-equivariant heads of :mod:`placerl.agents.heads` read that layout back, score every
+device with one shared network, and so work for any device count.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+from placerl.envs.case import COST, MEM_BYTES, NUM_BASE_FEATURES
+from placerl.errors import ConfigError
+
+#: Per-device summary columns computed from the ``nodes`` observation (compute, memory shares).
+NUM_SUMMARY = 2
+
+
+class PlacementExtractor(BaseFeaturesExtractor):
+    """Base class: subclasses turn the batch into a ``(B, context_dim)`` context.
+
+    Args:
+        observation_space: The env's ``Dict`` space (``graph`` observation mode for the graph
+            extractors).
+        context_dim: Width of :meth:`context`'s output.
+        device_features: Append the env's ``devices`` features to every device row.
+
+    Attributes:
+        context_dim: Width of the context part of the output.
+        num_devices: Devices of the observation space.
+        device_dim: Width of one device row.
+    """
+
+    def __init__(self, observation_space: spaces.Dict, context_dim: int,
+                 device_features: bool = True) -> None:  # fmt: skip
+        missing = {"nodes", "edge_index", "edge_mask", "node_mask", "current", "devices"}
+        missing -= set(getattr(observation_space, "spaces", {}))
+        if missing:
+            raise ConfigError(
+                "placerl extractors read the observation of the placerl placement envs; "
+                f"this space lacks {', '.join(sorted(missing))}"
+            )
+        num_nodes, num_features = observation_space["nodes"].shape
+        num_devices, num_device_features = observation_space["devices"].shape
+        self.num_devices = num_devices
+        self.device_features = bool(device_features)
+        self.device_dim = NUM_SUMMARY + (num_device_features if device_features else 0)
+        self.context_dim = context_dim
+        self.num_nodes, self.num_features = num_nodes, num_features
+        super().__init__(observation_space, context_dim + num_devices * self.device_dim)
+
+    def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``(B, context_dim)``: what the encoder says about the current node and the graph."""
+        raise NotImplementedError
+
+    def device_rows(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``(B, D, device_dim)``: placed compute and memory shares, then the HEFT features."""
+        nodes = obs["nodes"]
+        onehot = nodes[..., NUM_BASE_FEATURES:NUM_BASE_FEATURES + self.num_devices]  # (B, N, D)
+        weights = nodes[..., [COST, MEM_BYTES]]  # (B, N, 2)
+        totals = weights.sum(dim=1, keepdim=True).clamp_min(1e-9)  # (B, 1, 2)
+        shares = torch.einsum("bnd,bnk->bdk", onehot, weights / totals)
+        if not self.device_features:
+            return shares
+        return torch.cat([shares, obs["devices"]], dim=-1)
+
+    def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.cat([self.context(obs), self.device_rows(obs).flatten(1)], dim=1)
+
+
+def current_rows(hidden: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
+    """``(B, H)``: each sample's row of ``hidden`` (B, N, H) at its one-hot ``current`` row."""
+    return torch.einsum("bnh,bn->bh", hidden, current)
+
+
+def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``(B, H)``: mean of ``hidden`` (B, N, H) over the rows where ``mask`` (B, N) is 1."""
+    return torch.einsum("bnh,bn->bh", hidden, mask) / mask.sum(dim=1, keepdim=True).clamp_min(1)
+
+
+def mlp(sizes: list[int], activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """Linear layers of the given sizes with ``activation`` between them (none at the end)."""
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(itertools.pairwise(sizes)):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(activation())
+    return nn.Sequential(*layers)

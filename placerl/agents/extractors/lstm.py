@@ -1,0 +1,49 @@
+"""``LstmExtractor``: a bidirectional LSTM over the nodes in traversal order.
+
+This is the sequence encoder of the seq2seq placers (Mirhoseini et al. 2017), and the place
+where the traversal order shapes what a sequence model sees: row ``i`` of the observation is
+node ``order[i]``, so two orders of one graph are two different sequences.
+"""
+
+from __future__ import annotations
+
+import torch
+from gymnasium import spaces
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from placerl.agents.extractors.base import PlacementExtractor, current_rows
+
+
+class LstmExtractor(PlacementExtractor):
+    """Bidirectional LSTM over the node rows, packed by ``node_mask``.
+
+    Output context: the current node's state (both directions) and a summary of the whole
+    sequence (the last forward state and the first backward state).
+
+    Args:
+        observation_space: The env's ``Dict`` observation space.
+        hidden: Width of the node embedding and of each direction's state is ``hidden // 2``.
+        layers: Stacked LSTM layers.
+        device_features: See :class:`~placerl.agents.extractors.base.PlacementExtractor`.
+    """
+
+    def __init__(self, observation_space: spaces.Dict, hidden: int = 64, layers: int = 1,
+                 device_features: bool = True) -> None:  # fmt: skip
+        super().__init__(observation_space, 2 * hidden, device_features)
+        self.embed = nn.Sequential(nn.Linear(self.num_features, hidden), nn.ReLU())
+        self.lstm = nn.LSTM(hidden, hidden // 2, num_layers=layers, batch_first=True,
+                            bidirectional=True)  # fmt: skip
+        self.state_dim = 2 * (hidden // 2)
+        self.project = nn.Linear(2 * self.state_dim, 2 * hidden)
+
+    def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        nodes, mask = obs["nodes"], obs["node_mask"]
+        lengths = mask.sum(dim=1).round().long().clamp_min(1).cpu()
+        packed = pack_padded_sequence(self.embed(nodes), lengths, batch_first=True,
+                                      enforce_sorted=False)  # fmt: skip
+        out, (h_n, _) = self.lstm(packed)
+        states, _ = pad_packed_sequence(out, batch_first=True, total_length=nodes.shape[1])
+        summary = torch.cat([h_n[-2], h_n[-1]], dim=1)  # last layer: forward, backward
+        current = current_rows(states, obs["current"])
+        return torch.relu(self.project(torch.cat([current, summary], dim=1)))

@@ -1,0 +1,115 @@
+"""Device-equivariant policy heads: one shared scorer applied to every device.
+
+SB3's default head is a linear layer from a flat latent to ``D`` logits: it ties a policy to
+one device count and must learn the same rule once per device. The heads here read the
+``[context | device rows]`` layout of :class:`~placerl.agents.extractors.base.PlacementExtractor`
+and score device ``d`` from ``(context, row d)`` with one network, so permuting the devices
+permutes the logits and a policy runs on any device count. The value head pools the same
+per-device encodings (a mean, invariant to order and count).
+
+The policies plug into SB3 through ``_build`` only: after SB3 builds its networks, the action
+and value networks are replaced and the optimizer is rebuilt over the new parameters.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
+from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+from torch import nn
+
+from placerl.agents.extractors.base import PlacementExtractor, mlp
+from placerl.errors import ConfigError
+
+
+class _PerDevice(nn.Module):
+    """Encode each ``(context, device row)`` pair with one shared MLP: ``(B, D, hidden)``."""
+
+    def __init__(self, context_dim: int, device_dim: int, hidden: int) -> None:
+        super().__init__()
+        self.context_dim, self.device_dim = context_dim, device_dim
+        self.net = nn.Sequential(mlp([context_dim + device_dim, hidden, hidden]), nn.Tanh())
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        context = latent[:, : self.context_dim]
+        rows = latent[:, self.context_dim :].reshape(latent.shape[0], -1, self.device_dim)
+        context = context[:, None, :].expand(-1, rows.shape[1], -1)
+        return self.net(torch.cat([context, rows], dim=-1))
+
+
+class DeviceScorer(nn.Module):
+    """Action head: one logit per device from a shared scorer (device-equivariant)."""
+
+    def __init__(self, context_dim: int, device_dim: int, hidden: int = 64) -> None:
+        super().__init__()
+        self.encode = _PerDevice(context_dim, device_dim, hidden)
+        self.score = nn.Linear(hidden, 1)
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        return self.score(self.encode(latent)).squeeze(-1)
+
+
+class DeviceValue(nn.Module):
+    """Value head: the mean of the per-device encodings, then a linear layer (device-invariant)."""
+
+    def __init__(self, context_dim: int, device_dim: int, hidden: int = 64) -> None:
+        super().__init__()
+        self.encode = _PerDevice(context_dim, device_dim, hidden)
+        self.value = nn.Linear(hidden, 1)
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        return self.value(self.encode(latent).mean(dim=1))
+
+
+class _DeviceHeads:
+    """Mixin for SB3 actor-critic policies: device-equivariant action and value heads.
+
+    ``head_hidden`` sets the width of the shared per-device networks. ``net_arch`` is fixed to
+    no shared MLP so that the heads see the extractor's layout unchanged.
+    """
+
+    def __init__(self, *args: Any, head_hidden: int = 64, **kwargs: Any) -> None:
+        if kwargs.get("net_arch") not in (None, [], {"pi": [], "vf": []}):
+            raise ConfigError(
+                "the device head reads the extractor's output directly; drop net_arch "
+                "(or use head='mlp' for SB3's MLP head)"
+            )
+        kwargs["net_arch"] = {"pi": [], "vf": []}
+        self.head_hidden = head_hidden
+        super().__init__(*args, **kwargs)
+
+    def _build(self, lr_schedule: Any) -> None:
+        super()._build(lr_schedule)
+        extractor = self.features_extractor
+        if not isinstance(extractor, PlacementExtractor):
+            raise ConfigError(
+                "the device head needs a placerl extractor (gnn, lstm, mlp), got "
+                f"{type(extractor).__name__}"
+            )
+        sizes = (extractor.context_dim, extractor.device_dim, self.head_hidden)
+        self.action_net, self.value_net = DeviceScorer(*sizes), DeviceValue(*sizes)
+        if self.ortho_init:  # SB3's gains: small initial logits, unit value scale
+            self.action_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
+            self.action_net.score.apply(partial(self.init_weights, gain=0.01))
+            self.value_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
+            self.value_net.value.apply(partial(self.init_weights, gain=1.0))
+        self.optimizer = self.optimizer_class(
+            self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
+        )
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data["head_hidden"] = self.head_hidden
+        return data
+
+
+class MaskableDevicePolicy(_DeviceHeads, MaskableMultiInputActorCriticPolicy):
+    """sb3-contrib's maskable multi-input policy with device-equivariant heads."""
+
+
+class DevicePolicy(_DeviceHeads, MultiInputActorCriticPolicy):
+    """SB3's multi-input actor-critic policy with device-equivariant heads."""

@@ -1,0 +1,132 @@
+"""Warm start by imitation: behaviour cloning of a baseline placer before RL.
+
+DOPPLER (ICLR 2026) pretrains its placement policy on a critical-path heuristic before RL.
+Here any registered placer can be the expert: at step ``t`` the expert action is the
+placer's device for the node the env asks about (``order[t]``, or ``order[t mod N]`` when
+refining). The policy is fitted to those actions by cross-entropy over its masked
+distribution, and its value head to the expert episode's returns, so that PPO's first
+updates start from the expert's behaviour and a value scale that matches it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from placerl.agents.rollout import uses_masks
+from placerl.baselines.references import reference
+from placerl.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class CloneReport:
+    """What behaviour cloning did.
+
+    Attributes:
+        samples: Expert (observation, action) pairs.
+        epochs: Passes over them.
+        loss: Cross-entropy of the expert actions at the end.
+        accuracy: Share of samples where the greedy action is the expert's, at the end.
+        expert_runtime: Mean runtime of the expert's episodes (seconds).
+    """
+
+    samples: int
+    epochs: int
+    loss: float
+    accuracy: float
+    expert_runtime: float
+
+
+Demonstrations = tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, list[float]]
+
+
+def expert_episodes(env: Any, placer: str) -> Demonstrations:
+    """Play ``placer``'s placement in ``env``, once per graph.
+
+    Returns:
+        Stacked observations, expert actions, action masks, returns-to-go, and each episode's
+        final runtime.
+    """
+    observations: list[dict[str, np.ndarray]] = []
+    actions, masks, returns, runtimes = [], [], [], []
+    for g, graph in enumerate(env.graphs):
+        expert = reference(graph, env.cluster, env.objective, placer).placement
+        obs, _ = env.reset(seed=0, options={"graph": g})
+        rewards, kept, done, info = [], [], False, {}
+        while not done:
+            node = int(env.case.order[int(np.argmax(obs["current"]))])
+            action, mask = int(expert[node]), env.action_masks()
+            kept.append(bool(mask[action]))  # a move the mask rules out cannot be imitated
+            if kept[-1]:
+                observations.append(obs)
+                actions.append(action)
+                masks.append(mask)
+            obs, reward, terminated, truncated, info = env.step(action)
+            rewards.append(reward)
+            done = terminated or truncated
+        to_go = np.cumsum(rewards[::-1])[::-1]
+        returns.extend(to_go[np.array(kept)].tolist())
+        runtimes.append(float(info["runtime"]))
+    stacked = {k: np.stack([o[k] for o in observations]) for k in observations[0]}
+    return stacked, np.array(actions), np.array(masks), np.array(returns, np.float32), runtimes
+
+
+def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 30,
+                    batch_size: int = 256, learning_rate: float = 1e-3,
+                    seed: int = 0) -> CloneReport:  # fmt: skip
+    """Fit ``model``'s policy to ``placer``'s placements on every graph of ``env``.
+
+    Args:
+        model: A model from :func:`~placerl.agents.make_agent` (not ``recurrent_ppo``).
+        env: A placement env (not a vector env) with the model's settings.
+        placer: A placer spec, computed through the shared reference cache.
+        epochs: Passes over the expert samples.
+        batch_size: Samples per gradient step.
+        learning_rate: Adam's step size (a separate optimizer; the model's is left as is).
+        seed: Seeds the minibatch shuffling.
+
+    Raises:
+        ConfigError: A recurrent model (its LSTM state would need whole sequences).
+    """
+    if getattr(model.policy, "lstm_actor", None) is not None:
+        raise ConfigError("behaviour cloning supports feed-forward policies, not recurrent_ppo")
+    observations, actions, masks, returns, runtimes = expert_episodes(env, placer)
+    policy = model.policy
+    policy.set_training_mode(True)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    generator = np.random.default_rng(seed)
+    n = len(actions)
+    for _ in range(epochs):
+        for batch in np.array_split(generator.permutation(n), max(1, n // batch_size)):
+            loss = _loss(model, {k: v[batch] for k, v in observations.items()}, actions[batch],
+                         masks[batch], returns[batch])[0]  # fmt: skip
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+            optimizer.step()
+    policy.set_training_mode(False)
+    with torch.no_grad():
+        _, cross_entropy, accuracy = _loss(model, observations, actions, masks, returns)
+    return CloneReport(n, epochs, float(cross_entropy), float(accuracy), float(np.mean(runtimes)))
+
+
+def _loss(model: Any, obs: dict[str, np.ndarray], actions: np.ndarray, masks: np.ndarray,
+          returns: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+    """(total loss, cross-entropy, greedy accuracy) of a batch."""
+    policy = model.policy
+    tensors, _ = policy.obs_to_tensor(obs)
+    if uses_masks(model):
+        distribution = policy.get_distribution(tensors, action_masks=masks)
+    else:
+        distribution = policy.get_distribution(tensors)
+    target = torch.as_tensor(actions, device=policy.device)
+    cross_entropy = -distribution.log_prob(target).mean()
+    values = policy.predict_values(tensors).squeeze(-1)
+    targets = torch.as_tensor(returns, device=policy.device)
+    value_loss = torch.nn.functional.mse_loss(values, targets)
+    greedy = distribution.mode()
+    accuracy = (greedy == target).float().mean()
+    return cross_entropy + 0.5 * value_loss, cross_entropy, accuracy

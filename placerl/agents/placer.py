@@ -1,0 +1,108 @@
+"""A trained policy is a placer: ``place("policy", graph, cluster, path="model.zip")``.
+
+Importing this module registers the ``policy`` placer; :data:`placerl.baselines.PLACERS` imports
+it on first lookup through the ``placerl.placers`` entry point, so ``place("policy", ...)``
+works without importing :mod:`placerl.agents` first. SB3 loads only when a policy runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from placerl._extras import require
+from placerl.baselines.api import register_placer
+from placerl.baselines.problem import Problem
+from placerl.errors import ConfigError
+
+
+def load_model(path: str | os.PathLike[str], device: str = "auto") -> Any:
+    """Load a model saved by :func:`placerl.train.train` (or any model of ``make_agent``).
+
+    Raises:
+        ConfigError: No such file, or a zip without placerl's settings.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"no policy file at {path}")
+    return _load(str(path.resolve()), path.stat().st_mtime_ns, device)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str, mtime: int, device: str) -> Any:
+    from placerl.agents.factory import ALGORITHMS
+
+    save_util = require("stable_baselines3.common.save_util", "the policy placer")
+    data, _, _ = save_util.load_from_zip_file(path, load_data=True, device="cpu")
+    settings = (data or {}).get("placerl_settings")
+    if settings is None:
+        raise ConfigError(f"{path} is not a placerl policy (no placerl_settings in its data)")
+    return ALGORITHMS[settings["algo"]].load().load(path, device=device)
+
+
+def policy_placer(path: str | os.PathLike[str], *, samples: int = 0, seed: int = 0,
+                  device: str = "auto") -> Callable[[Problem], np.ndarray]:  # fmt: skip
+    """A placer that runs a trained policy on any graph whose padding fits.
+
+    Args:
+        path: The model zip.
+        samples: Also sample this many stochastic rollouts and keep the best placement.
+        seed: Seed of the rollouts.
+        device: Torch device for the policy.
+
+    Returns:
+        ``placer(problem) -> placement``: greedy with masks (plus the samples) on the env the
+        policy was trained with, rebuilt for the problem's graph, cluster and objective.
+    """
+    model = load_model(path, device)
+
+    def run(problem: Problem) -> np.ndarray:
+        from placerl.agents.rollout import best_rollout
+
+        env = env_for(model.placerl_settings, problem)
+        return best_rollout(model, env, samples=samples, seed=seed)[1].placement
+
+    return run
+
+
+def env_for(settings: dict[str, Any], problem: Problem) -> Any:
+    """The env a policy was trained with, on ``problem``'s graph, cluster and objective.
+
+    Raises:
+        ConfigError: Another device count, or a graph larger than the policy's padding.
+    """
+    from placerl.envs import PlacementEnv, PlacementRefineEnv
+
+    if problem.cluster.num_devices != settings["num_devices"]:
+        raise ConfigError(
+            f"the policy places on {settings['num_devices']} devices; the cluster has "
+            f"{problem.cluster.num_devices}"
+        )
+    graph = problem.graph
+    for what, size in (("max_nodes", graph.num_nodes), ("max_edges", graph.num_edges)):
+        if size > settings[what]:
+            raise ConfigError(
+                f"graph {graph.name!r} has {size} {what[4:]}; the policy's padding is "
+                f"{what}={settings[what]} (train with a larger {what})"
+            )
+    if settings["order"] is None:
+        raise ConfigError("the policy was trained with a callable order; it cannot be rebuilt")
+    kwargs = {k: settings[k] for k in ("order", "order_seed", "memory", "observation",
+                                       "max_nodes", "max_edges")}  # fmt: skip
+    if settings["env"] == "refine":
+        kwargs.update(initial=settings["initial"], passes=settings["passes"])
+        cls = PlacementRefineEnv
+    else:
+        cls = PlacementEnv
+    return cls(graph=graph, cluster=problem.cluster, objective=problem.objective, **kwargs)
+
+
+@register_placer("policy", optimizes="any", needs_solvable=True)
+def policy(problem: Problem, *, path: str, samples: int = 0, seed: int = 0) -> np.ndarray:
+    """A trained policy (model zip of placerl.train), greedy with masks."""
+    return policy_placer(path, samples=samples, seed=seed, device="cpu")(problem)

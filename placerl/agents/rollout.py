@@ -1,0 +1,77 @@
+"""Run a trained model on a placement env: greedy with masks, or the best of sampled rollouts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from placerl.agents.factory import ALGORITHMS
+
+
+@dataclass(frozen=True, eq=False)
+class Rollout:
+    """One episode of a policy.
+
+    Attributes:
+        graph_index: The env's graph the episode ran on.
+        runtime: Final (penalized when infeasible) runtime in seconds.
+        feasible: The final placement is feasible.
+        placement: The final placement.
+        episode_return: Sum of the rewards.
+    """
+
+    graph_index: int
+    runtime: float
+    feasible: bool
+    placement: np.ndarray
+    episode_return: float
+
+
+def uses_masks(model: Any) -> bool:
+    """Whether ``model`` (built by :func:`~placerl.agents.make_agent`) predicts with masks."""
+    settings = getattr(model, "placerl_settings", None)
+    if settings is not None:
+        return ALGORITHMS[settings["algo"]].masks
+    return type(model).__name__ == "MaskablePPO"
+
+
+def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bool = True,
+            seed: int | None = None) -> Rollout:  # fmt: skip
+    """Run one episode of ``model`` on the placement env ``env`` (not a vector env).
+
+    Masked algorithms predict with :meth:`action_masks` (a plain ``predict`` would drop them);
+    recurrent ones carry their state through the episode.
+
+    Args:
+        model: An SB3 model.
+        env: A placement env.
+        graph: The env's graph index (default: the env samples one).
+        deterministic: Greedy actions; ``False`` samples from the policy.
+        seed: Reset seed.
+    """
+    masks = uses_masks(model)
+    options = None if graph is None else {"graph": graph}
+    obs, _ = env.reset(seed=seed, options=options)
+    state, start, total, done, info = None, np.ones(1, dtype=bool), 0.0, False, {}
+    while not done:
+        extra = {"action_masks": env.action_masks()} if masks else {}
+        action, state = model.predict(obs, state=state, episode_start=start,
+                                      deterministic=deterministic, **extra)  # fmt: skip
+        obs, reward, terminated, truncated, info = env.step(int(action))
+        start, total, done = np.zeros(1, dtype=bool), total + reward, terminated or truncated
+    return Rollout(int(info["graph_index"]), float(info["runtime"]), bool(info["feasible"]),
+                   info["placement"], total)  # fmt: skip
+
+
+def best_rollout(model: Any, env: Any, *, graph: int | None = None, samples: int = 0,
+                 seed: int = 0) -> tuple[Rollout, Rollout]:  # fmt: skip
+    """The greedy rollout and the best of it and ``samples`` sampled ones (feasible first)."""
+    greedy = rollout(model, env, graph=graph, seed=seed)
+    best = greedy
+    for k in range(samples):
+        candidate = rollout(model, env, graph=graph, deterministic=False, seed=seed + 1 + k)
+        if (not best.feasible, best.runtime) > (not candidate.feasible, candidate.runtime):
+            best = candidate
+    return greedy, best

@@ -1,0 +1,346 @@
+"""``train(config) -> TrainResult``: train a policy on placement envs, top to bottom.
+
+A plain function (the Hydra app wraps it): build vector envs from plain values, build the
+agent (:func:`placerl.agents.make_agent`), optionally clone a baseline placer first, learn
+with callbacks that track the best placement, evaluate greedily with masks and checkpoint,
+then evaluate at the end against the baseline placers and write ``result.json``.
+
+Files under ``out_dir`` (when given):
+
+* ``checkpoint/model.zip`` + ``checkpoint/state.json`` - the latest checkpoint; ``resume=True``
+  continues from it: the step count, the learning-rate schedule, the best placements and
+  the learning curve carry on (the rollout buffer and RNG states restart).
+* ``model.zip`` - the final model (a placer: ``place("policy", g, c, path=...)``).
+* ``best_placement.json`` - the best placement per graph; ``result.json`` - the TrainResult.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from placerl._io import atomic_write_text
+from placerl._options import check_int
+from placerl.errors import ConfigError
+
+ENV_KINDS = ("construct", "refine")
+VEC_ENVS = ("dummy", "subproc")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything :func:`train` needs, as plain values.
+
+    Attributes:
+        graph: A graph spec, or a list of them (one sampled per episode).
+        cluster: A cluster spec.
+        order: A traversal order name.
+        objective: ``step_time`` or ``pipeline``.
+        env: ``construct`` (``placerl/Placement-v0``) or ``refine`` (``PlacementRefine-v0``).
+        env_kwargs: Further env arguments (``reward``, ``memory``, ``reference``, ``initial``,
+            ``passes``, ``max_nodes``, ...).
+        algo: An algorithm of :data:`placerl.agents.factory.ALGORITHMS`.
+        extractor: ``gnn``, ``lstm``, ``mlp``, or ``None`` (SB3's; needs ``observation=flat``).
+        head: ``devices`` or ``mlp`` (default: ``devices`` where the algorithm allows it).
+        extractor_kwargs: Extractor options.
+        hyperparams: Algorithm arguments over placerl's defaults.
+        total_steps: Env steps to train for (all envs together).
+        n_envs: Parallel envs.
+        vec_env: ``dummy`` (in process) or ``subproc`` (one process per env).
+        seed: Seeds the agent, the envs and the warm start.
+        warm_start: A placer spec to clone before RL (``None``: no warm start).
+        warm_start_epochs: Cloning epochs.
+        eval_every: Greedy evaluation every this many steps (0: only at the end).
+        eval_samples: At the end, also the best of this many sampled rollouts per graph.
+        checkpoint_every: Checkpoint every this many steps (0: only at the end).
+        baselines: Placer specs to compare with at the end.
+        out_dir: Where files go (``None``: nowhere).
+        resume: Continue from ``out_dir/checkpoint`` if there is one.
+        device: Torch device.
+        progress_bar: Show SB3's progress bar.
+    """
+
+    graph: str | Sequence[str] = "synthetic:cifar10?seed=0"
+    cluster: str = "placeto?n_devices=4"
+    order: str = "topo"
+    objective: str = "step_time"
+    env: str = "construct"
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    algo: str = "maskable_ppo"
+    extractor: str | None = "gnn"
+    head: str | None = None
+    extractor_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    hyperparams: Mapping[str, Any] = field(default_factory=dict)
+    total_steps: int = 20_000
+    n_envs: int = 4
+    vec_env: str = "dummy"
+    seed: int = 0
+    warm_start: str | None = None
+    warm_start_epochs: int = 30
+    eval_every: int = 2_000
+    eval_samples: int = 0
+    checkpoint_every: int = 5_000
+    baselines: Sequence[str] = ("single_device", "random", "heft")
+    out_dir: str | None = None
+    resume: bool = False
+    device: str = "auto"
+    progress_bar: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("total_steps", "n_envs", "eval_every", "eval_samples", "checkpoint_every",
+                     "warm_start_epochs", "seed"):  # fmt: skip
+            check_int(getattr(self, name), name, minimum=1 if name in ("n_envs",) else 0)
+        if self.env not in ENV_KINDS:
+            raise ConfigError(f"env must be one of {', '.join(ENV_KINDS)}, got {self.env!r}")
+        if self.vec_env not in VEC_ENVS:
+            raise ConfigError(f"vec_env must be one of {', '.join(VEC_ENVS)}, got {self.vec_env!r}")
+        if self.resume and self.out_dir is None:
+            raise ConfigError("resume=True needs an out_dir to resume from")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
+        """Build from a mapping (a resolved Hydra config), refusing unknown keys."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown train option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values."""
+        out = dataclasses.asdict(self)
+        out["graph"] = self.graph if isinstance(self.graph, str) else list(self.graph)
+        out["baselines"] = list(self.baselines)
+        return json.loads(json.dumps(out))
+
+    def env_arguments(self) -> dict[str, Any]:
+        """The env's constructor arguments (plain values, safe to send to subprocesses)."""
+        graph = self.graph if isinstance(self.graph, str) else list(self.graph)
+        return {"graph": graph, "cluster": self.cluster, "order": self.order,
+                "objective": self.objective, **dict(self.env_kwargs)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GraphOutcome:
+    """How training did on one graph (runtimes in seconds).
+
+    Attributes:
+        graph: The graph's name.
+        final_runtime: The final policy's greedy runtime.
+        sampled_runtime: The best of the final greedy and ``eval_samples`` sampled rollouts.
+        best_runtime: The best runtime seen in any training episode or evaluation.
+        best_placement: Its placement.
+        baselines: Runtime per baseline placer spec.
+    """
+
+    graph: str
+    final_runtime: float
+    sampled_runtime: float
+    best_runtime: float
+    best_placement: list[int]
+    baselines: dict[str, float]
+
+    @property
+    def best_baseline(self) -> float:
+        """The best baseline runtime."""
+        return min(self.baselines.values())
+
+    def speedups(self) -> dict[str, float]:
+        """Baseline runtime / final greedy runtime, per baseline (> 1: the policy is faster)."""
+        return {name: runtime / self.final_runtime for name, runtime in self.baselines.items()}
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What :func:`train` returns and writes as ``result.json``.
+
+    Attributes:
+        config: The configuration, as plain values.
+        graphs: One outcome per graph.
+        curve: The evaluations: ``{"step", "runtimes" (per graph), "wall_s"}``.
+        steps: Env steps trained (including resumed ones).
+        timings: Seconds: ``warm_start``, ``train``, ``evaluate``, ``baselines``; and
+            ``steps_per_s`` (env steps per second of training, updates included).
+        warm_start: The behaviour-cloning report (``None`` without a warm start).
+        out_dir: Where the files are (``None`` if nowhere).
+    """
+
+    config: dict[str, Any]
+    graphs: list[GraphOutcome]
+    curve: list[dict[str, Any]]
+    steps: int
+    timings: dict[str, float]
+    warm_start: dict[str, Any] | None = None
+    out_dir: str | None = None
+
+    @property
+    def final_runtime(self) -> float:
+        """Mean final greedy runtime over the graphs."""
+        return float(np.mean([g.final_runtime for g in self.graphs]))
+
+    @property
+    def best_runtime(self) -> float:
+        """Mean best runtime over the graphs."""
+        return float(np.mean([g.best_runtime for g in self.graphs]))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, with each graph's speedups."""
+        out = dataclasses.asdict(self)
+        for record, outcome in zip(out["graphs"], self.graphs, strict=True):
+            record["speedups"] = outcome.speedups()
+        return out
+
+
+def make_env(arguments: Mapping[str, Any], kind: str) -> Any:
+    """Build one placement env from plain ``arguments`` (runs in vector-env subprocesses)."""
+    from placerl.envs import PlacementEnv, PlacementRefineEnv
+
+    cls = PlacementRefineEnv if kind == "refine" else PlacementEnv
+    return cls(**arguments)
+
+
+def _monitored(arguments: dict[str, Any], kind: str) -> Any:
+    from stable_baselines3.common.monitor import Monitor
+
+    return Monitor(make_env(arguments, kind))
+
+
+def _vector_env(config: TrainConfig) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    factory = functools.partial(_monitored, config.env_arguments(), config.env)
+    if config.vec_env == "subproc" and config.n_envs > 1:
+        return SubprocVecEnv([factory] * config.n_envs)
+    return DummyVecEnv([factory] * config.n_envs)
+
+
+def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
+    """Train a policy as ``config`` says; see the module docstring for the files it writes.
+
+    Raises:
+        ConfigError: A bad option (checked before any training starts).
+        MissingExtraError: The ``rl`` extra is not installed.
+    """
+    from placerl._extras import require
+
+    require("stable_baselines3", "placerl.train")
+    from placerl.agents.callbacks import BestPlacement, Checkpoint, Evaluate, TrackBest
+    from placerl.agents.factory import ALGORITHMS, make_agent
+    from placerl.agents.imitation import behaviour_clone
+    from placerl.agents.rollout import best_rollout
+
+    if not isinstance(config, TrainConfig):
+        config = TrainConfig.from_dict(config)
+    out = Path(config.out_dir) if config.out_dir is not None else None
+    eval_env = make_env(config.env_arguments(), config.env)  # checks every env argument
+    venv = _vector_env(config)
+    state = _load_state(out) if config.resume else None
+    timings: dict[str, float] = {"warm_start": 0.0, "train": 0.0}
+    if state is not None:
+        algo_cls = ALGORITHMS[config.algo].load()
+        model = algo_cls.load(out / "checkpoint" / "model.zip", env=venv, device=config.device)
+        best, curve = BestPlacement.from_dict(state["best"]), state["curve"]
+        timings.update(state["timings"])
+        warm = state.get("warm_start")
+    else:
+        model = make_agent(config.algo, venv, config.extractor, head=config.head,
+                           seed=config.seed, extractor_kwargs=config.extractor_kwargs,
+                           device=config.device, **config.hyperparams)  # fmt: skip
+        best, curve, warm = BestPlacement(), [], None
+        if config.warm_start is not None:
+            start = time.perf_counter()
+            report = behaviour_clone(model, eval_env, config.warm_start,
+                                     epochs=config.warm_start_epochs, seed=config.seed)  # fmt: skip
+            warm = dataclasses.asdict(report)
+            timings["warm_start"] = time.perf_counter() - start
+    clock_start = time.perf_counter() - timings["train"]
+    clock = lambda: time.perf_counter() - clock_start  # noqa: E731
+    evaluate = Evaluate(eval_env, config.eval_every, curve, best, clock)
+
+    def save_checkpoint(model: Any) -> None:
+        if out is None:
+            return
+        timings["train"] = clock()
+        _save_model(model, out / "checkpoint" / "model.zip")
+        _write_json(out / "checkpoint" / "state.json", {
+            "steps": int(model.num_timesteps), "best": best.to_dict(), "curve": curve,
+            "timings": timings, "warm_start": warm})  # fmt: skip
+
+    remaining = config.total_steps - model.num_timesteps
+    if remaining > 0:
+        callbacks = [TrackBest(best), evaluate, Checkpoint(config.checkpoint_every,
+                                                           save_checkpoint)]  # fmt: skip
+        model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None,
+                    progress_bar=config.progress_bar)  # fmt: skip
+    timings["train"] = clock()
+    trained_steps = int(model.num_timesteps)
+    venv.close()
+    start = time.perf_counter()
+    evaluate.init_callback(model)
+    evaluate.evaluate()
+    outcomes_greedy = []
+    for g in range(len(eval_env.graphs)):
+        greedy, sampled = best_rollout(model, eval_env, graph=g, samples=config.eval_samples)
+        for rollout in (greedy, sampled):
+            best.offer(g, rollout.runtime, rollout.feasible, rollout.placement, trained_steps)
+        outcomes_greedy.append((greedy.runtime, sampled.runtime))
+    timings["evaluate"] = time.perf_counter() - start
+    start = time.perf_counter()
+    baselines = [_baselines(graph, eval_env, config) for graph in eval_env.graphs]
+    timings["baselines"] = time.perf_counter() - start
+    timings["steps_per_s"] = (trained_steps / timings["train"]) if timings["train"] > 0 else 0.0
+    graphs = [
+        GraphOutcome(graph=graph.name, final_runtime=final, sampled_runtime=sampled,
+                     best_runtime=best.by_graph[g]["runtime"],
+                     best_placement=best.by_graph[g]["placement"], baselines=baselines[g])
+        for g, (graph, (final, sampled)) in enumerate(zip(eval_env.graphs, outcomes_greedy,
+                                                          strict=True))
+    ]  # fmt: skip
+    result = TrainResult(config.to_dict(), graphs, curve, trained_steps, timings, warm,
+                         None if out is None else str(out))  # fmt: skip
+    if out is not None:
+        save_checkpoint(model)
+        _save_model(model, out / "model.zip")
+        _write_json(out / "best_placement.json", best.to_dict())
+        _write_json(out / "result.json", result.to_dict())
+    return result
+
+
+def _baselines(graph: Any, env: Any, config: TrainConfig) -> dict[str, float]:
+    """Each baseline placer's (penalized) runtime on ``graph``, from the shared cache."""
+    from placerl.baselines.references import reference
+
+    return {spec: reference(graph, env.cluster, config.objective, spec).score
+            for spec in config.baselines}  # fmt: skip
+
+
+def _save_model(model: Any, path: Path) -> None:
+    """Save atomically: a crash mid-save leaves the previous file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.stem + ".partial.zip")
+    model.save(partial)
+    os.replace(partial, path)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(data, indent=1))
+
+
+def _load_state(out: Path) -> dict[str, Any] | None:
+    """The checkpoint state to resume from, or ``None`` when there is none yet."""
+    state = out / "checkpoint" / "state.json"
+    if not (state.is_file() and (out / "checkpoint" / "model.zip").is_file()):
+        return None
+    return json.loads(state.read_text())

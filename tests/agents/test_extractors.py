@@ -1,0 +1,126 @@
+"""Extractors: shapes, batching without loops, the GNN's neighbourhood shortcut, heads."""
+
+import numpy as np
+import pytest
+import torch
+
+from placerl.agents.extractors import EXTRACTORS, GNN_LAYERS, GnnExtractor
+from placerl.agents.extractors.base import NUM_SUMMARY
+from placerl.agents.heads import DeviceScorer, DeviceValue
+from placerl.envs import PlacementEnv
+from placerl.envs.device_features import NUM_DEVICE_FEATURES
+from placerl.errors import ConfigError
+
+
+def _batch(env, steps=24, seed=0):
+    """Observations from a few random steps, stacked as SB3 would feed them (floats)."""
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed)
+    seen = []
+    for _ in range(steps):
+        seen.append(obs)
+        obs, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        if done:
+            obs, _ = env.reset()
+    return {k: torch.as_tensor(np.stack([o[k] for o in seen]), dtype=torch.float32) for k in obs}
+
+
+@pytest.fixture(scope="module")
+def env():
+    # two graphs of different sizes: padding and ragged batches are exercised
+    return PlacementEnv(graph=["synthetic:layered?n=30&seed=1", "synthetic:layered?n=18&seed=2"],
+                        cluster="placeto?n_devices=3")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(EXTRACTORS))
+def test_output_layout(env, name):
+    extractor = EXTRACTORS[name](env.observation_space)
+    out = extractor(_batch(env))
+    assert out.shape == (24, extractor.features_dim)
+    assert extractor.device_dim == NUM_SUMMARY + NUM_DEVICE_FEATURES
+    assert extractor.features_dim == extractor.context_dim + 3 * extractor.device_dim
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("name", sorted(EXTRACTORS))
+def test_batched_equals_one_by_one(env, name):
+    torch.manual_seed(0)
+    extractor = EXTRACTORS[name](env.observation_space).eval()
+    batch = _batch(env)
+    with torch.no_grad():
+        together = extractor(batch)
+        alone = torch.cat([extractor({k: v[i:i + 1] for k, v in batch.items()})
+                           for i in range(24)])  # fmt: skip
+    torch.testing.assert_close(together, alone, rtol=1e-4, atol=1e-5)
+
+
+def test_device_rows_without_the_env_features(env):
+    extractor = EXTRACTORS["mlp"](env.observation_space, device_features=False)
+    assert extractor.device_dim == NUM_SUMMARY
+    rows = extractor.device_rows(_batch(env))
+    assert rows.shape == (24, 3, NUM_SUMMARY)
+    # shares of placed compute and memory: each at most 1 summed over devices
+    assert (rows.sum(dim=1) <= 1 + 1e-5).all()
+
+
+@pytest.mark.parametrize("layer", sorted(GNN_LAYERS))
+def test_gnn_neighbourhood_gives_the_full_graph_embedding(env, layer):
+    """The current node's embedding after k rounds on its k-hop neighbourhood equals the one
+    from message passing over every node."""
+    torch.manual_seed(0)
+    extractor = GnnExtractor(env.observation_space, layer=layer, rounds=2).eval()
+    batch = _batch(env)
+    with torch.no_grad():
+        fast = extractor.context(batch)[:, : extractor.hidden]
+        b, n = batch["node_mask"].shape
+        real = batch["node_mask"].flatten() > 0.5
+        new_index = torch.cumsum(real.long(), 0) - 1
+        edges = batch["edge_index"].long() + (torch.arange(b) * n)[:, None, None]
+        edges = new_index[edges.transpose(0, 1)[:, batch["edge_mask"] > 0.5]]
+        h = extractor.embed(batch["nodes"].reshape(b * n, -1)[real])
+        for round_ in extractor.rounds:
+            h = round_(h, edges)
+        current = new_index[batch["current"].argmax(dim=1) + torch.arange(b) * n]
+        torch.testing.assert_close(fast, h[current], rtol=1e-4, atol=1e-5)
+
+
+def test_unknown_gnn_layer():
+    env = PlacementEnv(graph="synthetic:layered?n=10&seed=0")
+    with pytest.raises(ConfigError, match="unknown GNN layer 'gcn'; known: gatv2, gin, sage"):
+        GnnExtractor(env.observation_space, layer="gcn")
+
+
+def test_extractor_refuses_a_foreign_space():
+    from gymnasium import spaces
+
+    space = spaces.Dict({"nodes": spaces.Box(0, 1, (3, 4))})
+    with pytest.raises(ConfigError, match="lacks current, devices, edge_index"):
+        EXTRACTORS["mlp"](space)
+
+
+def test_device_heads_are_equivariant_and_count_free():
+    torch.manual_seed(0)
+    scorer, value = DeviceScorer(5, 3, 16), DeviceValue(5, 3, 16)
+    context, rows = torch.randn(7, 5), torch.randn(7, 4, 3)
+    latent = torch.cat([context, rows.flatten(1)], dim=1)
+    permutation = torch.tensor([2, 0, 3, 1])
+    permuted = torch.cat([context, rows[:, permutation].flatten(1)], dim=1)
+    torch.testing.assert_close(scorer(permuted), scorer(latent)[:, permutation])
+    torch.testing.assert_close(value(permuted), value(latent))
+    # the same heads score two devices, or eight
+    for count in (2, 8):
+        latent = torch.cat([context, torch.randn(7, count, 3).flatten(1)], dim=1)
+        assert scorer(latent).shape == (7, count)
+        assert value(latent).shape == (7, 1)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", sorted(EXTRACTORS))
+def test_cuda_matches_cpu(env, name):
+    torch.manual_seed(0)
+    extractor = EXTRACTORS[name](env.observation_space).eval()
+    batch = _batch(env)
+    with torch.no_grad():
+        cpu = extractor(batch)
+        gpu = extractor.cuda()({k: v.cuda() for k, v in batch.items()}).cpu()
+    torch.testing.assert_close(cpu, gpu, rtol=1e-3, atol=1e-4)

@@ -1,0 +1,78 @@
+"""make_agent: every algorithm, extractor and head; every bad argument names itself."""
+
+import pytest
+
+from placerl.agents.factory import ALGORITHMS, make_agent
+from placerl.agents.heads import DevicePolicy, MaskableDevicePolicy
+from placerl.envs import PlacementEnv
+from placerl.envs.sanity import SanityEnv
+from placerl.errors import ConfigError
+
+
+@pytest.mark.parametrize("algo", sorted(ALGORITHMS))
+@pytest.mark.parametrize("extractor", ["gnn", "lstm", "mlp"])
+def test_every_algorithm_learns_a_few_steps(algo, extractor):
+    sizes = {"n_steps": 16} if algo == "a2c" else {"n_steps": 16, "batch_size": 16}
+    model = make_agent(algo, SanityEnv("chain"), extractor, seed=1, **sizes)
+    model.learn(32)
+    assert model.num_timesteps >= 32
+    expected_head = "mlp" if algo == "recurrent_ppo" else "devices"
+    assert model.placerl_settings["head"] == expected_head
+    assert model.placerl_settings["algo"] == algo
+
+
+def test_device_head_is_the_default():
+    model = make_agent("maskable_ppo", SanityEnv("chain"), "gnn")
+    assert isinstance(model.policy, MaskableDevicePolicy)
+    assert isinstance(make_agent("ppo", SanityEnv("chain"), "mlp").policy, DevicePolicy)
+
+
+def test_settings_survive_save_and_load(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    model = make_agent("maskable_ppo", SanityEnv("branches"), "lstm")
+    model.save(tmp_path / "m.zip")
+    loaded = MaskablePPO.load(tmp_path / "m.zip")
+    assert loaded.placerl_settings == model.placerl_settings
+    assert loaded.placerl_settings["max_nodes"] == 6
+    assert isinstance(loaded.policy, MaskableDevicePolicy)
+
+
+def test_batch_size_fits_the_rollout():
+    model = make_agent("maskable_ppo", SanityEnv("chain"), "mlp", n_steps=8)
+    assert model.batch_size == 8
+
+
+BAD = [
+    (dict(algo="dqn"), "unknown algorithm 'dqn'; known: a2c, maskable_ppo, ppo, recurrent_ppo"),
+    (dict(extractor="transformer"), "unknown feature extractor 'transformer'; known: gnn"),
+    (dict(head="attention"), "algorithm 'maskable_ppo' has heads devices, mlp, not 'attention'"),
+    (dict(algo="recurrent_ppo", head="devices"), "has heads mlp, not 'devices'"),
+    (dict(learning_rat=1e-3), "unknown option.*learning_rat for algorithm 'maskable_ppo'"),
+    (dict(n_epochs="4"), "option 'n_epochs' of algorithm 'maskable_ppo' must be an integer"),
+    (dict(extractor_kwargs={"hiden": 8}), "unknown option.*hiden for extractor 'mlp'"),
+    (dict(extractor=None), "SB3's own extractor feeds raw edge indices"),
+    (dict(policy_kwargs={"net_arch": [64]}), "the device head reads the extractor's output"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD, ids=[m[:30] for _, m in BAD])
+def test_bad_arguments(change, message):
+    arguments = {"algo": "maskable_ppo", "extractor": "mlp", **change}
+    with pytest.raises(ConfigError, match=message):
+        make_agent(arguments.pop("algo"), SanityEnv("chain"), arguments.pop("extractor"),
+                   **arguments)  # fmt: skip
+
+
+def test_not_a_placement_env():
+    import gymnasium as gym
+
+    with pytest.raises(ConfigError, match="needs a placerl placement env, got"):
+        make_agent("ppo", gym.make("CartPole-v1"), "mlp")
+
+
+def test_device_head_needs_a_placerl_extractor():
+    env = PlacementEnv(graph="synthetic:layered?n=10&seed=0", observation="flat")
+    with pytest.raises(ConfigError, match="the device head needs a placerl extractor"):
+        make_agent("ppo", env, None, head="devices")
+    assert make_agent("ppo", env, None).placerl_settings["head"] == "mlp"

@@ -1,0 +1,103 @@
+"""The ``devices`` observation: what HEFT sees, checked by hand and against its definitions."""
+
+import numpy as np
+import pytest
+
+from placerl.cluster import homogeneous
+from placerl.envs import PlacementEnv, PlacementRefineEnv
+from placerl.envs.device_features import (
+    ALLOWED,
+    DURATION,
+    FINISH,
+    FINISH_GAP,
+    LOAD,
+    MEMORY,
+    NUM_DEVICE_FEATURES,
+    START,
+    TRANSFER,
+)
+from placerl.envs.sanity import SanityEnv
+from placerl.graph import CompGraph
+
+
+def _fork():
+    """a -> b, a -> c with 1 MB tensors; 1 ms ops; 1 GB/s links (1 ms per transfer)."""
+    nodes = [{"name": x, "cost": 1e-3, "out_bytes": 1e6, "mem_bytes": 1e9} for x in "abc"]
+    graph = CompGraph(nodes, [("a", "b"), ("a", "c")], name="fork")
+    cluster = homogeneous(2, bandwidth=1e9, memory=4e9, comm_model="ideal")
+    return graph, cluster
+
+
+def test_heft_figures_by_hand():
+    graph, cluster = _fork()
+    env = PlacementEnv(graph=graph, cluster=cluster, order="topo")
+    obs, _ = env.reset(seed=0)
+    assert obs["devices"].shape == (2, NUM_DEVICE_FEATURES)
+    np.testing.assert_allclose(obs["devices"][:, DURATION], 1 / 3)  # 1 ms of a 3 ms scale
+    np.testing.assert_allclose(obs["devices"][:, [LOAD, MEMORY, TRANSFER, START]], 0)
+    obs, *_ = env.step(0)  # a on device 0; next b
+    d = obs["devices"]
+    np.testing.assert_allclose(d[:, LOAD], [1 / 3, 0])
+    np.testing.assert_allclose(d[:, MEMORY], [0.25, 0])
+    np.testing.assert_allclose(d[:, TRANSFER], [0, 1 / 3])  # 1 MB over 1 GB/s from device 0
+    np.testing.assert_allclose(d[:, START], [1 / 3, 2 / 3])  # device 0 free at 1 ms; data at 2 ms
+    np.testing.assert_allclose(d[:, FINISH], [2 / 3, 1])
+    np.testing.assert_allclose(d[:, FINISH_GAP], [0, 1 / 3])
+    np.testing.assert_allclose(d[:, ALLOWED], 1)
+    obs, *_ = env.step(0)  # b on device 0 too; next c: device 0 is busy until 2 ms
+    np.testing.assert_allclose(obs["devices"][:, START], [2 / 3, 2 / 3])
+    np.testing.assert_allclose(obs["devices"][:, LOAD], [2 / 3, 0])
+
+
+def test_memory_mask_shows_as_not_allowed():
+    env = SanityEnv("memory")
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(0)
+    obs, *_ = env.step(0)  # 12 GiB on device 0: the third 6 GiB op fits only on device 1
+    np.testing.assert_array_equal(obs["devices"][:, ALLOWED], [0, 1])
+    np.testing.assert_array_equal(obs["devices"][:, ALLOWED], env.action_masks())
+
+
+def test_refine_counts_the_node_out_of_its_own_device():
+    graph, cluster = _fork()
+    env = PlacementRefineEnv(graph=graph, cluster=cluster, order="topo", initial="single_device")
+    obs, _ = env.reset(seed=0)  # everything on device 0, focus on a
+    d = obs["devices"]
+    np.testing.assert_allclose(d[:, LOAD], [2 / 3, 0])  # b and c, not a itself
+    np.testing.assert_allclose(d[:, TRANSFER], [0, 2 / 3])  # moving a sends both outputs
+    obs, *_ = env.step(0)  # focus on b: its input a finished at 1 ms in the simulation
+    np.testing.assert_allclose(obs["devices"][:, START], [1 / 3, 2 / 3])
+
+
+@pytest.mark.parametrize("cls", [PlacementEnv, PlacementRefineEnv])
+@pytest.mark.parametrize("objective", ["step_time", "pipeline"])
+def test_features_in_every_mode_stay_in_the_box(cls, objective):
+    env = cls(graph="synthetic:layered?n=40&seed=3", cluster="cpu_gpu?n_gpus=2",
+              objective=objective)  # fmt: skip
+    space = env.observation_space["devices"]
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset(seed=0)
+    for _ in range(60):
+        assert space.contains(obs["devices"])
+        obs, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        if done:
+            obs, _ = env.reset()
+
+
+def test_flat_observation_scales_edge_rows():
+    graph_env = PlacementEnv(graph="synthetic:layered?n=27&seed=0")
+    flat_env = PlacementEnv(graph="synthetic:layered?n=27&seed=0", observation="flat")
+    graph_obs, _ = graph_env.reset(seed=0)
+    flat_obs, _ = flat_env.reset(seed=0)
+    assert flat_env.observation_space["edge_index"].dtype == np.float32
+    assert flat_env.observation_space.contains(flat_obs)
+    np.testing.assert_allclose(flat_obs["edge_index"] * 26, graph_obs["edge_index"], atol=1e-5)
+    for key in ("nodes", "devices", "current", "node_mask"):
+        np.testing.assert_array_equal(flat_obs[key], graph_obs[key])
+
+
+def test_unknown_observation_mode():
+    from placerl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="observation must be one of graph, flat, got 'image'"):
+        PlacementEnv(observation="image")
