@@ -1,0 +1,64 @@
+"""Policies learn: the sanity problems' known optima, an identity-style check, and (slow) a
+real graph where a trained policy beats random and round-robin placements."""
+
+import numpy as np
+import pytest
+
+from placerl.agents.factory import make_agent
+from placerl.agents.rollout import rollout
+from placerl.envs import PlacementEnv
+from placerl.envs.sanity import SANITY_PROBLEMS, SanityEnv
+
+#: A small budget that all three seeds meet (measured: 768-1,920 steps on ``branches``).
+BUDGET, CHUNK = 3_072, 128
+FAST = {"n_steps": 128, "batch_size": 64, "learning_rate": 3e-3, "ent_coef": 0.0}
+
+
+def _steps_to_optimum(problem: str, extractor: str, seed: int) -> int | None:
+    model = make_agent("maskable_ppo", SanityEnv(problem), extractor, seed=seed, **FAST)
+    optimum = SANITY_PROBLEMS[problem].optimal_runtime
+    while model.num_timesteps < BUDGET:
+        model.learn(CHUNK, reset_num_timesteps=False)
+        if rollout(model, SanityEnv(problem)).runtime <= optimum * (1 + 1e-9):
+            return model.num_timesteps
+    return None
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("extractor", ["gnn", "lstm"])
+@pytest.mark.parametrize("problem", sorted(SANITY_PROBLEMS))
+def test_reaches_the_known_optimum(problem, extractor, seed):
+    assert _steps_to_optimum(problem, extractor, seed) is not None
+
+
+def test_identity_style_the_fast_device_is_learned():
+    """SB3's identity test in placement form: each op runs 10x faster on one device kind, and
+    the ``duration`` column shows which; the reward threshold is the optimum's."""
+    from placerl.cluster import Cluster, Device
+    from placerl.graph import CompGraph
+
+    nodes = [{"name": f"op{i}", "cost": 1e-3, "costs": {"a": 1e-3 if i % 2 else 1e-2,
+                                                       "b": 1e-2 if i % 2 else 1e-3}}
+             for i in range(6)]  # fmt: skip
+    graph = CompGraph(nodes, [(f"op{i}", f"op{i + 1}") for i in range(5)], name="identity")
+    cluster = Cluster((Device("A", kind="a"), Device("B", kind="b")), comm_model="ideal")
+    env = PlacementEnv(graph=graph, cluster=cluster, reward="improvement")
+    model = make_agent("maskable_ppo", env, "mlp", seed=0, **FAST)
+    model.learn(2_048)
+    result = rollout(model, PlacementEnv(graph=graph, cluster=cluster, reward="improvement"))
+    np.testing.assert_array_equal(result.placement, [1, 0, 1, 0, 1, 0])
+    assert result.episode_return >= 0.9 * (1 - 6e-3 / 3.3e-2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extractor", ["gnn", "lstm"])
+def test_trained_policy_beats_random_and_round_robin(extractor):
+    from placerl.baselines.references import reference
+
+    graph = "synthetic:layered?n=80&seed=0"
+    env = PlacementEnv(graph=graph, cluster="placeto?n_devices=4")
+    model = make_agent("maskable_ppo", env, extractor, seed=0)
+    model.learn(20_000)
+    learned = rollout(model, PlacementEnv(graph=graph, cluster="placeto?n_devices=4")).runtime
+    for placer in ("random", "round_robin"):
+        assert learned < reference(env.graphs[0], env.cluster, "step_time", placer).score

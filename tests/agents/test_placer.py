@@ -1,0 +1,69 @@
+"""A trained policy is a placer: registered by entry point, checked against its padding."""
+
+import subprocess
+import sys
+
+import pytest
+
+from placerl.baselines import solve
+from placerl.errors import ConfigError
+from placerl.train import train
+
+GRAPH = "synthetic:layered?n=12&seed=0"
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    out = tmp_path_factory.mktemp("policy")
+    train({"graph": GRAPH, "cluster": "placeto?n_devices=2", "extractor": "gnn", "n_envs": 1,
+           "total_steps": 64, "eval_every": 0, "hyperparams": {"n_steps": 32, "batch_size": 32},
+           "baselines": ["single_device"], "env_kwargs": {"max_nodes": 16, "max_edges": 40},
+           "out_dir": str(out)})  # fmt: skip
+    return out / "model.zip"
+
+
+def test_policy_is_a_placer_in_the_result_schema(model_path):
+    result = solve("policy", GRAPH, "placeto?n_devices=2", path=str(model_path))
+    assert result.placer == "policy" and result.feasible
+    assert len(result.placement) == 12
+    # another graph that fits the padding
+    other = solve("policy", "synthetic:layered?n=10&seed=5", "placeto?n_devices=2",
+                  path=str(model_path), samples=2)  # fmt: skip
+    assert len(other.placement) == 10
+
+
+def test_place_policy_works_in_a_fresh_process(model_path):
+    """The entry point registers the placer without importing placerl.agents first."""
+    code = (
+        "from placerl.baselines import place, PLACERS; import sys;"
+        "assert 'stable_baselines3' not in sys.modules;"
+        f"p = place('policy', {GRAPH!r}, 'placeto?n_devices=2', path={str(model_path)!r});"
+        "print(len(p))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "12"
+
+
+BAD = [
+    ({"cluster": "placeto?n_devices=3"}, "the policy places on 2 devices; the cluster has 3"),
+    ({"graph": "synthetic:layered?n=30&seed=0"}, "has 30 nodes; the policy's padding is "
+                                                  "max_nodes=16"),
+    ({"path": "nowhere.zip"}, "no policy file at nowhere.zip"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD, ids=["devices", "padding", "path"])
+def test_bad_uses(model_path, change, message):
+    arguments = {"graph": GRAPH, "cluster": "placeto?n_devices=2", "path": str(model_path),
+                 **change}  # fmt: skip
+    with pytest.raises(ConfigError, match=message):
+        solve("policy", arguments.pop("graph"), arguments.pop("cluster"), **arguments)
+
+
+def test_a_zip_without_placerl_settings(tmp_path):
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", "CartPole-v1")
+    model.save(tmp_path / "plain.zip")
+    with pytest.raises(ConfigError, match="is not a placerl policy"):
+        solve("policy", GRAPH, "placeto?n_devices=2", path=str(tmp_path / "plain.zip"))

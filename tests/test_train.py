@@ -1,0 +1,110 @@
+"""train(config): files, result, resume, and every bad option."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
+
+from placerl.errors import ConfigError
+from placerl.train import TrainConfig, train
+
+SMALL = {
+    "graph": "synthetic:layered?n=12&seed=0",
+    "cluster": "placeto?n_devices=2",
+    "extractor": "mlp",
+    "n_envs": 2,
+    "hyperparams": {"n_steps": 32, "batch_size": 32},
+    "baselines": ["single_device", "heft"],
+}
+
+
+def test_train_writes_a_complete_result(tmp_path):
+    result = train({**SMALL, "total_steps": 256, "eval_every": 128, "checkpoint_every": 128,
+                    "eval_samples": 3, "out_dir": str(tmp_path)})  # fmt: skip
+    assert result.steps >= 256
+    assert [c["step"] for c in result.curve][:2] == [128, 256]
+    (outcome,) = result.graphs
+    assert set(outcome.baselines) == {"single_device", "heft"}
+    assert outcome.sampled_runtime <= outcome.final_runtime
+    assert outcome.best_runtime <= outcome.sampled_runtime
+    assert outcome.speedups()["heft"] == pytest.approx(outcome.baselines["heft"]
+                                                        / outcome.final_runtime)  # fmt: skip
+    assert result.timings["steps_per_s"] > 0
+    for name in ("model.zip", "result.json", "best_placement.json", "checkpoint/model.zip",
+                 "checkpoint/state.json"):  # fmt: skip
+        assert (tmp_path / name).is_file(), name
+    written = json.loads((tmp_path / "result.json").read_text())
+    assert written["graphs"][0]["best_runtime"] == outcome.best_runtime
+    assert written["config"]["graph"] == SMALL["graph"]
+    best = json.loads((tmp_path / "best_placement.json").read_text())["0"]
+    assert len(best["placement"]) == 12
+
+
+def test_resume_continues_steps_curve_and_best(tmp_path):
+    first = train({**SMALL, "total_steps": 128, "eval_every": 64, "out_dir": str(tmp_path)})
+    state = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
+    assert state["steps"] == first.steps
+    resumed = train({**SMALL, "total_steps": 256, "eval_every": 64, "out_dir": str(tmp_path),
+                     "resume": True})  # fmt: skip
+    assert resumed.steps >= 256
+    steps = [c["step"] for c in resumed.curve]
+    assert steps[: len(first.curve)] == [c["step"] for c in first.curve]  # the curve goes on
+    assert steps == sorted(steps)
+    assert resumed.graphs[0].best_runtime <= first.graphs[0].best_runtime
+    assert resumed.timings["train"] >= first.timings["train"]
+
+
+def test_resume_without_a_checkpoint_starts_fresh(tmp_path):
+    result = train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path),
+                    "resume": True})  # fmt: skip
+    assert result.steps >= 64
+
+
+def test_same_seed_same_result():
+    a = train({**SMALL, "total_steps": 128, "eval_every": 0})
+    b = train({**SMALL, "total_steps": 128, "eval_every": 0})
+    assert a.graphs[0].final_runtime == b.graphs[0].final_runtime
+    np.testing.assert_array_equal(a.graphs[0].best_placement, b.graphs[0].best_placement)
+
+
+def test_warm_start_clones_the_placer():
+    result = train({**SMALL, "total_steps": 64, "eval_every": 0, "warm_start": "heft",
+                    "warm_start_epochs": 300})  # fmt: skip
+    report = result.warm_start
+    assert report["accuracy"] > 0.75  # identical devices: the expert's tie-break is not copied
+    assert report["policy_runtime"] <= 1.05 * report["expert_runtime"]
+    assert result.timings["warm_start"] > 0
+
+
+def test_several_graphs_and_subprocess_envs():
+    result = train({**SMALL, "graph": ["synthetic:layered?n=12&seed=0",
+                                       "synthetic:layered?n=9&seed=1"],
+                    "vec_env": "subproc", "total_steps": 128, "eval_every": 0})  # fmt: skip
+    assert [g.graph for g in result.graphs] == ["layered-n12-s0", "layered-n9-s1"]
+
+
+BAD = [
+    ({"env": "grow"}, "env must be one of construct, refine, got 'grow'"),
+    ({"vec_env": "ray"}, "vec_env must be one of dummy, subproc, got 'ray'"),
+    ({"n_envs": 0}, "n_envs must be an integer >= 1, got 0"),
+    ({"total_steps": 1.5}, "total_steps must be an integer >= 0, got 1.5"),
+    ({"resume": True}, "resume=True needs an out_dir"),
+    ({"epochs": 3}, "unknown train option.*epochs; known: algo, baselines"),
+    ({"order": "zigzag"}, "unknown traversal order 'zigzag'"),
+    ({"algo": "sac"}, "unknown algorithm 'sac'"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD, ids=[m[:25] for _, m in BAD])
+def test_bad_options(change, message):
+    with pytest.raises(ConfigError, match=message):
+        train({**SMALL, "total_steps": 8, **change})
+
+
+def test_config_round_trips():
+    config = TrainConfig(graph=["a", "b"], baselines=("heft",))
+    data = config.to_dict()
+    assert data["graph"] == ["a", "b"] and data["baselines"] == ["heft"]
+    assert TrainConfig.from_dict(data).to_dict() == data
