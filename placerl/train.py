@@ -236,9 +236,9 @@ def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
 
     require("stable_baselines3", "placerl.train")
     from placerl.agents.callbacks import BestPlacement, Checkpoint, Evaluate, TrackBest
+    from placerl.agents.episodes import best_rollout
     from placerl.agents.factory import ALGORITHMS, make_agent
     from placerl.agents.imitation import behaviour_clone
-    from placerl.agents.rollout import best_rollout
 
     if not isinstance(config, TrainConfig):
         config = TrainConfig.from_dict(config)

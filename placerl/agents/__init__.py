@@ -4,7 +4,7 @@
   ``LstmExtractor`` (bidirectional LSTM over the traversal order), ``MlpExtractor``.
 * :mod:`~placerl.agents.heads` - device-equivariant action and value heads.
 * :mod:`~placerl.agents.factory` - ``make_agent(algo, env, extractor, **hyperparams)``.
-* :mod:`~placerl.agents.rollout` - greedy masked rollouts, best of sampled rollouts.
+* :mod:`~placerl.agents.episodes` - greedy masked rollouts, best of sampled rollouts.
 * :mod:`~placerl.agents.imitation` - behaviour-cloning warm start from a baseline placer.
 * :mod:`~placerl.agents.placer` - a trained policy as the ``policy`` placer.
 
@@ -27,8 +27,9 @@ _EXPORTS = {
     "make_agent": "placerl.agents.factory",
     "DevicePolicy": "placerl.agents.heads",
     "MaskableDevicePolicy": "placerl.agents.heads",
-    "rollout": "placerl.agents.rollout",
-    "best_rollout": "placerl.agents.rollout",
+    "rollout": "placerl.agents.episodes",
+    "best_rollout": "placerl.agents.episodes",
+    "Rollout": "placerl.agents.episodes",
     "behaviour_clone": "placerl.agents.imitation",
     "policy_placer": "placerl.agents.placer",
     "load_model": "placerl.agents.placer",

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
-from placerl.agents.rollout import rollout
+from placerl.agents.episodes import rollout
 
 
 class BestPlacement:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from placerl.agents.rollout import rollout, uses_masks
+from placerl.agents.episodes import rollout, uses_masks
 from placerl.baselines.references import reference
 from placerl.errors import ConfigError
 

@@ -62,7 +62,7 @@ def policy_placer(path: str | os.PathLike[str], *, samples: int = 0, seed: int =
     model = load_model(path, device)
 
     def run(problem: Problem) -> np.ndarray:
-        from placerl.agents.rollout import best_rollout
+        from placerl.agents.episodes import best_rollout
 
         env = env_for(model.placerl_settings, problem)
         return best_rollout(model, env, samples=samples, seed=seed)[1].placement

@@ -5,8 +5,8 @@ import pytest
 import torch
 from stable_baselines3 import PPO
 
+from placerl.agents.episodes import rollout
 from placerl.agents.factory import make_agent
-from placerl.agents.rollout import rollout
 from placerl.envs import PlacementEnv
 from placerl.envs.sanity import SanityEnv
 

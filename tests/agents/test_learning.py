@@ -4,8 +4,8 @@ real graph where a trained policy beats random and round-robin placements."""
 import numpy as np
 import pytest
 
+from placerl.agents.episodes import rollout
 from placerl.agents.factory import make_agent
-from placerl.agents.rollout import rollout
 from placerl.envs import PlacementEnv
 from placerl.envs.sanity import SANITY_PROBLEMS, SanityEnv
 
