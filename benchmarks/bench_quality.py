@@ -83,9 +83,10 @@ def learn(case: Case, extractor: str, steps: int, samples: int) -> dict[str, flo
                     "extractor": extractor, "total_steps": steps, "eval_every": 0,
                     "checkpoint_every": 0, "eval_samples": samples, "baselines": []})  # fmt: skip
     (outcome,) = result.graphs
+    timings = result.timings
     return {"greedy": outcome.final_runtime, "sampled": outcome.sampled_runtime,
             "best_seen": outcome.best_runtime, "steps": result.steps,
-            "train_s": result.timings["train"], "steps_per_s": result.timings["steps_per_s"]}  # fmt: skip
+            "train_s": timings["train"], "steps_per_s": timings["steps_per_s"]}  # fmt: skip
 
 
 def main() -> None:
