@@ -16,6 +16,7 @@ Results go to ``benchmarks/results/quality[_quick].{json,md}`` with the command 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 import warnings
@@ -59,21 +60,22 @@ CASES = [
 ]  # fmt: skip
 
 
-def placers(case: Case, time_limit: float) -> dict[str, dict[str, float]]:
-    """Runtime and solve time of every non-learned placer on the case."""
+def placers(case: Case, time_limit: float) -> dict[str, float]:
+    """Runtime of every non-learned placer on the case (``inf`` where infeasible)."""
     out = {}
+
+    def run(label: str, name: str, **options: object) -> None:
+        result = solve(name, case.graph, case.cluster, case.objective, **options)
+        out[label] = result.runtime if result.feasible else math.inf
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in CONSTRUCTIVE:
-            result = solve(name, case.graph, case.cluster, case.objective)
-            out[name] = {"runtime": result.runtime, "seconds": result.solve_time}
-        best = min((n for n in out if n != "random"), key=lambda n: out[n]["runtime"])
-        result = solve("local_search", case.graph, case.cluster, case.objective, init=best,
-                       time_limit=time_limit)  # fmt: skip
-        out[f"local_search({best})"] = {"runtime": result.runtime, "seconds": result.solve_time}
+            run(name, name)
+        best = min((n for n in out if n != "random"), key=out.get)
+        run(f"local_search({best})", "local_search", init=best, time_limit=time_limit)
         if case.objective == "pipeline":
-            result = solve("tarnawski_dp", case.graph, case.cluster, case.objective)
-            out["tarnawski_dp"] = {"runtime": result.runtime, "seconds": result.solve_time}
+            run("tarnawski_dp", "tarnawski_dp")
     return out
 
 
@@ -100,20 +102,23 @@ def main() -> None:
     cases = [c for c in CASES if c.quick or not args.quick]
     rows, start = [], time.perf_counter()
     for case in cases:
-        baseline = placers(case, time_limit=5.0 if args.quick else 60.0)
-        runtimes = {n: r["runtime"] for n, r in baseline.items()}
-        single = runtimes["single_device"]
+        runtimes = placers(case, time_limit=5.0 if args.quick else 60.0)
+        single = runtimes["single_device"]  # inf when no device holds the graph
         optimum = runtimes.get("tarnawski_dp")
-        best_name = min((n for n in runtimes if n != "tarnawski_dp"), key=runtimes.get)
+        best_name = min(runtimes, key=runtimes.get)
         best = runtimes[best_name]
         print(f"{case.name}: best placer {best_name} {best * 1e3:.3f} ms, margin over single "
               f"device {single / best - 1:.1%}", flush=True)  # fmt: skip
+        if not math.isfinite(best):
+            print(f"{case.name}: no feasible placer; skipped", flush=True)
+            continue
+        margin = round(single / best - 1, 3) if math.isfinite(single) else "inf"
         for extractor in EXTRACTORS:
             rl = learn(case, extractor, steps, args.samples)
             row = {
                 "case": case.name, "objective": case.objective, "extractor": extractor,
-                "best_placer": best_name, "margin": round(single / best - 1, 3),
-                "rl_vs_single": round(rl["greedy"] / single, 3),
+                "best_placer": best_name, "margin": margin,
+                "rl_vs_single": round(rl["greedy"] / single, 3) if math.isfinite(single) else "",
                 "rl_vs_best": round(rl["greedy"] / best, 3),
                 "sampled_vs_best": round(rl["sampled"] / best, 3),
                 "rl_vs_optimum": round(rl["greedy"] / optimum, 3) if optimum else "",
