@@ -405,7 +405,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         cases = [c for c in CASES if c.label in wanted]
     if args.suites:
         cases = [c for c in cases if c.suite in args.suites.split(",")]
-    placers = args.placers.split(",") if args.placers else list(PLACERS)
+    placers = args.placers.split(",") if args.placers else [
+        name for name, placer in PLACERS.items() if placer.standalone
+    ]
     rows = run(cases, placers, args.objectives.split(","), args.quick)
     text = markdown(rows, placers)
     print(text)

@@ -80,6 +80,12 @@ class Placer:
     doc: str
     needs_solvable: bool = True
 
+    @property
+    def standalone(self) -> bool:
+        """Every option has a default, so the placer runs on any problem as it is (``policy``
+        needs the ``path`` of a trained model)."""
+        return all(default is not inspect.Parameter.empty for default in self.options.values())
+
 
 #: Placers by name; the ``placerl.placers`` entry-point group adds placers of higher layers and
 #: other packages (``policy``, a trained policy, from :mod:`placerl.agents.placer`).

@@ -67,3 +67,10 @@ def test_a_zip_without_placerl_settings(tmp_path):
     model.save(tmp_path / "plain.zip")
     with pytest.raises(ConfigError, match="is not a placerl policy"):
         solve("policy", GRAPH, "placeto?n_devices=2", path=str(tmp_path / "plain.zip"))
+
+
+def test_policy_is_not_standalone():
+    from placerl.baselines import PLACERS
+
+    assert not PLACERS["policy"].standalone
+    assert PLACERS["heft"].standalone
