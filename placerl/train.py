@@ -289,12 +289,12 @@ def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
     start = time.perf_counter()
     evaluate.init_callback(model)
     evaluate.evaluate()
-    outcomes_greedy = []
+    final_runs = []
     for g in range(len(eval_env.graphs)):
         greedy, sampled = best_rollout(model, eval_env, graph=g, samples=config.eval_samples)
         for rollout in (greedy, sampled):
             best.offer(g, rollout.runtime, rollout.feasible, rollout.placement, trained_steps)
-        outcomes_greedy.append((greedy.runtime, sampled.runtime))
+        final_runs.append((greedy.runtime, sampled.runtime))
     timings["evaluate"] = time.perf_counter() - start
     start = time.perf_counter()
     baselines = [_baselines(graph, eval_env, config) for graph in eval_env.graphs]
@@ -304,7 +304,7 @@ def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
         GraphOutcome(graph=graph.name, final_runtime=final, sampled_runtime=sampled,
                      best_runtime=best.by_graph[g]["runtime"],
                      best_placement=best.by_graph[g]["placement"], baselines=baselines[g])
-        for g, (graph, (final, sampled)) in enumerate(zip(eval_env.graphs, outcomes_greedy,
+        for g, (graph, (final, sampled)) in enumerate(zip(eval_env.graphs, final_runs,
                                                           strict=True))
     ]  # fmt: skip
     result = TrainResult(config.to_dict(), graphs, curve, trained_steps, timings, warm,

@@ -59,7 +59,32 @@ class TrackBest(BaseCallback):
         return True
 
 
-class Evaluate(BaseCallback):
+class _Periodic(BaseCallback):
+    """Call :meth:`fire` whenever the step count crosses a multiple of ``every`` (0: never).
+
+    The next multiple is counted from the model's step count when training starts, so a
+    resumed run keeps the schedule.
+    """
+
+    def __init__(self, every: int) -> None:
+        super().__init__()
+        self.every = every
+        self._next = every
+
+    def _on_training_start(self) -> None:
+        self._next = (self.num_timesteps // max(self.every, 1) + 1) * self.every
+
+    def _on_step(self) -> bool:
+        if self.every > 0 and self.num_timesteps >= self._next:
+            self._next = (self.num_timesteps // self.every + 1) * self.every
+            self.fire()
+        return True
+
+    def fire(self) -> None:
+        raise NotImplementedError
+
+
+class Evaluate(_Periodic):
     """Greedy masked rollouts on every graph of ``env`` every ``every`` steps.
 
     Each evaluation appends ``{"step", "runtimes", "wall_s"}`` to ``curve`` and logs
@@ -68,18 +93,11 @@ class Evaluate(BaseCallback):
 
     def __init__(self, env: Any, every: int, curve: list[dict[str, Any]], best: BestPlacement,
                  clock: Callable[[], float]) -> None:  # fmt: skip
-        super().__init__()
-        self.env, self.every, self.curve, self.best, self.clock = env, every, curve, best, clock
-        self._next = every
+        super().__init__(every)
+        self.env, self.curve, self.best, self.clock = env, curve, best, clock
 
-    def _on_training_start(self) -> None:
-        self._next = (self.num_timesteps // max(self.every, 1) + 1) * self.every  # resumed runs
-
-    def _on_step(self) -> bool:
-        if self.every > 0 and self.num_timesteps >= self._next:
-            self._next = (self.num_timesteps // self.every + 1) * self.every
-            self.evaluate()
-        return True
+    def fire(self) -> None:
+        self.evaluate()
 
     def evaluate(self) -> list[float]:
         """Run the evaluation now; returns the greedy runtime per graph."""
@@ -96,19 +114,12 @@ class Evaluate(BaseCallback):
         return runtimes
 
 
-class Checkpoint(BaseCallback):
+class Checkpoint(_Periodic):
     """Call ``save(model)`` every ``every`` steps."""
 
     def __init__(self, every: int, save: Callable[[Any], None]) -> None:
-        super().__init__()
-        self.every, self.save = every, save
-        self._next = every
+        super().__init__(every)
+        self.save = save
 
-    def _on_training_start(self) -> None:
-        self._next = (self.num_timesteps // max(self.every, 1) + 1) * self.every  # resumed runs
-
-    def _on_step(self) -> bool:
-        if self.every > 0 and self.num_timesteps >= self._next:
-            self._next = (self.num_timesteps // self.every + 1) * self.every
-            self.save(self.model)
-        return True
+    def fire(self) -> None:
+        self.save(self.model)

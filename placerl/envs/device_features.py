@@ -200,11 +200,10 @@ class DeviceFeatureState:
         start = np.maximum(arrival, self.free_at)
         finish = start + duration
         best = finish[mask].min() if mask.any() else finish.min()
-        capacity = np.where(np.isfinite(self.capacity), self.capacity, np.inf)
         out = np.empty((len(self.load), NUM_DEVICE_FEATURES))
         out[:, DURATION] = duration / scale
         out[:, LOAD] = (self.load - own_load) / scale
-        out[:, MEMORY] = (resident - own_mem) / capacity
+        out[:, MEMORY] = (resident - own_mem) / self.capacity  # 0 on unlimited memory
         out[:, TRANSFER] = transfer / scale
         out[:, START] = start / scale
         out[:, FINISH] = finish / scale
