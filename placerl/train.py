@@ -54,12 +54,17 @@ class TrainConfig:
         extractor_kwargs: Extractor options.
         hyperparams: Algorithm arguments over placerl's defaults.
         total_steps: Env steps to train for (all envs together).
+        time_limit_s: Stop training after this many seconds of it, whatever the step count
+            (0: no limit); the result says how many steps were done.
         n_envs: Parallel envs.
         vec_env: ``dummy`` (in process) or ``subproc`` (one process per env).
         seed: Seeds the agent, the envs and the warm start.
         warm_start: A placer spec to clone before RL (``None``: no warm start).
         warm_start_epochs: Cloning epochs.
         eval_every: Greedy evaluation every this many steps (0: only at the end).
+        keep_best: End with the weights of the best evaluation (in this process; a resumed
+            run starts the comparison afresh) rather than the last ones. The checkpoint keeps
+            the last weights, so resuming continues training where it stopped.
         eval_samples: At the end, also the best of this many sampled rollouts per graph.
         checkpoint_every: Checkpoint every this many steps (0: only at the end).
         baselines: Placer specs to compare with at the end.
@@ -81,12 +86,14 @@ class TrainConfig:
     extractor_kwargs: Mapping[str, Any] = field(default_factory=dict)
     hyperparams: Mapping[str, Any] = field(default_factory=dict)
     total_steps: int = 20_000
+    time_limit_s: float = 0.0
     n_envs: int = 4
     vec_env: str = "dummy"
     seed: int = 0
     warm_start: str | None = None
-    warm_start_epochs: int = 30
+    warm_start_epochs: int = 100
     eval_every: int = 2_000
+    keep_best: bool = True
     eval_samples: int = 0
     checkpoint_every: int = 5_000
     baselines: Sequence[str] = ("single_device", "random", "heft")
@@ -99,6 +106,9 @@ class TrainConfig:
         for name in ("total_steps", "n_envs", "eval_every", "eval_samples", "checkpoint_every",
                      "warm_start_epochs", "seed"):  # fmt: skip
             check_int(getattr(self, name), name, minimum=1 if name in ("n_envs",) else 0)
+        limit = self.time_limit_s
+        if isinstance(limit, bool) or not (isinstance(limit, int | float) and limit >= 0):
+            raise ConfigError(f"time_limit_s must be a number >= 0, got {self.time_limit_s!r}")
         if self.env not in ENV_KINDS:
             raise ConfigError(f"env must be one of {', '.join(ENV_KINDS)}, got {self.env!r}")
         if self.vec_env not in VEC_ENVS:
@@ -174,6 +184,8 @@ class TrainResult:
             ``steps_per_s`` (env steps per second of training, updates included).
         warm_start: The behaviour-cloning report (``None`` without a warm start).
         out_dir: Where the files are (``None`` if nowhere).
+        policy_step: The step count of the final policy's weights (below ``steps`` when
+            ``keep_best`` kept an earlier evaluation's).
     """
 
     config: dict[str, Any]
@@ -183,6 +195,7 @@ class TrainResult:
     timings: dict[str, float]
     warm_start: dict[str, Any] | None = None
     out_dir: str | None = None
+    policy_step: int = 0
 
     @property
     def final_runtime(self) -> float:
@@ -235,7 +248,7 @@ def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
     from placerl._extras import require
 
     require("stable_baselines3", "placerl.train")
-    from placerl.agents.callbacks import BestPlacement, Checkpoint, Evaluate, TrackBest
+    from placerl.agents.callbacks import BestPlacement, Checkpoint, Evaluate, TimeBudget, TrackBest
     from placerl.agents.episodes import best_rollout
     from placerl.agents.factory import ALGORITHMS, make_agent
     from placerl.agents.imitation import behaviour_clone
@@ -268,19 +281,23 @@ def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
     clock = lambda: time.perf_counter() - clock_start  # noqa: E731
     evaluate = Evaluate(eval_env, config.eval_every, curve, best, clock)
 
+    def save_state() -> None:
+        _write_json(out / "checkpoint" / "state.json", {
+            "steps": int(model.num_timesteps), "best": best.to_dict(), "curve": curve,
+            "timings": timings, "warm_start": warm})  # fmt: skip
+
     def save_checkpoint(model: Any) -> None:
         if out is None:
             return
         timings["train"] = clock()
         _save_model(model, out / "checkpoint" / "model.zip")
-        _write_json(out / "checkpoint" / "state.json", {
-            "steps": int(model.num_timesteps), "best": best.to_dict(), "curve": curve,
-            "timings": timings, "warm_start": warm})  # fmt: skip
+        save_state()
 
     remaining = config.total_steps - model.num_timesteps
     if remaining > 0:
-        callbacks = [TrackBest(best), evaluate, Checkpoint(config.checkpoint_every,
-                                                           save_checkpoint)]  # fmt: skip
+        callbacks = [TrackBest(best), evaluate,
+                     Checkpoint(config.checkpoint_every, save_checkpoint),
+                     TimeBudget(config.time_limit_s, clock)]  # fmt: skip
         model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None,
                     progress_bar=config.progress_bar)  # fmt: skip
     timings["train"] = clock()
@@ -289,6 +306,9 @@ def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
     start = time.perf_counter()
     evaluate.init_callback(model)
     evaluate.evaluate()
+    if out is not None:  # the last weights, which resuming continues from
+        _save_model(model, out / "checkpoint" / "model.zip")
+    policy_step = evaluate.restore_best() if config.keep_best else trained_steps
     final_runs = []
     for g in range(len(eval_env.graphs)):
         greedy, sampled = best_rollout(model, eval_env, graph=g, samples=config.eval_samples)
@@ -308,9 +328,9 @@ def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
                                                           strict=True))
     ]  # fmt: skip
     result = TrainResult(config.to_dict(), graphs, curve, trained_steps, timings, warm,
-                         None if out is None else str(out))  # fmt: skip
+                         None if out is None else str(out), policy_step)  # fmt: skip
     if out is not None:
-        save_checkpoint(model)
+        save_state()
         _save_model(model, out / "model.zip")
         _write_json(out / "best_placement.json", best.to_dict())
         _write_json(out / "result.json", result.to_dict())

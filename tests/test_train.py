@@ -24,7 +24,7 @@ def test_train_writes_a_complete_result(tmp_path):
     result = train({**SMALL, "total_steps": 256, "eval_every": 128, "checkpoint_every": 128,
                     "eval_samples": 3, "out_dir": str(tmp_path)})  # fmt: skip
     assert result.steps >= 256
-    assert [c["step"] for c in result.curve][:2] == [128, 256]
+    assert [c["step"] for c in result.curve][:3] == [0, 128, 256]
     (outcome,) = result.graphs
     assert set(outcome.baselines) == {"single_device", "heft"}
     assert outcome.sampled_runtime <= outcome.final_runtime
@@ -78,6 +78,24 @@ def test_warm_start_clones_the_placer():
     assert result.timings["warm_start"] > 0
 
 
+@pytest.mark.parametrize("keep_best", [True, False])
+def test_keep_best_ends_with_the_best_evaluation(keep_best):
+    result = train({**SMALL, "total_steps": 512, "eval_every": 64, "keep_best": keep_best,
+                    "hyperparams": {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}})
+    evaluations = [c["runtimes"][0] for c in result.curve]  # the last one is the final weights
+    expected = min(evaluations) if keep_best else evaluations[-1]
+    assert result.graphs[0].final_runtime == expected
+    best_step = result.curve[evaluations.index(min(evaluations))]["step"]
+    assert result.policy_step == (best_step if keep_best and evaluations[-1] > min(evaluations)
+                                  else result.steps)
+
+
+def test_time_limit_stops_training_early():
+    result = train({**SMALL, "total_steps": 100_000, "eval_every": 0, "time_limit_s": 1e-9})
+    assert result.steps < 100_000  # stopped at the first step after the budget
+    assert result.graphs[0].final_runtime > 0  # evaluated as usual
+
+
 def test_several_graphs_and_subprocess_envs():
     result = train({**SMALL, "graph": ["synthetic:layered?n=12&seed=0",
                                        "synthetic:layered?n=9&seed=1"],
@@ -91,6 +109,8 @@ BAD = [
     ({"n_envs": 0}, "n_envs must be an integer >= 1, got 0"),
     ({"total_steps": 1.5}, "total_steps must be an integer >= 0, got 1.5"),
     ({"resume": True}, "resume=True needs an out_dir"),
+    ({"time_limit_s": -1}, "time_limit_s must be a number >= 0, got -1"),
+    ({"time_limit_s": "1m"}, "time_limit_s must be a number >= 0, got '1m'"),
     ({"epochs": 3}, "unknown train option.*epochs; known: algo, baselines"),
     ({"order": "zigzag"}, "unknown traversal order 'zigzag'"),
     ({"algo": "sac"}, "unknown algorithm 'sac'"),

@@ -1,7 +1,10 @@
-"""SB3 callbacks of :func:`placerl.train.train`: best placement, evaluations, checkpoints."""
+"""SB3 callbacks of :func:`placerl.train.train`: best placement, evaluations, checkpoints,
+and a wall-clock budget."""
 
 from __future__ import annotations
 
+import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -87,31 +90,59 @@ class _Periodic(BaseCallback):
 class Evaluate(_Periodic):
     """Greedy masked rollouts on every graph of ``env`` every ``every`` steps.
 
-    Each evaluation appends ``{"step", "runtimes", "wall_s"}`` to ``curve`` and logs
-    ``eval/runtime_ms`` (the mean over graphs).
+    With ``every > 0`` a fresh run is also evaluated at step 0 (after any warm start), so
+    the curve starts where learning starts. Each evaluation appends ``{"step", "runtimes",
+    "wall_s"}`` to ``curve`` and logs ``eval/runtime_ms`` (the mean over graphs).
+
+    It also keeps, in memory, the policy weights of the best evaluation so far, scored by the
+    mean over graphs of runtime / reference runtime: PPO's greedy policy does not improve
+    monotonically, and :meth:`restore_best` hands back the best one seen (as SB3's
+    ``EvalCallback`` keeps a best model).
     """
 
     def __init__(self, env: Any, every: int, curve: list[dict[str, Any]], best: BestPlacement,
                  clock: Callable[[], float]) -> None:  # fmt: skip
         super().__init__(every)
         self.env, self.curve, self.best, self.clock = env, curve, best, clock
+        self.best_score, self.best_step, self._best_weights = math.inf, 0, None
+        self.last_score = math.inf
+
+    def _on_training_start(self) -> None:
+        super()._on_training_start()
+        if self.every > 0 and self.num_timesteps == 0:
+            self.evaluate()
 
     def fire(self) -> None:
         self.evaluate()
 
     def evaluate(self) -> list[float]:
         """Run the evaluation now; returns the greedy runtime per graph."""
-        runtimes = []
-        for g in range(len(self.env.graphs)):
-            result = rollout(self.model, self.env, graph=g, seed=0)
+        results = [rollout(self.model, self.env, graph=g, seed=0)
+                   for g in range(len(self.env.graphs))]  # fmt: skip
+        for g, result in enumerate(results):
             self.best.offer(g, result.runtime, result.feasible, result.placement,
                             self.num_timesteps)  # fmt: skip
-            runtimes.append(result.runtime)
+        runtimes = [r.runtime for r in results]
         self.curve.append({"step": int(self.num_timesteps), "runtimes": runtimes,
                            "wall_s": round(self.clock(), 3)})  # fmt: skip
+        self.last_score = float(np.mean([r.runtime / r.reference_runtime for r in results]))
+        if self.last_score < self.best_score:
+            self.best_score, self.best_step = self.last_score, int(self.num_timesteps)
+            self._best_weights = copy.deepcopy(self.model.policy.state_dict())
         if getattr(self.model, "_logger", None) is not None:  # set up by learn()
             self.logger.record("eval/runtime_ms", 1e3 * float(np.mean(runtimes)))
         return runtimes
+
+    def restore_best(self) -> int:
+        """Load the best evaluation's weights if the last evaluation was worse.
+
+        Returns:
+            The step count of the weights the policy has now.
+        """
+        if self._best_weights is None or self.last_score <= self.best_score:
+            return int(self.num_timesteps)
+        self.model.policy.load_state_dict(self._best_weights)
+        return self.best_step
 
 
 class Checkpoint(_Periodic):
@@ -123,3 +154,20 @@ class Checkpoint(_Periodic):
 
     def fire(self) -> None:
         self.save(self.model)
+
+
+class TimeBudget(BaseCallback):
+    """Stop training once ``clock()`` passes ``seconds`` (0: no budget).
+
+    The clock is the run's training clock, so a resumed run counts the time it already spent.
+    SB3 stops after the current step; the update in progress is not interrupted.
+    """
+
+    def __init__(self, seconds: float, clock: Callable[[], float]) -> None:
+        super().__init__()
+        self.seconds, self.clock = seconds, clock
+        self.expired = False
+
+    def _on_step(self) -> bool:
+        self.expired = self.seconds > 0 and self.clock() >= self.seconds
+        return not self.expired

@@ -20,6 +20,7 @@ class Rollout:
         feasible: The final placement is feasible.
         placement: The final placement.
         episode_return: Sum of the rewards.
+        reference_runtime: The env's reference runtime for the graph (the scale rewards use).
     """
 
     graph_index: int
@@ -27,6 +28,7 @@ class Rollout:
     feasible: bool
     placement: np.ndarray
     episode_return: float
+    reference_runtime: float
 
 
 def uses_masks(model: Any) -> bool:
@@ -62,7 +64,7 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
         obs, reward, terminated, truncated, info = env.step(int(action))
         start, total, done = np.zeros(1, dtype=bool), total + reward, terminated or truncated
     return Rollout(int(info["graph_index"]), float(info["runtime"]), bool(info["feasible"]),
-                   info["placement"], total)  # fmt: skip
+                   info["placement"], total, float(info["reference_runtime"]))  # fmt: skip
 
 
 def best_rollout(model: Any, env: Any, *, graph: int | None = None, samples: int = 0,

@@ -78,8 +78,8 @@ def expert_episodes(env: Any, placer: str) -> Demonstrations:
     return stacked, np.array(actions), np.array(masks), np.array(returns, np.float32), runtimes
 
 
-def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 30,
-                    batch_size: int = 256, learning_rate: float = 1e-3,
+def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
+                    batch_size: int = 32, learning_rate: float = 1e-3,
                     seed: int = 0) -> CloneReport:  # fmt: skip
     """Fit ``model``'s policy to ``placer``'s placements on every graph of ``env``.
 
