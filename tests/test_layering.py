@@ -21,6 +21,8 @@ LAYERS = [
     {"envs"},
     {"agents"},
     {"train"},
+    {"run_config"},
+    {"apps"},
     {"cli", "__main__", "__init__"},
 ]  # fmt: skip
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

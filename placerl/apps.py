@@ -1,0 +1,58 @@
+"""The Hydra apps: thin ``main()`` functions around plain ones.
+
+``placerl-train`` composes ``configs/train.yaml`` (shipped as ``placerl.configs``) on top of
+:class:`~placerl.run_config.RunConfig`, trains with :func:`~placerl.train.train` in Hydra's run
+directory (re-running the same directory resumes from its checkpoint) and prints the policy
+against the baseline placers. ``placerl-train --help`` lists the config groups.
+"""
+
+from __future__ import annotations
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from placerl.run_config import RunConfig, to_train_config
+from placerl.train import TrainResult, train
+
+#: Where Hydra finds the config tree: the ``configs/`` folder, mapped into the package.
+CONFIG_MODULE = "placerl.configs"
+
+ConfigStore.instance().store(name="run_schema", node=RunConfig)
+
+
+def run_training(run: RunConfig, out_dir: str) -> TrainResult:
+    """Train as ``run`` says, writing under ``out_dir``; print and return the result."""
+    result = train(to_train_config(run, out_dir))
+    print(summary_table(result))
+    print(f"Results in {out_dir}")
+    return result
+
+
+def summary_table(result: TrainResult) -> str:
+    """The policy against each baseline placer, per graph, as text."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"placerl-train: {result.steps} steps, "
+                        f"{result.timings['train']:.0f} s of training")  # fmt: skip
+    for column in ("graph", "placer", "runtime (ms)", "policy speedup"):
+        table.add_column(column, justify="left" if column in ("graph", "placer") else "right")
+    for outcome in result.graphs:
+        rows = {"policy (greedy)": outcome.final_runtime,
+                "policy (best seen)": outcome.best_runtime, **outcome.baselines}  # fmt: skip
+        for name, runtime in sorted(rows.items(), key=lambda item: item[1]):
+            table.add_row(outcome.graph, name, f"{runtime * 1e3:.3f}",
+                          f"{runtime / outcome.final_runtime:.3f}x")  # fmt: skip
+    console = Console(width=100, record=True)
+    with console.capture() as capture:
+        console.print(table)
+    return capture.get()
+
+
+@hydra.main(version_base=None, config_path=f"pkg://{CONFIG_MODULE}", config_name="train")
+def train_app(cfg: DictConfig) -> None:
+    """``placerl-train``: train a policy (see ``placerl-train --help``)."""
+    run = OmegaConf.to_object(cfg)
+    run_training(run, HydraConfig.get().runtime.output_dir)

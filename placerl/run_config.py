@@ -1,0 +1,182 @@
+"""The structured config of the experiment apps, and its translation to :class:`TrainConfig`.
+
+Hydra composes ``configs/`` (one group per concern) on top of :class:`RunConfig`, so a typo or
+a wrong type in a YAML file or on the command line fails before any work, with a message that
+names the key. This module is plain dataclasses: it imports neither Hydra nor OmegaConf, and
+:func:`to_train_config` turns a composed config (as plain values) into the
+:class:`~placerl.train.TrainConfig` that :func:`~placerl.train.train` takes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from placerl.train import TrainConfig
+
+
+@dataclass
+class GraphGroup:
+    """``graph/``: what to place.
+
+    Attributes:
+        spec: A graph spec (``load_graph``), or a list of them (one sampled per episode).
+    """
+
+    spec: Any = "synthetic:layered?n=100&seed=0"
+
+
+@dataclass
+class ClusterGroup:
+    """``cluster/``: where to place it.
+
+    Attributes:
+        spec: A cluster spec (``load_cluster``).
+    """
+
+    spec: str = "placeto?n_devices=4"
+
+
+@dataclass
+class OrderGroup:
+    """``order/``: the traversal order the env asks about the nodes in.
+
+    Attributes:
+        name: A registered order (``placerl.graph.orders.ORDERS``).
+        seed: Seed of the randomized orders.
+    """
+
+    name: str = "topo"
+    seed: int = 0
+
+
+@dataclass
+class EnvGroup:
+    """``env/``: the MDP (see the env docstrings for each argument).
+
+    Attributes:
+        kind: ``construct`` (``placerl/Placement-v0``) or ``refine`` (``PlacementRefine-v0``).
+        objective: ``step_time`` or ``pipeline``.
+        reward: A registered reward.
+        reference: The placer whose runtime rewards are measured against.
+        memory: ``mask`` or ``penalty``.
+        observation: ``graph`` or ``flat``.
+        initial: Refine only: the placement episodes start from.
+        passes: Refine only: passes over the nodes per episode.
+        max_nodes: Padding (``None``: the largest graph's size).
+        max_edges: Padding (``None``: the largest graph's size).
+    """
+
+    kind: str = "construct"
+    objective: str = "step_time"
+    reward: str = "log_speedup"
+    reference: str = "single_device"
+    memory: str = "mask"
+    observation: str = "graph"
+    initial: str = "single_device"
+    passes: int = 1
+    max_nodes: int | None = None
+    max_edges: int | None = None
+
+
+@dataclass
+class AgentGroup:
+    """``agent/``: the learner.
+
+    Attributes:
+        algo: An algorithm of ``placerl.agents.factory.ALGORITHMS``.
+        extractor: ``gnn``, ``lstm``, ``mlp``, or ``None`` (SB3's; needs ``observation=flat``).
+        head: ``devices`` or ``mlp`` (``None``: ``devices`` where the algorithm allows it).
+        extractor_kwargs: Extractor options.
+        hyperparams: Algorithm arguments over placerl's defaults.
+        warm_start: A placer to clone before RL (``None``: none).
+        warm_start_epochs: Cloning epochs.
+    """
+
+    algo: str = "maskable_ppo"
+    extractor: str | None = "gnn"
+    head: str | None = None
+    extractor_kwargs: dict[str, Any] = field(default_factory=dict)
+    hyperparams: dict[str, Any] = field(default_factory=dict)
+    warm_start: str | None = None
+    warm_start_epochs: int = 100
+
+
+@dataclass
+class LoggerGroup:
+    """``logger/``: experiment tracking.
+
+    Attributes:
+        kind: ``none`` or ``wandb``.
+        project: The wandb project.
+        entity: The wandb entity (``None``: your default).
+        mode: ``offline`` (the default: no account needed; ``wandb sync`` later), ``online``
+            or ``disabled``; the ``WANDB_MODE`` environment variable overrides it.
+    """
+
+    kind: str = "none"
+    project: str = "placerl"
+    entity: str | None = None
+    mode: str = "offline"
+
+
+@dataclass
+class RunConfig:
+    """A training run: the groups plus the schedule.
+
+    The schedule fields are those of :class:`~placerl.train.TrainConfig` of the same names.
+    """
+
+    graph: GraphGroup = field(default_factory=GraphGroup)
+    cluster: ClusterGroup = field(default_factory=ClusterGroup)
+    order: OrderGroup = field(default_factory=OrderGroup)
+    env: EnvGroup = field(default_factory=EnvGroup)
+    agent: AgentGroup = field(default_factory=AgentGroup)
+    logger: LoggerGroup = field(default_factory=LoggerGroup)
+    seed: int = 0
+    total_steps: int = 20_000
+    time_limit_s: float = 0.0
+    n_envs: int = 4
+    vec_env: str = "dummy"
+    eval_every: int = 2_000
+    eval_samples: int = 8
+    keep_best: bool = True
+    checkpoint_every: int = 5_000
+    baselines: list[str] = field(default_factory=lambda: ["single_device", "random", "heft"])
+    resume: bool = True
+    device: str = "auto"
+    progress_bar: bool = True
+
+
+def env_arguments(env: EnvGroup, order: OrderGroup) -> dict[str, Any]:
+    """The env's keyword arguments beyond graph, cluster, order and objective."""
+    kwargs = {"reward": env.reward, "reference": env.reference, "memory": env.memory,
+              "observation": env.observation, "order_seed": order.seed}  # fmt: skip
+    kwargs.update({k: v for k, v in (("max_nodes", env.max_nodes),
+                                     ("max_edges", env.max_edges)) if v is not None})  # fmt: skip
+    if env.kind == "refine":
+        kwargs.update(initial=env.initial, passes=env.passes)
+    return kwargs
+
+
+def to_train_config(run: RunConfig, out_dir: str | None) -> TrainConfig:
+    """The :class:`TrainConfig` of a composed run, writing under ``out_dir``.
+
+    ``resume`` applies only with an ``out_dir`` (there is nothing to resume from otherwise).
+    """
+    graph = run.graph.spec if isinstance(run.graph.spec, str) else list(run.graph.spec)
+    agent = run.agent
+    return TrainConfig(
+        graph=graph, cluster=run.cluster.spec, order=run.order.name,
+        objective=run.env.objective, env=run.env.kind,
+        env_kwargs=env_arguments(run.env, run.order), algo=agent.algo,
+        extractor=agent.extractor, head=agent.head,
+        extractor_kwargs=dict(agent.extractor_kwargs), hyperparams=dict(agent.hyperparams),
+        total_steps=run.total_steps, time_limit_s=run.time_limit_s, n_envs=run.n_envs,
+        vec_env=run.vec_env, seed=run.seed, warm_start=agent.warm_start,
+        warm_start_epochs=agent.warm_start_epochs, eval_every=run.eval_every,
+        keep_best=run.keep_best, eval_samples=run.eval_samples,
+        checkpoint_every=run.checkpoint_every, baselines=tuple(run.baselines),
+        out_dir=out_dir, resume=run.resume and out_dir is not None, device=run.device,
+        progress_bar=run.progress_bar,
+    )  # fmt: skip

@@ -1,0 +1,132 @@
+"""The Hydra apps: every config composes, bad overrides fail early, placerl-train runs."""
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hydra", reason="the experiments extra is not installed")
+pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
+
+from hydra import compose, initialize_config_module
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+from omegaconf.errors import ConfigKeyError
+
+import placerl.apps  # registers the run schema
+from placerl.run_config import RunConfig, to_train_config
+from placerl.train import TrainConfig
+
+GROUPS = ("graph", "cluster", "order", "env", "agent", "logger", "experiment")
+
+
+def _options(group: str) -> list[str]:
+    folder = resources.files("placerl.configs") / group
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _compose(*overrides: str) -> RunConfig:
+    with initialize_config_module(config_module="placerl.configs", version_base=None):
+        cfg = compose(config_name="train", overrides=list(overrides))
+    return OmegaConf.to_object(cfg)
+
+
+CHOICES = [(group, option) for group in GROUPS for option in _options(group)]
+
+
+@pytest.mark.parametrize(("group", "option"), CHOICES, ids=[f"{g}={o}" for g, o in CHOICES])
+def test_every_config_composes_into_a_train_config(group, option):
+    run = _compose(f"{group}={option}")
+    assert isinstance(run, RunConfig)
+    config = to_train_config(run, out_dir=None)  # TrainConfig checks its values
+    assert isinstance(config, TrainConfig)
+    if group in ("graph", "cluster"):
+        text = (resources.files("placerl.configs") / group / f"{option}.yaml").read_text()
+        assert getattr(run, group).spec in text
+
+
+def test_every_group_has_options():
+    assert all(_options(group) for group in GROUPS)
+    from placerl.graph.orders import ORDERS
+
+    assert set(_options("order")) == set(ORDERS)  # one config per registered order
+
+
+def test_defaults_are_the_main_job():
+    run = _compose()
+    assert run.graph.spec.startswith("zoo:inception_v3")
+    assert (run.agent.algo, run.agent.extractor) == ("maskable_ppo", "gnn")
+
+
+def test_experiment_sets_what_it_changes():
+    run = _compose("experiment=pipeline_msr")
+    config = to_train_config(run, out_dir=None)
+    assert config.objective == "pipeline" and config.graph == "msr:bert_l-3_inference"
+    assert "tarnawski_dp" in config.baselines
+    family = to_train_config(_compose("experiment=generalization"), out_dir=None)
+    assert len(family.graph) == 24 and family.env_kwargs["max_nodes"] == 80
+
+
+def test_refine_env_passes_its_own_arguments():
+    config = to_train_config(_compose("env=refine"), out_dir=None)
+    assert config.env == "refine"
+    assert config.env_kwargs["initial"] == "m_etf" and config.env_kwargs["passes"] == 1
+    construct = to_train_config(_compose(), out_dir=None)
+    assert "initial" not in construct.env_kwargs  # Placement-v0 has no such argument
+
+
+@pytest.mark.parametrize(("override", "error", "message"), [
+    ("total_step=5", ConfigCompositionException, "Key 'total_step' not in 'RunConfig'"),
+    ("env.max_nodz=5", ConfigCompositionException, "Key 'max_nodz' not in 'EnvGroup'"),
+    ("total_steps=many", ConfigCompositionException, "could not be converted to Integer"),
+    ("graph=imagenet", ConfigCompositionException, "Could not find 'graph/imagenet'"),
+])  # fmt: skip
+def test_bad_overrides_fail_before_any_work(override, error, message):
+    with pytest.raises((error, ConfigKeyError)) as caught:
+        _compose(override)
+    text = str(caught.value) + str(getattr(caught.value, "__cause__", ""))
+    assert message in text
+
+
+def test_placerl_train_runs_and_resumes(tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-c", "from placerl.apps import train_app; train_app()",
+               "graph=layered_100", "graph.spec='synthetic:layered?n=12&seed=0'",
+               "cluster=placeto4", "agent=maskable_ppo_mlp", "total_steps=128",
+               "eval_every=64", "eval_samples=0", "n_envs=2", "progress_bar=false",
+               "+agent.hyperparams.n_steps=32", "+agent.hyperparams.batch_size=32",
+               f"hydra.run.dir={out}"]  # fmt: skip
+    env = {**os.environ, "WANDB_MODE": "disabled"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "policy (greedy)" in done.stdout and "heft" in done.stdout
+    result = json.loads((out / "result.json").read_text())
+    assert result["steps"] >= 128 and result["config"]["graph"] == "synthetic:layered?n=12&seed=0"
+    assert (out / ".hydra" / "config.yaml").is_file() and (out / "model.zip").is_file()
+    again = subprocess.run([*command[:-1], "total_steps=256", f"hydra.run.dir={out}"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-2000:]
+    resumed = json.loads((out / "result.json").read_text())
+    assert resumed["steps"] >= 256
+    assert [c["step"] for c in resumed["curve"]][: len(result["curve"])] == [
+        c["step"] for c in result["curve"]]  # the curve went on from the checkpoint
+
+
+def test_help_lists_the_config_groups(tmp_path):
+    done = subprocess.run([sys.executable, "-c", "from placerl.apps import train_app; train_app()",
+                           "--help"], capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for group in GROUPS:
+        assert f"\n{group}: " in done.stdout
+    assert "placerl-train" in done.stdout
+
+
+def test_configs_are_one_copy_mapped_into_the_package():
+    root = Path(__file__).resolve().parents[1]
+    assert not (root / "placerl" / "configs").exists()
+    if Path(placerl.apps.__file__).resolve().is_relative_to(root):  # a checkout install
+        assert Path(str(resources.files("placerl.configs"))).resolve() == root / "configs"
