@@ -2,17 +2,21 @@
 
 ``placerl-train`` composes ``configs/train.yaml`` (shipped as ``placerl.configs``) on top of
 :class:`~placerl.run_config.RunConfig`, trains with :func:`~placerl.train.train` in Hydra's run
-directory (re-running the same directory resumes from its checkpoint) and prints the policy
-against the baseline placers. ``placerl-train --help`` lists the config groups.
+directory (re-running the same directory resumes from its checkpoint), prints the policy
+against the baseline placers and saves ``learning_curve.png`` and ``placement.png`` there.
+``placerl-train --help`` lists the config groups.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import hydra
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from placerl.figures import plot_best_placement, plot_learning_curve
 from placerl.run_config import RunConfig, to_train_config
 from placerl.train import TrainResult, train
 
@@ -26,7 +30,9 @@ def run_training(run: RunConfig, out_dir: str) -> TrainResult:
     """Train as ``run`` says, writing under ``out_dir``; print and return the result."""
     result = train(to_train_config(run, out_dir))
     print(summary_table(result))
-    print(f"Results in {out_dir}")
+    plot_learning_curve(result, Path(out_dir) / "learning_curve.png")
+    plot_best_placement(result, Path(out_dir) / "placement.png")
+    print(f"Results, learning_curve.png and placement.png in {out_dir}")
     return result
 
 

@@ -107,6 +107,8 @@ def test_placerl_train_runs_and_resumes(tmp_path):
     result = json.loads((out / "result.json").read_text())
     assert result["steps"] >= 128 and result["config"]["graph"] == "synthetic:layered?n=12&seed=0"
     assert (out / ".hydra" / "config.yaml").is_file() and (out / "model.zip").is_file()
+    for picture in ("learning_curve.png", "placement.png"):
+        assert (out / picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", picture
     again = subprocess.run([*command[:-1], "total_steps=256", f"hydra.run.dir={out}"],
                            capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
     assert again.returncode == 0, again.stderr[-2000:]

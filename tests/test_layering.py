@@ -21,7 +21,7 @@ LAYERS = [
     {"envs"},
     {"agents"},
     {"train"},
-    {"run_config"},
+    {"run_config", "figures"},
     {"apps"},
     {"cli", "__main__", "__init__"},
 ]  # fmt: skip
