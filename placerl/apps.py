@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from placerl.figures import plot_best_placement, plot_learning_curve
 from placerl.run_config import RunConfig, to_train_config
+from placerl.tracking import open_tracker
 from placerl.train import TrainResult, train
 
 #: Where Hydra finds the config tree: the ``configs/`` folder, mapped into the package.
@@ -27,11 +28,19 @@ ConfigStore.instance().store(name="run_schema", node=RunConfig)
 
 
 def run_training(run: RunConfig, out_dir: str) -> TrainResult:
-    """Train as ``run`` says, writing under ``out_dir``; print and return the result."""
-    result = train(to_train_config(run, out_dir))
-    print(summary_table(result))
-    plot_learning_curve(result, Path(out_dir) / "learning_curve.png")
-    plot_best_placement(result, Path(out_dir) / "placement.png")
+    """Train as ``run`` says, writing under ``out_dir`` and tracking with ``run.logger``;
+    print and return the result."""
+    config = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
+    tracker = open_tracker(run.logger, config, out_dir)
+    try:
+        result = train(to_train_config(run, out_dir), callbacks=tracker.callbacks())
+        print(summary_table(result))
+        out = Path(out_dir)
+        figures = {"learning_curve": plot_learning_curve(result, out / "learning_curve.png"),
+                   "placement": plot_best_placement(result, out / "placement.png")}  # fmt: skip
+        tracker.log_result(result, figures)
+    finally:
+        tracker.close()
     print(f"Results, learning_curve.png and placement.png in {out_dir}")
     return result
 

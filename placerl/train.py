@@ -238,8 +238,13 @@ def _vector_env(config: TrainConfig) -> Any:
     return DummyVecEnv([factory] * config.n_envs)
 
 
-def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
+def train(config: TrainConfig | Mapping[str, Any], *,
+          callbacks: Sequence[Any] = ()) -> TrainResult:  # fmt: skip
     """Train a policy as ``config`` says; see the module docstring for the files it writes.
+
+    Args:
+        config: The configuration (a mapping is checked by :meth:`TrainConfig.from_dict`).
+        callbacks: Further SB3 callbacks (experiment tracking reaches training this way).
 
     Raises:
         ConfigError: A bad option (checked before any training starts).
@@ -297,7 +302,7 @@ def train(config: TrainConfig | Mapping[str, Any]) -> TrainResult:
     if remaining > 0:
         callbacks = [TrackBest(best), evaluate,
                      Checkpoint(config.checkpoint_every, save_checkpoint),
-                     TimeBudget(config.time_limit_s, clock)]  # fmt: skip
+                     TimeBudget(config.time_limit_s, clock), *callbacks]  # fmt: skip
         model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None,
                     progress_bar=config.progress_bar)  # fmt: skip
     timings["train"] = clock()

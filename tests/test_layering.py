@@ -22,6 +22,7 @@ LAYERS = [
     {"agents"},
     {"train"},
     {"run_config", "figures"},
+    {"tracking"},
     {"apps"},
     {"cli", "__main__", "__init__"},
 ]  # fmt: skip

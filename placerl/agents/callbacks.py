@@ -48,7 +48,11 @@ class BestPlacement:
 
 
 class TrackBest(BaseCallback):
-    """Offer the final placement of every finished training episode (from ``info``)."""
+    """Offer the final placement of every finished training episode (from ``info``).
+
+    After each rollout it logs ``sim/best_runtime_ms``, the mean over graphs of the best
+    runtime so far.
+    """
 
     def __init__(self, best: BestPlacement) -> None:
         super().__init__()
@@ -60,6 +64,11 @@ class TrackBest(BaseCallback):
                 self.best.offer(info["graph_index"], info["runtime"], info["feasible"],
                                 info["placement"], self.num_timesteps)  # fmt: skip
         return True
+
+    def _on_rollout_end(self) -> None:
+        if self.best.by_graph:
+            runtimes = [entry["runtime"] for entry in self.best.by_graph.values()]
+            self.logger.record("sim/best_runtime_ms", 1e3 * float(np.mean(runtimes)))
 
 
 class _Periodic(BaseCallback):

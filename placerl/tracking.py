@@ -1,0 +1,155 @@
+"""Experiment tracking: one wandb run per job, which training reaches through an SB3 callback.
+
+:data:`TRACKERS` maps the ``logger`` config group's ``kind`` to a tracker: ``none`` does
+nothing, ``wandb`` opens one run per job (also inside Hydra multiruns: :meth:`Tracker.close`
+runs in a ``finally``). The run is grouped by graph and cluster, tagged with order, agent and
+objective, ``job_type`` ``train``; its config is the resolved plain dict. SB3's logger scalars
+(``rollout/``, ``train/``, ``time/``; ``time/fps`` as ``charts/SPS``) and placerl's (``eval/``,
+``sim/``) reach wandb through a writer added to SB3's logger when training starts. At the end the
+run gets the runtimes and speedups as summaries, the best placement as a ``wandb.Table`` and
+the figures as images.
+
+wandb runs offline by default (no account needed; the printed ``wandb sync`` command uploads
+the run later). If wandb cannot start, training goes on and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from placerl._registry import Registry
+from placerl.run_config import LoggerGroup
+from placerl.train import TrainResult
+
+#: SB3 logger keys renamed for wandb (CleanRL's namespaces).
+RENAMED = {"time/fps": "charts/SPS"}
+
+#: Metrics whose run summary is their minimum (lower runtimes are better).
+MINIMIZED = ("eval/runtime_ms", "sim/best_runtime_ms")
+
+
+class Tracker:
+    """Records one job; this base class records nothing (the ``none`` logger)."""
+
+    def callbacks(self) -> list[Any]:
+        """SB3 callbacks to pass to :func:`~placerl.train.train`."""
+        return []
+
+    def log_result(self, result: TrainResult, figures: Mapping[str, Path]) -> None:
+        """Record the finished run: summaries, the best placement, the figures."""
+
+    def close(self) -> None:
+        """End the run (always called, also after a failure)."""
+
+
+TRACKERS: Registry[type[Tracker]] = Registry("logger")
+TRACKERS.register("none", Tracker)
+
+
+def open_tracker(logger: LoggerGroup, config: Mapping[str, Any], out_dir: str) -> Tracker:
+    """The tracker of ``logger.kind`` for a job with resolved ``config`` writing to ``out_dir``."""
+    if logger.kind == "none":
+        return Tracker()
+    return TRACKERS[logger.kind](logger, config, out_dir)
+
+
+def run_labels(config: Mapping[str, Any]) -> dict[str, Any]:
+    """wandb's group, tags and name for a job's resolved config (``RunConfig`` as a dict)."""
+    spec = config["graph"]["spec"]
+    graph = spec if isinstance(spec, str) else f"{len(spec)} graphs ({spec[0]}, ...)"
+    agent = f"{config['agent']['algo']}_{config['agent']['extractor']}"
+    order, objective = config["order"]["name"], config["env"]["objective"]
+    return {"group": f"{graph} @ {config['cluster']['spec']}",
+            "tags": [f"order:{order}", f"agent:{agent}", f"objective:{objective}"],
+            "name": f"{order}-{agent}-seed{config['seed']}"}  # fmt: skip
+
+
+@TRACKERS.decorator("wandb")
+class WandbTracker(Tracker):
+    """One wandb run per job (see the module docstring)."""
+
+    def __init__(self, logger: LoggerGroup, config: Mapping[str, Any], out_dir: str) -> None:
+        self.run = None
+        try:
+            import wandb
+
+            mode = os.environ.get("WANDB_MODE", logger.mode)
+            self.run = wandb.init(project=logger.project, entity=logger.entity, mode=mode,
+                                  config=dict(config), dir=out_dir, job_type="train",
+                                  reinit="finish_previous", **run_labels(config))  # fmt: skip
+            for metric in MINIMIZED:
+                self.run.define_metric(metric, summary="min")
+        except Exception as error:  # a tracker never stops training
+            warnings.warn(f"wandb could not start ({error}); training goes on without it",
+                          stacklevel=2)  # fmt: skip
+            self.run = None
+            return
+        if mode == "offline":
+            print(f"wandb: offline run in {self.run.dir}; upload it with: "
+                  f"wandb sync {Path(self.run.dir).parent}")  # fmt: skip
+
+    def callbacks(self) -> list[Any]:
+        return [] if self.run is None else [_wandb_callback(self.run)]
+
+    def log_result(self, result: TrainResult, figures: Mapping[str, Path]) -> None:
+        if self.run is None:
+            return
+        import wandb
+
+        summary: dict[str, Any] = {"steps": result.steps, "train_s": result.timings["train"]}
+        for outcome in result.graphs:
+            prefix = "" if len(result.graphs) == 1 else f"{outcome.graph}/"
+            summary[f"{prefix}final_runtime_ms"] = 1e3 * outcome.final_runtime
+            summary[f"{prefix}best_runtime_ms"] = 1e3 * outcome.best_runtime
+            for name, runtime in outcome.baselines.items():
+                summary[f"{prefix}baseline/{name}_ms"] = 1e3 * runtime
+            for name, speedup in outcome.speedups().items():
+                summary[f"{prefix}speedup/{name}"] = speedup
+        self.run.summary.update(summary)
+        best = result.graphs[0]
+        table = wandb.Table(columns=["node", "device"],
+                            data=[[v, d] for v, d in enumerate(best.best_placement)])  # fmt: skip
+        images = {f"charts/{name}": wandb.Image(str(path)) for name, path in figures.items()}
+        self.run.log({"placement": table, **images})
+
+    def close(self) -> None:
+        if self.run is not None:
+            try:
+                self.run.finish()
+            except Exception as error:
+                warnings.warn(f"wandb could not finish the run ({error})", stacklevel=2)
+            self.run = None
+
+
+def _wandb_callback(run: Any) -> Any:
+    """An SB3 callback that adds a wandb writer to the model's logger when training starts."""
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import KVWriter
+
+    class WandbWriter(KVWriter):
+        def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any],
+                  step: int = 0) -> None:  # fmt: skip
+            metrics = {RENAMED.get(key, key): float(value) for key, value in key_values.items()
+                       if isinstance(value, int | float | np.number)}  # fmt: skip
+            try:
+                run.log(metrics, step=int(step))
+            except Exception as error:  # a tracker never stops training
+                warnings.warn(f"wandb could not log ({error})", stacklevel=2)
+
+        def close(self) -> None:
+            pass
+
+    class WandbLogging(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.model.logger.output_formats.append(WandbWriter())
+
+        def _on_step(self) -> bool:
+            return True
+
+    return WandbLogging()
