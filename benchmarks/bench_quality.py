@@ -176,16 +176,23 @@ def main() -> None:
             }  # fmt: skip
             rows.append(row)
             print(row, flush=True)
+            save(rows, args, steps, time_limit, time.perf_counter() - start, final=False)
+    print(save(rows, args, steps, time_limit, time.perf_counter() - start, final=True))
+
+
+def save(rows: list[dict[str, Any]], args: argparse.Namespace, steps: int, time_limit: float,
+         seconds: float, *, final: bool) -> str:  # fmt: skip
+    """Write the rows so far (after every run: a long run that stops keeps what it did)."""
     suffix = "_quick" if args.quick else ""
     command = "python benchmarks/bench_quality.py" + (" --quick" if args.quick else "")
-    table = markdown_table(rows)
     note = (f"Command: `{command}` ({steps} training steps or {time_limit:.0f} s per run, "
-            f"K={args.samples} samples; "
-            f"{time.perf_counter() - start:.0f} s in all). Ratios are runtimes over the "
+            f"K={args.samples} samples; {seconds:.0f} s in all"
+            f"{'' if final else ', still running'}). Ratios are runtimes over the "
             "reference (below 1: the policy is faster).")  # fmt: skip
+    text = f"{note}\n\n{markdown_table(rows)}\n"
     write_results(f"quality{suffix}", rows, args.out)
-    (Path(args.out) / f"quality{suffix}.md").write_text(f"{note}\n\n{table}\n")
-    print(f"\n{note}\n\n{table}")
+    (Path(args.out) / f"quality{suffix}.md").write_text(text)
+    return text
 
 
 if __name__ == "__main__":

@@ -76,8 +76,9 @@ def run(label: str, config: dict[str, Any], best: float, seed: int) -> dict[str,
            "seen": round(outcome.best_runtime / best, 3),
            "steps_to_1x": first_step(result.curve, best),
            "steps_to_1.05x": first_step(result.curve, 1.05 * best),
-           "train_s": round(result.timings["train"] + result.timings["warm_start"], 1)}  # fmt: skip
-    if result.warm_start is not None:
+           "cloned": "", "train_s": round(result.timings["train"]
+                                          + result.timings["warm_start"], 1)}  # fmt: skip
+    if result.warm_start is not None:  # the cloned policy before RL
         row["cloned"] = round(result.warm_start["policy_runtime"] / best, 3)
     print(row, flush=True)
     return row

@@ -9,11 +9,13 @@ against the baseline placers and saves ``learning_curve.png`` and ``placement.pn
 
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 
 import hydra
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from placerl.figures import plot_best_placement, plot_learning_curve
@@ -68,6 +70,21 @@ def summary_table(result: TrainResult) -> str:
 
 @hydra.main(version_base=None, config_path=f"pkg://{CONFIG_MODULE}", config_name="train")
 def train_app(cfg: DictConfig) -> None:
-    """``placerl-train``: train a policy (see ``placerl-train --help``)."""
+    """``placerl-train``: train a policy (see ``placerl-train --help``).
+
+    A run directory that holds a ``result.json`` is skipped unless ``force=true``. A job that
+    fails writes its traceback to ``error.txt`` in its run directory; in a multirun the other
+    jobs go on (a single run fails with the error).
+    """
     run = OmegaConf.to_object(cfg)
-    run_training(run, HydraConfig.get().runtime.output_dir)
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    if (out_dir / "result.json").is_file() and not run.force:
+        print(f"{out_dir} already holds result.json; skipped (force=true runs it again)")
+        return
+    try:
+        run_training(run, str(out_dir))
+    except Exception as error:
+        (out_dir / "error.txt").write_text(traceback.format_exc())
+        if HydraConfig.get().mode != RunMode.MULTIRUN:
+            raise
+        print(f"FAILED: {type(error).__name__}: {error} (traceback in {out_dir / 'error.txt'})")

@@ -124,7 +124,9 @@ class LoggerGroup:
 class RunConfig:
     """A training run: the groups plus the schedule.
 
-    The schedule fields are those of :class:`~placerl.train.TrainConfig` of the same names.
+    The schedule fields are those of :class:`~placerl.train.TrainConfig` of the same names;
+    ``force`` runs a job whose run directory already holds a ``result.json`` (skipped
+    otherwise, so that re-running a sweep runs only what is unfinished).
     """
 
     graph: GraphGroup = field(default_factory=GraphGroup)
@@ -146,6 +148,7 @@ class RunConfig:
     resume: bool = True
     device: str = "auto"
     progress_bar: bool = True
+    force: bool = False
 
 
 def env_arguments(env: EnvGroup, order: OrderGroup) -> dict[str, Any]:

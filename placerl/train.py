@@ -30,6 +30,7 @@ import numpy as np
 
 from placerl._io import atomic_write_text
 from placerl._options import check_int
+from placerl._provenance import provenance
 from placerl.errors import ConfigError
 
 ENV_KINDS = ("construct", "refine")
@@ -186,6 +187,8 @@ class TrainResult:
         out_dir: Where the files are (``None`` if nowhere).
         policy_step: The step count of the final policy's weights (below ``steps`` when
             ``keep_best`` kept an earlier evaluation's).
+        provenance: Python and package versions and the git revision
+            (:func:`placerl._provenance.provenance`).
     """
 
     config: dict[str, Any]
@@ -196,6 +199,7 @@ class TrainResult:
     warm_start: dict[str, Any] | None = None
     out_dir: str | None = None
     policy_step: int = 0
+    provenance: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def final_runtime(self) -> float:
@@ -333,7 +337,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
                                                           strict=True))
     ]  # fmt: skip
     result = TrainResult(config.to_dict(), graphs, curve, trained_steps, timings, warm,
-                         None if out is None else str(out), policy_step)  # fmt: skip
+                         None if out is None else str(out), policy_step,
+                         provenance())  # fmt: skip
     if out is not None:
         save_state()
         _save_model(model, out / "model.zip")

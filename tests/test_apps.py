@@ -132,3 +132,24 @@ def test_configs_are_one_copy_mapped_into_the_package():
     assert not (root / "placerl" / "configs").exists()
     if Path(placerl.apps.__file__).resolve().is_relative_to(root):  # a checkout install
         assert Path(str(resources.files("placerl.configs"))).resolve() == root / "configs"
+
+
+def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
+    sweep = tmp_path / "sweep"
+    command = [sys.executable, "-c", "from placerl.apps import train_app; train_app()", "-m",
+               "graph=layered_100", "graph.spec='synthetic:nope','synthetic:layered?n=12&seed=0'",
+               "cluster=placeto4", "agent=maskable_ppo_mlp", "total_steps=64", "eval_every=0",
+               "eval_samples=0", "n_envs=2", "progress_bar=false",
+               "+agent.hyperparams.n_steps=32", "+agent.hyperparams.batch_size=32",
+               f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    env = {**os.environ, "WANDB_MODE": "disabled"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (failed,) = [d for d in sweep.iterdir() if "nope" in d.name]
+    (finished,) = [d for d in sweep.iterdir() if "seed=0" in d.name]
+    assert "unknown graph family 'nope'" in (failed / "error.txt").read_text()
+    assert (finished / "result.json").is_file() and not (finished / "error.txt").exists()
+    before = (finished / "result.json").stat().st_mtime_ns
+    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert "already holds result.json; skipped" in again.stdout
+    assert (finished / "result.json").stat().st_mtime_ns == before

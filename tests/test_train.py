@@ -38,6 +38,10 @@ def test_train_writes_a_complete_result(tmp_path):
     written = json.loads((tmp_path / "result.json").read_text())
     assert written["graphs"][0]["best_runtime"] == outcome.best_runtime
     assert written["config"]["graph"] == SMALL["graph"]
+    assert written["config"]["seed"] == 0 and written["config"]["order"] == "topo"
+    versions = written["provenance"]
+    assert versions["placerl"] and versions["torch"] and versions["stable-baselines3"]
+    assert versions["git_revision"] is None or len(versions["git_revision"]) >= 40
     best = json.loads((tmp_path / "best_placement.json").read_text())["0"]
     assert len(best["placement"]) == 12
 
