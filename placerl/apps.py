@@ -5,6 +5,9 @@
 directory (re-running the same directory resumes from its checkpoint), prints the policy
 against the baseline placers and saves ``learning_curve.png`` and ``placement.png`` there.
 ``placerl-train --help`` lists the config groups.
+
+``placerl-eval`` runs any placer, or a trained policy (``placer='policy?path=.../model.zip'``),
+on the same graphs and clusters and writes the same ``result.json`` schema.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from placerl.evaluate import evaluate
 from placerl.figures import plot_best_placement, plot_learning_curve
-from placerl.run_config import RunConfig, to_train_config
+from placerl.run_config import EvalRunConfig, RunConfig, to_train_config
 from placerl.tracking import open_tracker
 from placerl.train import TrainResult, train
 
@@ -27,6 +31,7 @@ from placerl.train import TrainResult, train
 CONFIG_MODULE = "placerl.configs"
 
 ConfigStore.instance().store(name="run_schema", node=RunConfig)
+ConfigStore.instance().store(name="eval_schema", node=EvalRunConfig)
 
 
 def run_training(run: RunConfig, out_dir: str) -> TrainResult:
@@ -52,13 +57,20 @@ def summary_table(result: TrainResult) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"placerl-train: {result.steps} steps, "
-                        f"{result.timings['train']:.0f} s of training")  # fmt: skip
-    for column in ("graph", "placer", "runtime (ms)", "policy speedup"):
+    if "placer" in result.config:
+        title, mine = f"placerl-eval: {result.config['placer']}", "placer"
+    else:
+        title = f"placerl-train: {result.steps} steps, {result.timings['train']:.0f} s of training"
+        mine = "policy"
+    table = Table(title=title)
+    for column in ("graph", "placer", "runtime (ms)", f"{mine} speedup"):
         table.add_column(column, justify="left" if column in ("graph", "placer") else "right")
     for outcome in result.graphs:
-        rows = {"policy (greedy)": outcome.final_runtime,
-                "policy (best seen)": outcome.best_runtime, **outcome.baselines}  # fmt: skip
+        if mine == "policy":
+            rows = {"policy (greedy)": outcome.final_runtime,
+                    "policy (best seen)": outcome.best_runtime, **outcome.baselines}  # fmt: skip
+        else:
+            rows = {**outcome.baselines, result.config["placer"]: outcome.final_runtime}
         for name, runtime in sorted(rows.items(), key=lambda item: item[1]):
             table.add_row(outcome.graph, name, f"{runtime * 1e3:.3f}",
                           f"{runtime / outcome.final_runtime:.3f}x")  # fmt: skip
@@ -88,3 +100,29 @@ def train_app(cfg: DictConfig) -> None:
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             raise
         print(f"FAILED: {type(error).__name__}: {error} (traceback in {out_dir / 'error.txt'})")
+
+
+@hydra.main(version_base=None, config_path=f"pkg://{CONFIG_MODULE}", config_name="eval")
+def eval_app(cfg: DictConfig) -> None:
+    """``placerl-eval``: a placer or a trained policy on graphs (``placerl-eval --help``).
+
+    Writes ``result.json`` in the training schema and ``placement.png``; skips a run directory
+    that already holds a ``result.json`` unless ``force=true``.
+    """
+    run = OmegaConf.to_object(cfg)
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    if (out_dir / "result.json").is_file() and not run.force:
+        print(f"{out_dir} already holds result.json; skipped (force=true runs it again)")
+        return
+    config = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
+    tracker = open_tracker(run.logger, config, str(out_dir), job_type="eval")
+    try:
+        result = evaluate(run.graph.spec if isinstance(run.graph.spec, str)
+                          else list(run.graph.spec), run.cluster.spec, run.placer,
+                          objective=run.objective, baselines=run.baselines,
+                          out_dir=str(out_dir))  # fmt: skip
+        print(summary_table(result))
+        tracker.log_result(result, {})
+    finally:
+        tracker.close()
+    print(f"Results in {out_dir}")

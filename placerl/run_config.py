@@ -183,3 +183,24 @@ def to_train_config(run: RunConfig, out_dir: str | None) -> TrainConfig:
         out_dir=out_dir, resume=run.resume and out_dir is not None, device=run.device,
         progress_bar=run.progress_bar,
     )  # fmt: skip
+
+
+@dataclass
+class EvalRunConfig:
+    """An evaluation run (``placerl-eval``): a placer or a trained policy on graphs.
+
+    Attributes:
+        placer: A placer spec; a trained policy is ``policy?path=<model.zip>`` (add
+            ``&samples=8`` for the best of 8 sampled rollouts too).
+        objective: ``step_time`` or ``pipeline``.
+        baselines: Placer specs to compare with.
+        force: Run even if the run directory already holds a ``result.json``.
+    """
+
+    graph: GraphGroup = field(default_factory=GraphGroup)
+    cluster: ClusterGroup = field(default_factory=ClusterGroup)
+    logger: LoggerGroup = field(default_factory=LoggerGroup)
+    placer: str = "heft"
+    objective: str = "step_time"
+    baselines: list[str] = field(default_factory=lambda: ["single_device", "random", "heft"])
+    force: bool = False

@@ -3,11 +3,11 @@
 :data:`TRACKERS` maps the ``logger`` config group's ``kind`` to a tracker: ``none`` does
 nothing, ``wandb`` opens one run per job (also inside Hydra multiruns: :meth:`Tracker.close`
 runs in a ``finally``). The run is grouped by graph and cluster, tagged with order, agent and
-objective, ``job_type`` ``train``; its config is the resolved plain dict. SB3's logger scalars
-(``rollout/``, ``train/``, ``time/``; ``time/fps`` as ``charts/SPS``) and placerl's (``eval/``,
-``sim/``) reach wandb through a writer added to SB3's logger when training starts. At the end the
-run gets the runtimes and speedups as summaries, the best placement as a ``wandb.Table`` and
-the figures as images.
+objective (or placer), ``job_type`` ``train`` or ``eval``; its config is the resolved plain dict.
+SB3's logger scalars (``rollout/``, ``train/``, ``time/``; ``time/fps`` as ``charts/SPS``) and
+placerl's (``eval/``, ``sim/``) reach wandb through a writer added to SB3's logger when training
+starts. At the end the run gets the runtimes and speedups as summaries, the best placement as a
+``wandb.Table`` and the figures as images.
 
 wandb runs offline by default (no account needed; the printed ``wandb sync`` command uploads
 the run later). If wandb cannot start, training goes on and says so.
@@ -52,20 +52,28 @@ TRACKERS: Registry[type[Tracker]] = Registry("logger")
 TRACKERS.register("none", Tracker)
 
 
-def open_tracker(logger: LoggerGroup, config: Mapping[str, Any], out_dir: str) -> Tracker:
-    """The tracker of ``logger.kind`` for a job with resolved ``config`` writing to ``out_dir``."""
+def open_tracker(logger: LoggerGroup, config: Mapping[str, Any], out_dir: str, *,
+                 job_type: str = "train") -> Tracker:  # fmt: skip
+    """The tracker of ``logger.kind`` for a ``job_type`` job (``train`` or ``eval``) with
+    resolved ``config`` writing to ``out_dir``."""
     if logger.kind == "none":
         return Tracker()
-    return TRACKERS[logger.kind](logger, config, out_dir)
+    return TRACKERS[logger.kind](logger, config, out_dir, job_type)
 
 
 def run_labels(config: Mapping[str, Any]) -> dict[str, Any]:
-    """wandb's group, tags and name for a job's resolved config (``RunConfig`` as a dict)."""
+    """wandb's group, tags and name for a job's resolved config (a ``RunConfig`` or an
+    ``EvalRunConfig`` as a dict)."""
     spec = config["graph"]["spec"]
     graph = spec if isinstance(spec, str) else f"{len(spec)} graphs ({spec[0]}, ...)"
+    group = f"{graph} @ {config['cluster']['spec']}"
+    if "placer" in config:  # an evaluation
+        return {"group": group, "tags": [f"placer:{config['placer']}",
+                                         f"objective:{config['objective']}"],
+                "name": f"eval-{config['placer']}"}  # fmt: skip
     agent = f"{config['agent']['algo']}_{config['agent']['extractor']}"
     order, objective = config["order"]["name"], config["env"]["objective"]
-    return {"group": f"{graph} @ {config['cluster']['spec']}",
+    return {"group": group,
             "tags": [f"order:{order}", f"agent:{agent}", f"objective:{objective}"],
             "name": f"{order}-{agent}-seed{config['seed']}"}  # fmt: skip
 
@@ -74,14 +82,15 @@ def run_labels(config: Mapping[str, Any]) -> dict[str, Any]:
 class WandbTracker(Tracker):
     """One wandb run per job (see the module docstring)."""
 
-    def __init__(self, logger: LoggerGroup, config: Mapping[str, Any], out_dir: str) -> None:
+    def __init__(self, logger: LoggerGroup, config: Mapping[str, Any], out_dir: str,
+                 job_type: str = "train") -> None:  # fmt: skip
         self.run = None
         try:
             import wandb
 
             mode = os.environ.get("WANDB_MODE", logger.mode)
             self.run = wandb.init(project=logger.project, entity=logger.entity, mode=mode,
-                                  config=dict(config), dir=out_dir, job_type="train",
+                                  config=dict(config), dir=out_dir, job_type=job_type,
                                   reinit="finish_previous", **run_labels(config))  # fmt: skip
             for metric in MINIMIZED:
                 self.run.define_metric(metric, summary="min")
@@ -102,7 +111,7 @@ class WandbTracker(Tracker):
             return
         import wandb
 
-        summary: dict[str, Any] = {"steps": result.steps, "train_s": result.timings["train"]}
+        summary: dict[str, Any] = {"steps": result.steps, **result.timings}
         for outcome in result.graphs:
             prefix = "" if len(result.graphs) == 1 else f"{outcome.graph}/"
             summary[f"{prefix}final_runtime_ms"] = 1e3 * outcome.final_runtime

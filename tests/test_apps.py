@@ -29,9 +29,9 @@ def _options(group: str) -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def _compose(*overrides: str) -> RunConfig:
+def _compose(*overrides: str, name: str = "train") -> RunConfig:
     with initialize_config_module(config_module="placerl.configs", version_base=None):
-        cfg = compose(config_name="train", overrides=list(overrides))
+        cfg = compose(config_name=name, overrides=list(overrides))
     return OmegaConf.to_object(cfg)
 
 
@@ -47,6 +47,13 @@ def test_every_config_composes_into_a_train_config(group, option):
     if group in ("graph", "cluster"):
         text = (resources.files("placerl.configs") / group / f"{option}.yaml").read_text()
         assert getattr(run, group).spec in text
+
+
+@pytest.mark.parametrize("group", ["graph", "cluster", "logger"])
+def test_eval_composes_with_every_shared_group(group):
+    for option in _options(group):
+        run = _compose(f"{group}={option}", name="eval")
+        assert run.placer == "heft" and getattr(run, group) is not None
 
 
 def test_every_group_has_options():
@@ -109,7 +116,7 @@ def test_placerl_train_runs_and_resumes(tmp_path):
     assert (out / ".hydra" / "config.yaml").is_file() and (out / "model.zip").is_file()
     for picture in ("learning_curve.png", "placement.png"):
         assert (out / picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", picture
-    again = subprocess.run([*command[:-1], "total_steps=256", f"hydra.run.dir={out}"],
+    again = subprocess.run([*command[:-1], "total_steps=256", "force=true", f"hydra.run.dir={out}"],
                            capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
     assert again.returncode == 0, again.stderr[-2000:]
     resumed = json.loads((out / "result.json").read_text())
@@ -153,3 +160,19 @@ def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
     again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert "already holds result.json; skipped" in again.stdout
     assert (finished / "result.json").stat().st_mtime_ns == before
+
+
+def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
+    out = tmp_path / "eval"
+    command = [sys.executable, "-c", "from placerl.apps import eval_app; eval_app()",
+               "graph.spec='synthetic:layered?n=12&seed=0'", "cluster=placeto4",
+               "placer='random?seed=1'", "baselines=[single_device,heft]",
+               f"hydra.run.dir={out}"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "random?seed=1" in done.stdout and "single_device" in done.stdout
+    result = json.loads((out / "result.json").read_text())
+    assert result["config"]["placer"] == "random?seed=1"
+    assert set(result["graphs"][0]["baselines"]) == {"single_device", "heft"}
+    again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert "already holds result.json; skipped" in again.stdout
