@@ -22,7 +22,7 @@ LAYERS = [
     {"envs"},
     {"agents"},
     {"train"},
-    {"run_config", "figures", "evaluate"},
+    {"run_config", "figures", "evaluate", "report"},
     {"tracking"},
     {"apps"},
     {"cli", "__main__", "__init__"},

@@ -1,0 +1,184 @@
+"""``placerl-report DIR...``: tables and plots from finished runs and sweeps.
+
+Every ``result.json`` under the given folders (``placerl-train`` and ``placerl-eval`` runs) is
+one row per graph. The report aggregates them per graph x cluster x objective x order x agent:
+the mean over seeds with a 95% Student-t confidence interval, and a paired comparison of each
+traversal order against a reference order on the same graphs, agents and seeds (ratio of
+runtimes, wins, and a Wilcoxon signed-rank p-value). It writes ``report.md``, ``runs.csv``,
+``summary.csv``, ``orders.csv`` and three plots: runtime per order per graph, learning curves
+per order, and speedup over the best baseline placer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+KEYS = ["graph", "cluster", "objective", "order", "agent"]
+
+
+def load_runs(folders: Sequence[str | Path]) -> Any:
+    """One row per (result.json, graph) under ``folders``, as a pandas DataFrame.
+
+    Raises:
+        FileNotFoundError: A folder does not exist, or none holds a ``result.json``.
+    """
+    import pandas as pd
+
+    rows = []
+    for folder in map(Path, folders):
+        if not folder.exists():
+            raise FileNotFoundError(f"no such folder: {folder}")
+        for path in sorted(folder.rglob("result.json")):
+            rows.extend(_rows(json.loads(path.read_text()), path.parent))
+    if not rows:
+        raise FileNotFoundError(f"no result.json under {', '.join(map(str, folders))}")
+    return pd.DataFrame(rows)
+
+
+def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
+    config = result["config"]
+    if "placer" in config:  # placerl-eval
+        order, agent, seed = "-", config["placer"], 0
+    else:
+        order, seed = config["order"], config["seed"]
+        agent = f"{config['algo']}_{config['extractor']}"
+    rows = []
+    for outcome in result["graphs"]:
+        best = min(outcome["baselines"].values()) if outcome["baselines"] else np.nan
+        rows.append({
+            "run": str(run), "graph": outcome["graph"], "cluster": config["cluster"],
+            "objective": config["objective"], "order": order, "agent": agent, "seed": seed,
+            "runtime_ms": 1e3 * outcome["final_runtime"],
+            "best_seen_ms": 1e3 * outcome["best_runtime"],
+            "best_baseline_ms": 1e3 * best, "speedup_vs_best": best / outcome["final_runtime"],
+            "steps": result["steps"], "train_s": result["timings"].get("train", 0.0),
+            "curve": [(p["step"], 1e3 * np.mean(p["runtimes"])) for p in result["curve"]],
+        })  # fmt: skip
+    return rows
+
+
+def summarize(runs: Any) -> Any:
+    """Mean, 95% confidence half-width and count per graph x cluster x objective x order x
+    agent."""
+    from scipy import stats
+
+    def half_width(values: Any) -> float:
+        n = len(values)
+        return float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / np.sqrt(n)) if n > 1 else 0
+
+    grouped = runs.groupby(KEYS, sort=True)
+    table = grouped.agg(seeds=("seed", "nunique"), runtime_ms=("runtime_ms", "mean"),
+                        best_seen_ms=("best_seen_ms", "mean"),
+                        speedup_vs_best=("speedup_vs_best", "mean"))  # fmt: skip
+    table["runtime_ci95_ms"] = grouped["runtime_ms"].apply(half_width)
+    return table.reset_index()
+
+
+def compare_orders(runs: Any, reference: str = "topo") -> Any:
+    """Each order against ``reference`` on the same graph, cluster, objective, agent and seed.
+
+    Returns:
+        Per order: paired runs, the geometric-mean runtime ratio to the reference (below 1:
+        faster), wins (strictly faster), and the Wilcoxon signed-rank p-value (``nan`` under 6
+        pairs or when every pair ties).
+    """
+    import pandas as pd
+    from scipy import stats
+
+    trained = runs[runs["order"] != "-"]
+    pivot = trained.pivot_table(index=["graph", "cluster", "objective", "agent", "seed"],
+                                columns="order", values="runtime_ms")  # fmt: skip
+    rows = []
+    for order in pivot.columns:
+        if order == reference or reference not in pivot.columns:
+            continue
+        pairs = pivot[[reference, order]].dropna()
+        ratio = np.log(pairs[order] / pairs[reference])
+        p_value = np.nan
+        if len(pairs) >= 6 and np.any(ratio != 0):
+            p_value = float(stats.wilcoxon(pairs[order], pairs[reference]).pvalue)
+        rows.append({"order": order, "reference": reference, "pairs": len(pairs),
+                     "ratio": float(np.exp(ratio.mean())) if len(pairs) else np.nan,
+                     "wins": int((pairs[order] < pairs[reference]).sum()),
+                     "p_value": p_value})  # fmt: skip
+    return pd.DataFrame(rows, columns=["order", "reference", "pairs", "ratio", "wins",
+                                       "p_value"])  # fmt: skip
+
+
+def write_report(folders: Sequence[str | Path], out: str | Path, *,
+                 reference_order: str = "topo") -> Path:  # fmt: skip
+    """Write the report of every run under ``folders`` into ``out``; returns ``report.md``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = load_runs(folders)
+    summary = summarize(runs)
+    orders = compare_orders(runs, reference_order)
+    runs.drop(columns="curve").to_csv(out / "runs.csv", index=False)
+    summary.to_csv(out / "summary.csv", index=False)
+    orders.to_csv(out / "orders.csv", index=False)
+    figures = _plots(runs, summary, out)
+    text = [f"# placerl report: {len(runs)} runs x graphs from {', '.join(map(str, folders))}",
+            "", "## Per graph, order and agent (mean over seeds, 95% CI)", "",
+            summary.to_markdown(index=False, floatfmt=".4g"), "",
+            f"## Orders against {reference_order} (paired)", "",
+            orders.to_markdown(index=False, floatfmt=".4g") if len(orders) else "(no pairs)",
+            "", *[f"![{name}]({name}.png)" for name in figures], ""]  # fmt: skip
+    path = out / "report.md"
+    path.write_text("\n".join(text))
+    return path
+
+
+def _plots(runs: Any, summary: Any, out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    names = []
+    for name, column, label in (("runtime_per_order", "runtime_ms", "runtime (ms)"),
+                                ("speedup_vs_best", "speedup_vs_best",
+                                 "speedup over the best baseline")):  # fmt: skip
+        table = summary.pivot_table(index="graph", columns="order", values=column)
+        ax = table.plot.bar(figsize=(8, 4), rot=0)
+        ax.set_ylabel(label)
+        ax.figure.tight_layout()
+        ax.figure.savefig(out / f"{name}.png", dpi=110)
+        plt.close(ax.figure)
+        names.append(name)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for (graph, order), group in runs[runs["order"] != "-"].groupby(["graph", "order"]):
+        curves = [dict(c) for c in group["curve"] if c]
+        steps = sorted(set().union(*curves)) if curves else []
+        if steps:
+            mean = [np.mean([c[s] for c in curves if s in c]) for s in steps]
+            ax.plot(steps, mean, label=f"{graph}, {order}")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("greedy runtime (ms), mean over seeds")
+    if ax.lines:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "learning_curves.png", dpi=110)
+    plt.close(fig)
+    return [*names, "learning_curves"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``placerl-report DIR... [--out report] [--reference-order topo]``."""
+    parser = argparse.ArgumentParser(prog="placerl-report", description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", help="run or sweep folders holding result.json")
+    parser.add_argument("--out", default="report", help="where the report goes")
+    parser.add_argument("--reference-order", default="topo", help="order the others face")
+    args = parser.parse_args(argv)
+    try:
+        path = write_report(args.folders, args.out, reference_order=args.reference_order)
+    except FileNotFoundError as error:
+        parser.error(str(error))
+    print(path.read_text())
+    print(f"Report, CSV tables and plots in {path.parent}")
+    return 0

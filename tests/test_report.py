@@ -1,0 +1,77 @@
+"""placerl-report: aggregation over seeds, paired order comparison, files and plots."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pandas", reason="the experiments extra is not installed")
+pytest.importorskip("tabulate", reason="the experiments extra is not installed")
+
+from placerl.report import compare_orders, load_runs, main, summarize, write_report
+
+TOPO = [2.0, 2.2, 1.8, 2.1, 1.9, 2.0]
+BFS = [1.0, 1.2, 0.8, 1.1, 0.9, 1.0]  # half of topo's, seed by seed
+
+
+def _write(folder, order, seed, runtime, placer=None):
+    config = ({"placer": placer, "cluster": "placeto", "objective": "step_time"} if placer else
+              {"order": order, "seed": seed, "algo": "maskable_ppo", "extractor": "gnn",
+               "cluster": "placeto", "objective": "step_time"})  # fmt: skip
+    result = {"config": config, "steps": 0 if placer else 100,
+              "timings": {"train": 1.0}, "curve": [] if placer else [
+                  {"step": 50, "runtimes": [2 * runtime]}, {"step": 100, "runtimes": [runtime]}],
+              "graphs": [{"graph": "g", "final_runtime": runtime, "best_runtime": runtime,
+                          "baselines": {"heft": 1.5, "single_device": 3.0}}]}  # fmt: skip
+    run = folder / f"{order}-{seed}-{placer}"
+    run.mkdir(parents=True)
+    (run / "result.json").write_text(json.dumps(result))
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    for seed, (t, b) in enumerate(zip(TOPO, BFS, strict=True)):
+        _write(tmp_path / "sweep", "topo", seed, t)
+        _write(tmp_path / "sweep", "bfs", seed, b)
+    _write(tmp_path / "evals", "-", 0, 1.5, placer="heft")
+    return tmp_path
+
+
+def test_summary_has_means_and_confidence_intervals(sweep):
+    runs = load_runs([sweep / "sweep", sweep / "evals"])
+    assert len(runs) == 13
+    summary = summarize(runs).set_index("order")
+    assert summary.loc["topo", "seeds"] == 6
+    assert summary.loc["topo", "runtime_ms"] == pytest.approx(1e3 * np.mean(TOPO))
+    half = 2.5706 * np.std(1e3 * np.array(TOPO), ddof=1) / np.sqrt(6)  # t(0.975, 5)
+    assert summary.loc["topo", "runtime_ci95_ms"] == pytest.approx(half, rel=1e-3)
+    assert summary.loc["bfs", "speedup_vs_best"] == pytest.approx(np.mean([1.5 / b for b in BFS]))
+    assert summary.loc["-", "agent"] == "heft"
+
+
+def test_orders_are_compared_pairwise(sweep):
+    orders = compare_orders(load_runs([sweep]), reference="topo")
+    (row,) = orders.to_dict("records")
+    assert row["order"] == "bfs" and row["pairs"] == 6 and row["wins"] == 6
+    assert row["ratio"] == pytest.approx(np.exp(np.mean(np.log(np.array(BFS) / TOPO))))
+    assert row["p_value"] == pytest.approx(0.03125)  # exact two-sided Wilcoxon, 6 of 6 wins
+
+
+def test_report_writes_tables_and_plots(sweep, capsys):
+    assert main([str(sweep), "--out", str(sweep / "report")]) == 0
+    files = ("report.md", "runs.csv", "summary.csv", "orders.csv", "runtime_per_order.png",
+             "speedup_vs_best.png", "learning_curves.png")
+    for name in files:
+        assert (sweep / "report" / name).is_file(), name
+    text = (sweep / "report" / "report.md").read_text()
+    assert "## Orders against topo (paired)" in text and "| bfs" in text
+    assert "Report, CSV tables and plots in" in capsys.readouterr().out
+
+
+def test_missing_or_empty_folders_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no such folder: .*nowhere"):
+        write_report([tmp_path / "nowhere"], tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match=r"no result\.json under"):
+        write_report([tmp_path], tmp_path / "out")
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "nowhere")])
