@@ -43,7 +43,8 @@ class Solution:
     Attributes:
         placement: One device index per node.
         lower_bound: A proven lower bound on the optimum of the objective the placer
-            optimizes (``None`` if it proves none).
+            optimizes, within the placer's model (``None`` if it proves none). Tarnawski's DP
+            bounds contiguous splits only: non-contiguous placements can do better.
         optimal: The placement is proven optimal for that objective within the placer's model.
         info: Placer-specific figures (solver status, ideals enumerated, ...).
     """
@@ -131,7 +132,8 @@ class PlacementResult:
         feasible: Memory fits, no colocation group is split, every node can run where placed.
         reasons: Why the placement is infeasible (empty when feasible).
         solve_time: Wall-clock seconds the placer took.
-        lower_bound: A proven lower bound on the optimum of ``objective`` (``None`` if none).
+        lower_bound: A proven lower bound on the optimum of ``objective`` within the placer's
+            model (``None`` if none; see :class:`Solution`).
         optimal: ``runtime`` is proven optimal for ``objective`` within the placer's model
             (e.g. among contiguous splits for ``tarnawski_dp``).
         info: Placer-specific figures.
