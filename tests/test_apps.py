@@ -176,3 +176,31 @@ def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
     assert set(result["graphs"][0]["baselines"]) == {"single_device", "heft"}
     again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert "already holds result.json; skipped" in again.stdout
+
+
+@pytest.mark.parametrize("launcher", [
+    ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
+    ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"],
+], ids=["joblib", "submitit_local"])  # fmt: skip
+def test_sweeps_run_on_the_parallel_launchers(tmp_path, launcher):
+    sweep = tmp_path / "sweep"
+    command = [sys.executable, "-c", "from placerl.apps import train_app; train_app()", "-m",
+               *launcher, "graph=layered_100", "graph.spec='synthetic:layered?n=12&seed=0'",
+               "cluster=placeto4", "agent=maskable_ppo_mlp", "total_steps=64", "eval_every=0",
+               "eval_samples=0", "n_envs=2", "progress_bar=false", "seed=0,1",
+               "+agent.hyperparams.n_steps=32", "+agent.hyperparams.batch_size=32",
+               f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    env = {**os.environ, "WANDB_MODE": "disabled"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seeds = sorted(json.loads(p.read_text())["config"]["seed"] for p in sweep.rglob("result.json"))
+    assert seeds == [0, 1]
+
+
+def test_the_slurm_launcher_config_extends_submitit():
+    with initialize_config_module(config_module="placerl.configs", version_base=None):
+        cfg = compose(config_name="train", overrides=["hydra/launcher=slurm"],
+                      return_hydra_config=True)  # fmt: skip
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
+    assert launcher.gpus_per_node == 1 and launcher.timeout_min == 240
