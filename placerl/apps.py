@@ -13,6 +13,7 @@ on the same graphs and clusters and writes the same ``result.json`` schema.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import hydra
@@ -80,21 +81,18 @@ def summary_table(result: TrainResult) -> str:
     return capture.get()
 
 
-@hydra.main(version_base=None, config_path=f"pkg://{CONFIG_MODULE}", config_name="train")
-def train_app(cfg: DictConfig) -> None:
-    """``placerl-train``: train a policy (see ``placerl-train --help``).
+def run_job(out_dir: Path, force: bool, job: Callable[[], object]) -> None:
+    """Run one job of an app in ``out_dir``, as every app does.
 
-    A run directory that holds a ``result.json`` is skipped unless ``force=true``. A job that
-    fails writes its traceback to ``error.txt`` in its run directory; in a multirun the other
-    jobs go on (a single run fails with the error).
+    A run directory that holds a ``result.json`` is skipped unless ``force``. A job that fails
+    writes its traceback to ``error.txt`` there; in a multirun the other jobs go on (a single
+    run fails with the error).
     """
-    run = OmegaConf.to_object(cfg)
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    if (out_dir / "result.json").is_file() and not run.force:
+    if (out_dir / "result.json").is_file() and not force:
         print(f"{out_dir} already holds result.json; skipped (force=true runs it again)")
         return
     try:
-        run_training(run, str(out_dir))
+        job()
     except Exception as error:
         (out_dir / "error.txt").write_text(traceback.format_exc())
         if HydraConfig.get().mode != RunMode.MULTIRUN:
@@ -102,27 +100,41 @@ def train_app(cfg: DictConfig) -> None:
         print(f"FAILED: {type(error).__name__}: {error} (traceback in {out_dir / 'error.txt'})")
 
 
+@hydra.main(version_base=None, config_path=f"pkg://{CONFIG_MODULE}", config_name="train")
+def train_app(cfg: DictConfig) -> None:
+    """``placerl-train``: train a policy (see ``placerl-train --help``).
+
+    Jobs are run by :func:`run_job`. An unfinished run directory resumes from its checkpoint
+    (``resume=true``); ``force=true`` trains a finished one again from scratch.
+    """
+    run = OmegaConf.to_object(cfg)
+    if run.force:
+        run.resume = False
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    run_job(out_dir, run.force, lambda: run_training(run, str(out_dir)))
+
+
 @hydra.main(version_base=None, config_path=f"pkg://{CONFIG_MODULE}", config_name="eval")
 def eval_app(cfg: DictConfig) -> None:
     """``placerl-eval``: a placer or a trained policy on graphs (``placerl-eval --help``).
 
-    Writes ``result.json`` in the training schema and ``placement.png``; skips a run directory
-    that already holds a ``result.json`` unless ``force=true``.
+    Writes ``result.json`` in the training schema; jobs are run by :func:`run_job`.
     """
     run = OmegaConf.to_object(cfg)
     out_dir = Path(HydraConfig.get().runtime.output_dir)
-    if (out_dir / "result.json").is_file() and not run.force:
-        print(f"{out_dir} already holds result.json; skipped (force=true runs it again)")
-        return
+    run_job(out_dir, run.force, lambda: run_evaluation(run, str(out_dir)))
+
+
+def run_evaluation(run: EvalRunConfig, out_dir: str) -> TrainResult:
+    """Evaluate as ``run`` says, writing under ``out_dir`` and tracking with ``run.logger``."""
     config = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
-    tracker = open_tracker(run.logger, config, str(out_dir), job_type="eval")
+    tracker = open_tracker(run.logger, config, out_dir, job_type="eval")
     try:
-        result = evaluate(run.graph.spec if isinstance(run.graph.spec, str)
-                          else list(run.graph.spec), run.cluster.spec, run.placer,
-                          objective=run.objective, baselines=run.baselines,
-                          out_dir=str(out_dir))  # fmt: skip
+        result = evaluate(run.graph.spec, run.cluster.spec, run.placer, objective=run.objective,
+                          baselines=run.baselines, out_dir=out_dir)  # fmt: skip
         print(summary_table(result))
         tracker.log_result(result, {})
     finally:
         tracker.close()
     print(f"Results in {out_dir}")
+    return result

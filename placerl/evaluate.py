@@ -2,25 +2,24 @@
 
 A baseline placer and a trained policy (``placer="policy?path=model.zip"``) end in the same
 :class:`~placerl.train.TrainResult` as :func:`~placerl.train.train` (no steps, no curve), so
-that ``result.json`` files from training and evaluation runs compare side by side. Runtimes are
-penalized when infeasible, as in the envs (against the single-device reference).
+that ``result.json`` files from training and evaluation runs compare side by side. Infeasible
+placements are penalized as the envs do with their default reference (single device); an env
+trained with another ``reference`` penalizes against that one, so the two can differ there.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from placerl._io import atomic_write_text
 from placerl._provenance import provenance
 from placerl.baselines import solve
 from placerl.baselines.references import parse_placer, reference
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
 from placerl.sim import penalized_runtime
-from placerl.train import GraphOutcome, TrainResult
+from placerl.train import GraphOutcome, TrainResult, write_result
 
 
 def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
@@ -60,7 +59,5 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
                              timings={"evaluate": time.perf_counter() - start},
                              out_dir=out_dir, provenance=provenance())  # fmt: skip
     if out_dir is not None:
-        path = Path(out_dir) / "result.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(evaluation.to_dict(), indent=1))
+        write_result(evaluation, Path(out_dir))
     return evaluation

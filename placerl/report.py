@@ -2,7 +2,9 @@
 
 Every ``result.json`` under the given folders (``placerl-train`` and ``placerl-eval`` runs) is
 one row per graph. The report aggregates them per graph x cluster x objective x order x agent:
-the mean over seeds with a 95% Student-t confidence interval, and a paired comparison of each
+the mean over seeds with a 95% Student-t confidence interval (runs whose configs differ in
+more than the seed, such as the env or the budget, carry different ``variant`` labels and are
+never pooled), and a paired comparison of each
 traversal order against a reference order on the same graphs, agents and seeds (ratio of
 runtimes, wins, and a Wilcoxon signed-rank p-value). It writes ``report.md``, ``runs.csv``,
 ``summary.csv``, ``orders.csv`` and three plots: runtime per order per graph, learning curves
@@ -12,6 +14,7 @@ per order, and speedup over the best baseline placer.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +22,12 @@ from typing import Any
 
 import numpy as np
 
-KEYS = ["graph", "cluster", "objective", "order", "agent"]
+KEYS = ["graph", "cluster", "objective", "order", "agent", "variant"]
+
+#: Config fields that do not make runs different experiments: the seed and the bookkeeping.
+NOT_VARIANT = {"graph", "cluster", "objective", "order", "algo", "extractor", "seed", "placer",
+               "out_dir", "resume", "device", "progress_bar", "baselines", "eval_every",
+               "eval_samples", "checkpoint_every"}
 
 
 def load_runs(folders: Sequence[str | Path]) -> Any:
@@ -41,6 +49,13 @@ def load_runs(folders: Sequence[str | Path]) -> Any:
     return pd.DataFrame(rows)
 
 
+def variant(config: dict[str, Any]) -> str:
+    """What else the run's config sets (env, head, hyperparameters, budget, ...), as a short
+    stable label, so that runs differing in more than the seed are never pooled."""
+    rest = {k: v for k, v in sorted(config.items()) if k not in NOT_VARIANT}
+    return hashlib.sha1(json.dumps(rest, sort_keys=True).encode()).hexdigest()[:8]
+
+
 def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
     config = result["config"]
     if "placer" in config:  # placerl-eval
@@ -48,17 +63,18 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
     else:
         order, seed = config["order"], config["seed"]
         agent = f"{config['algo']}_{config['extractor']}"
-    rows = []
-    for outcome in result["graphs"]:
+    rows, label = [], variant(config)
+    for g, outcome in enumerate(result["graphs"]):
         best = min(outcome["baselines"].values()) if outcome["baselines"] else np.nan
         rows.append({
             "run": str(run), "graph": outcome["graph"], "cluster": config["cluster"],
-            "objective": config["objective"], "order": order, "agent": agent, "seed": seed,
+            "objective": config["objective"], "order": order, "agent": agent,
+            "variant": label, "seed": seed,
             "runtime_ms": 1e3 * outcome["final_runtime"],
             "best_seen_ms": 1e3 * outcome["best_runtime"],
             "best_baseline_ms": 1e3 * best, "speedup_vs_best": best / outcome["final_runtime"],
             "steps": result["steps"], "train_s": result["timings"].get("train", 0.0),
-            "curve": [(p["step"], 1e3 * np.mean(p["runtimes"])) for p in result["curve"]],
+            "curve": [(p["step"], 1e3 * p["runtimes"][g]) for p in result["curve"]],
         })  # fmt: skip
     return rows
 
@@ -70,7 +86,9 @@ def summarize(runs: Any) -> Any:
 
     def half_width(values: Any) -> float:
         n = len(values)
-        return float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / np.sqrt(n)) if n > 1 else 0
+        if n < 2:
+            return np.nan  # one seed: no interval
+        return float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / np.sqrt(n))
 
     grouped = runs.groupby(KEYS, sort=True)
     table = grouped.agg(seeds=("seed", "nunique"), runtime_ms=("runtime_ms", "mean"),
@@ -92,8 +110,8 @@ def compare_orders(runs: Any, reference: str = "topo") -> Any:
     from scipy import stats
 
     trained = runs[runs["order"] != "-"]
-    pivot = trained.pivot_table(index=["graph", "cluster", "objective", "agent", "seed"],
-                                columns="order", values="runtime_ms")  # fmt: skip
+    pivot = trained.pivot_table(index=["graph", "cluster", "objective", "agent", "variant",
+                                       "seed"], columns="order", values="runtime_ms")  # fmt: skip
     rows = []
     for order in pivot.columns:
         if order == reference or reference not in pivot.columns:

@@ -125,8 +125,9 @@ class RunConfig:
     """A training run: the groups plus the schedule.
 
     The schedule fields are those of :class:`~placerl.train.TrainConfig` of the same names;
-    ``force`` runs a job whose run directory already holds a ``result.json`` (skipped
-    otherwise, so that re-running a sweep runs only what is unfinished).
+    ``force`` trains again, from scratch, a job whose run directory already holds a
+    ``result.json`` (skipped otherwise, so that re-running a sweep runs only what is
+    unfinished; an unfinished job resumes from its checkpoint).
     """
 
     graph: GraphGroup = field(default_factory=GraphGroup)

@@ -121,9 +121,9 @@ class WandbTracker(Tracker):
             for name, speedup in outcome.speedups().items():
                 summary[f"{prefix}speedup/{name}"] = speedup
         self.run.summary.update(summary)
-        best = result.graphs[0]
-        table = wandb.Table(columns=["node", "device"],
-                            data=[[v, d] for v, d in enumerate(best.best_placement)])  # fmt: skip
+        table = wandb.Table(columns=["graph", "node", "device"], data=[
+            [outcome.graph, v, d] for outcome in result.graphs
+            for v, d in enumerate(outcome.best_placement)])  # fmt: skip
         images = {f"charts/{name}": wandb.Image(str(path)) for name, path in figures.items()}
         self.run.log({"placement": table, **images})
 

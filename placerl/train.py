@@ -7,9 +7,12 @@ then evaluate at the end against the baseline placers and write ``result.json``.
 
 Files under ``out_dir`` (when given):
 
-* ``checkpoint/model.zip`` + ``checkpoint/state.json`` - the latest checkpoint; ``resume=True``
-  continues from it: the step count, the learning-rate schedule, the best placements and
-  the learning curve carry on (the rollout buffer and RNG states restart).
+* ``checkpoint/model.zip`` + ``checkpoint/state.json`` (+ ``checkpoint/best_policy.pt``, the
+  best evaluation's weights) - the latest checkpoint; ``resume=True`` continues from it: the
+  step count, the learning-rate schedule, the best placements and weights and the learning
+  curve carry on (the rollout buffer and RNG states restart). Resuming refuses a checkpoint
+  made with another configuration (only the schedule may change: ``total_steps``, the time
+  limit, evaluation and checkpoint intervals, the baselines).
 * ``model.zip`` - the final model (a placer: ``place("policy", g, c, path=...)``).
 * ``best_placement.json`` - the best placement per graph; ``result.json`` - the TrainResult.
 """
@@ -63,9 +66,9 @@ class TrainConfig:
         warm_start: A placer spec to clone before RL (``None``: no warm start).
         warm_start_epochs: Cloning epochs.
         eval_every: Greedy evaluation every this many steps (0: only at the end).
-        keep_best: End with the weights of the best evaluation (in this process; a resumed
-            run starts the comparison afresh) rather than the last ones. The checkpoint keeps
-            the last weights, so resuming continues training where it stopped.
+        keep_best: End with the weights of the best evaluation (also across resumes) rather
+            than the last ones. The checkpoint keeps the last weights too, so resuming
+            continues training where it stopped.
         eval_samples: At the end, also the best of this many sampled rollouts per graph.
         checkpoint_every: Checkpoint every this many steps (0: only at the end).
         baselines: Placer specs to compare with at the end.
@@ -267,7 +270,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     out = Path(config.out_dir) if config.out_dir is not None else None
     eval_env = make_env(config.env_arguments(), config.env)  # checks every env argument
     venv = _vector_env(config)
-    state = _load_state(out) if config.resume else None
+    state = _load_state(out, config) if config.resume else None
     timings: dict[str, float] = {"warm_start": 0.0, "train": 0.0}
     if state is not None:
         algo_cls = ALGORITHMS[config.algo].load()
@@ -289,11 +292,15 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     clock_start = time.perf_counter() - timings["train"]
     clock = lambda: time.perf_counter() - clock_start  # noqa: E731
     evaluate = Evaluate(eval_env, config.eval_every, curve, best, clock)
+    if state is not None and "keep_best" in state:
+        evaluate.load_best(state["keep_best"], out / "checkpoint" / "best_policy.pt")
 
     def save_state() -> None:
+        scores = evaluate.save_best(out / "checkpoint" / "best_policy.pt")
         _write_json(out / "checkpoint" / "state.json", {
             "steps": int(model.num_timesteps), "best": best.to_dict(), "curve": curve,
-            "timings": timings, "warm_start": warm})  # fmt: skip
+            "timings": timings, "warm_start": warm, "keep_best": scores,
+            "config": config.to_dict()})  # fmt: skip
 
     def save_checkpoint(model: Any) -> None:
         if out is None:
@@ -304,9 +311,9 @@ def train(config: TrainConfig | Mapping[str, Any], *,
 
     remaining = config.total_steps - model.num_timesteps
     if remaining > 0:
-        callbacks = [TrackBest(best), evaluate,
+        callbacks = [*callbacks, TrackBest(best, len(eval_env.graphs)), evaluate,
                      Checkpoint(config.checkpoint_every, save_checkpoint),
-                     TimeBudget(config.time_limit_s, clock), *callbacks]  # fmt: skip
+                     TimeBudget(config.time_limit_s, clock)]  # fmt: skip
         model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None,
                     progress_bar=config.progress_bar)  # fmt: skip
     timings["train"] = clock()
@@ -343,7 +350,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
         save_state()
         _save_model(model, out / "model.zip")
         _write_json(out / "best_placement.json", best.to_dict())
-        _write_json(out / "result.json", result.to_dict())
+        write_result(result, out)
     return result
 
 
@@ -363,14 +370,40 @@ def _save_model(model: Any, path: Path) -> None:
     os.replace(partial, path)
 
 
+def write_result(result: TrainResult, out_dir: Path) -> Path:
+    """Write ``result.json`` atomically into ``out_dir``; returns its path."""
+    path = out_dir / "result.json"
+    _write_json(path, result.to_dict())
+    return path
+
+
 def _write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(data, indent=1))
 
 
-def _load_state(out: Path) -> dict[str, Any] | None:
-    """The checkpoint state to resume from, or ``None`` when there is none yet."""
+#: Options a resumed run may change: the schedule, not what is learned or how.
+RESUMABLE_CHANGES = ("total_steps", "time_limit_s", "eval_every", "eval_samples", "keep_best",
+                     "checkpoint_every", "baselines", "out_dir", "resume", "device",
+                     "progress_bar")  # fmt: skip
+
+
+def _load_state(out: Path, config: TrainConfig) -> dict[str, Any] | None:
+    """The checkpoint state to resume from, or ``None`` when there is none yet.
+
+    Raises:
+        ConfigError: The checkpoint was made with another configuration.
+    """
     state = out / "checkpoint" / "state.json"
     if not (state.is_file() and (out / "checkpoint" / "model.zip").is_file()):
         return None
-    return json.loads(state.read_text())
+    data = json.loads(state.read_text())
+    saved, current = data.get("config", {}), config.to_dict()
+    changed = sorted(k for k in current if k not in RESUMABLE_CHANGES
+                     and k in saved and saved[k] != current[k])  # fmt: skip
+    if changed:
+        raise ConfigError(
+            f"{out} holds a checkpoint of another configuration ({', '.join(changed)} differ); "
+            "use another out_dir, or resume=False to start afresh there"
+        )
+    return data

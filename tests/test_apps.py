@@ -116,13 +116,19 @@ def test_placerl_train_runs_and_resumes(tmp_path):
     assert (out / ".hydra" / "config.yaml").is_file() and (out / "model.zip").is_file()
     for picture in ("learning_curve.png", "placement.png"):
         assert (out / picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", picture
-    again = subprocess.run([*command[:-1], "total_steps=256", "force=true", f"hydra.run.dir={out}"],
+    (out / "result.json").unlink()  # as if interrupted after its last checkpoint
+    again = subprocess.run([*command[:-1], "total_steps=256", f"hydra.run.dir={out}"],
                            capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
     assert again.returncode == 0, again.stderr[-2000:]
     resumed = json.loads((out / "result.json").read_text())
     assert resumed["steps"] >= 256
     assert [c["step"] for c in resumed["curve"]][: len(result["curve"])] == [
         c["step"] for c in result["curve"]]  # the curve went on from the checkpoint
+    forced = subprocess.run([*command[:-1], "force=true", f"hydra.run.dir={out}"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
+    assert forced.returncode == 0, forced.stderr[-2000:]
+    fresh = json.loads((out / "result.json").read_text())
+    assert fresh["steps"] == result["steps"]  # trained again from scratch, not resumed
 
 
 def test_help_lists_the_config_groups(tmp_path):

@@ -49,6 +49,31 @@ def test_summary_has_means_and_confidence_intervals(sweep):
     assert summary.loc["-", "agent"] == "heft"
 
 
+def test_multi_graph_runs_give_one_curve_per_graph_and_no_interval_for_one_seed(tmp_path):
+    result = {"config": {"order": "bfs", "seed": 0, "algo": "a2c", "extractor": "mlp",
+                         "cluster": "c", "objective": "step_time"},
+              "steps": 10, "timings": {"train": 1.0},
+              "curve": [{"step": 10, "runtimes": [1.0, 3.0]}],
+              "graphs": [{"graph": name, "final_runtime": r, "best_runtime": r,
+                          "baselines": {"heft": 2.0}} for name, r in (("a", 1.0), ("b", 3.0))]}
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "result.json").write_text(json.dumps(result))
+    runs = load_runs([tmp_path]).set_index("graph")
+    assert runs.loc["a", "curve"] == [(10, 1000.0)] and runs.loc["b", "curve"] == [(10, 3000.0)]
+    assert summarize(load_runs([tmp_path]))["runtime_ci95_ms"].isna().all()
+
+
+def test_runs_differing_in_more_than_the_seed_are_not_pooled(sweep):
+    _write(sweep / "other", "topo", 0, 5.0)
+    path = next((sweep / "other").rglob("result.json"))
+    result = json.loads(path.read_text())
+    result["config"]["total_steps"] = 999  # another budget: another variant
+    path.write_text(json.dumps(result))
+    summary = summarize(load_runs([sweep]))
+    topo = summary[summary["order"] == "topo"]
+    assert sorted(topo["seeds"]) == [1, 6]
+
+
 def test_orders_are_compared_pairwise(sweep):
     orders = compare_orders(load_runs([sweep]), reference="topo")
     (row,) = orders.to_dict("records")

@@ -52,6 +52,11 @@ def test_offline_run_holds_config_metrics_summaries_and_media(tmp_path):
     expected = {"charts/SPS", "rollout/ep_rew_mean", "train/loss", "eval/runtime_ms",
                 "sim/best_runtime_ms", "placement/_type", "charts/learning_curve/_type"}
     assert expected <= keys, expected - keys
+    evaluated = {r.history.step.num for r in records if r.WhichOneof("record_type") == "history"
+                 and any((i.key or "/".join(i.nested_key)) == "eval/runtime_ms"
+                         for i in r.history.item)}  # fmt: skip
+    curve = json.loads((out / "result.json").read_text())["curve"]
+    assert {point["step"] for point in curve} <= evaluated  # each at its own step, from 0
     minimized = {r.metric.name for r in records
                  if r.WhichOneof("record_type") == "metric" and r.metric.summary.min}  # fmt: skip
     assert minimized == {"eval/runtime_ms", "sim/best_runtime_ms"}
@@ -61,7 +66,7 @@ def test_offline_run_holds_config_metrics_summaries_and_media(tmp_path):
     (table,) = (out / "wandb").glob("offline-run-*/files/media/table/placement_*.table.json")
     rows = json.loads(table.read_text())["data"]
     best = json.loads((out / "best_placement.json").read_text())["0"]["placement"]
-    assert [device for _, device in rows] == best
+    assert [device for _, _, device in rows] == best
 
 
 def test_training_goes_on_when_wandb_cannot_start(monkeypatch, tmp_path):

@@ -94,9 +94,30 @@ def test_keep_best_ends_with_the_best_evaluation(keep_best):
                                   else result.steps)
 
 
+def test_keep_best_holds_across_a_resume(tmp_path):
+    fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
+    train({**SMALL, "total_steps": 256, "eval_every": 64, "hyperparams": fast,
+           "out_dir": str(tmp_path)})  # fmt: skip
+    assert (tmp_path / "checkpoint" / "best_policy.pt").is_file()
+    resumed = train({**SMALL, "total_steps": 512, "eval_every": 64, "hyperparams": fast,
+                     "out_dir": str(tmp_path), "resume": True})  # fmt: skip
+    evaluations = [c["runtimes"][0] for c in resumed.curve]  # both runs' evaluations
+    assert resumed.graphs[0].final_runtime == min(evaluations)
+
+
+def test_resume_refuses_another_configuration(tmp_path):
+    train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
+    with pytest.raises(ConfigError, match="another configuration \\(extractor, order differ\\)"):
+        train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
+               "resume": True, "extractor": "gnn", "order": "bfs"})  # fmt: skip
+    more = train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
+                  "resume": True, "baselines": ["heft"]})  # the schedule may change
+    assert more.steps >= 128
+
+
 def test_time_limit_stops_training_early():
     result = train({**SMALL, "total_steps": 100_000, "eval_every": 0, "time_limit_s": 1e-9})
-    assert result.steps < 100_000  # stopped at the first step after the budget
+    assert result.steps == SMALL["n_envs"]  # stopped at the first step after the budget
     assert result.graphs[0].final_runtime > 0  # evaluated as usual
 
 

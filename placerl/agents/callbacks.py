@@ -6,9 +6,11 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from placerl.agents.episodes import rollout
@@ -50,13 +52,13 @@ class BestPlacement:
 class TrackBest(BaseCallback):
     """Offer the final placement of every finished training episode (from ``info``).
 
-    After each rollout it logs ``sim/best_runtime_ms``, the mean over graphs of the best
-    runtime so far.
+    After each rollout, once every one of the ``graphs`` has a placement, it logs
+    ``sim/best_runtime_ms``, the mean over graphs of the best runtime so far.
     """
 
-    def __init__(self, best: BestPlacement) -> None:
+    def __init__(self, best: BestPlacement, graphs: int = 1) -> None:
         super().__init__()
-        self.best = best
+        self.best, self.graphs = best, graphs
 
     def _on_step(self) -> bool:
         for info in self.locals["infos"]:
@@ -66,7 +68,7 @@ class TrackBest(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        if self.best.by_graph:
+        if len(self.best.by_graph) >= self.graphs:
             runtimes = [entry["runtime"] for entry in self.best.by_graph.values()]
             self.logger.record("sim/best_runtime_ms", 1e3 * float(np.mean(runtimes)))
 
@@ -106,7 +108,8 @@ class Evaluate(_Periodic):
     It also keeps, in memory, the policy weights of the best evaluation so far, scored by the
     mean over graphs of runtime / reference runtime: PPO's greedy policy does not improve
     monotonically, and :meth:`restore_best` hands back the best one seen (as SB3's
-    ``EvalCallback`` keeps a best model).
+    ``EvalCallback`` keeps a best model). :meth:`save_best` and :meth:`load_best` carry them
+    across a resumed run.
     """
 
     def __init__(self, env: Any, every: int, curve: list[dict[str, Any]], best: BestPlacement,
@@ -139,8 +142,24 @@ class Evaluate(_Periodic):
             self.best_score, self.best_step = self.last_score, int(self.num_timesteps)
             self._best_weights = copy.deepcopy(self.model.policy.state_dict())
         if getattr(self.model, "_logger", None) is not None:  # set up by learn()
+            # Dumped now, at this evaluation's step: SB3 dumps once per rollout otherwise.
             self.logger.record("eval/runtime_ms", 1e3 * float(np.mean(runtimes)))
+            self.logger.dump(int(self.num_timesteps))
         return runtimes
+
+    def save_best(self, path: Path) -> dict[str, Any]:
+        """Write the best weights to ``path``; returns the scores to keep beside them."""
+        if self._best_weights is not None:
+            torch.save(self._best_weights, path)
+        return {"best_score": self.best_score, "best_step": self.best_step,
+                "last_score": self.last_score}  # fmt: skip
+
+    def load_best(self, scores: dict[str, Any], path: Path) -> None:
+        """Carry on from :meth:`save_best`'s output (a resumed run)."""
+        self.best_score, self.best_step = scores["best_score"], scores["best_step"]
+        self.last_score = scores["last_score"]
+        if path.is_file():
+            self._best_weights = torch.load(path, weights_only=True)
 
     def restore_best(self) -> int:
         """Load the best evaluation's weights if the last evaluation was worse.
