@@ -201,8 +201,8 @@ def save(rows: list[dict[str, Any]], args: argparse.Namespace, steps: int, time_
     """Write the rows so far (after every run: a long run that stops keeps what it did)."""
     suffix = ("_placers" if args.placers_only else "") + ("_quick" if args.quick else "")
     command = "python benchmarks/bench_quality.py" + "".join(
-        flag for flag, on in ((" --quick", args.quick), (" --placers-only", args.placers_only))
-        if on)  # fmt: skip
+        flag for flag, on in ((" --quick", args.quick), (" --placers-only", args.placers_only),
+                              (f" --threads {args.threads}", args.threads)) if on)  # fmt: skip
     note = (f"Command: `{command}` ({steps} training steps or {time_limit:.0f} s per run, "
             f"K={args.samples} samples; {seconds:.0f} s in all"
             f"{'' if final else ', still running'}). Ratios are runtimes over the "
