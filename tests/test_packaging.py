@@ -22,15 +22,24 @@ def test_every_package_is_listed():
     assert _setuptools()["package-dir"]["placerl.configs"] == "configs"
 
 
-def test_wheel_runs_the_apps_from_another_folder(tmp_path):
+def test_wheel_in_a_fresh_venv_runs_the_apps_from_another_folder(tmp_path):
     pytest.importorskip("hydra", reason="the experiments extra is not installed")
-    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    import site
+
+    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
     build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
              "--no-build-isolation", "-w", str(wheels), str(ROOT)]  # fmt: skip
     subprocess.run(build, check=True, capture_output=True, cwd=tmp_path)
     (wheel,) = wheels.glob("placerl-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    where = [python, "-c", "import site; print(site.getsitepackages()[0])"]
+    fresh_site = subprocess.run(where, check=True, capture_output=True, text=True).stdout.strip()
+    # The dependencies come from this environment's site-packages as a plain path: its .pth
+    # files (the editable install of this checkout among them) are not read from there.
+    Path(fresh_site, "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-               str(site), str(wheel)]  # fmt: skip
+               fresh_site, str(wheel)]  # fmt: skip
     subprocess.run(install, check=True, capture_output=True, cwd=tmp_path)
     script = (
         "import placerl, placerl.apps\n"
@@ -40,10 +49,14 @@ def test_wheel_runs_the_apps_from_another_folder(tmp_path):
         "print(placerl.__file__)\n"
         "print(cfg.graph.spec)\n"
     )
-    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=tmp_path, env=env)  # fmt: skip
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([python, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                          env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     location, graph = done.stdout.split()
-    assert Path(location).is_relative_to(site)  # the wheel's copy, not the checkout
+    assert Path(location).is_relative_to(fresh_site)  # the wheel's copy, not the checkout
     assert graph == "synthetic:layered?n=100&seed=0"
+    help_text = subprocess.run([python, "-c", "from placerl.apps import train_app; train_app()",
+                                "--help"], capture_output=True, text=True, cwd=tmp_path,
+                               env=env)  # fmt: skip
+    assert "experiment: generalization, order_sweep, pipeline_msr, quickstart" in help_text.stdout
