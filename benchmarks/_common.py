@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -36,3 +37,18 @@ def write_results(name: str, rows: Sequence[dict[str, Any]], out_dir: str | Path
     path = out / f"{name}.json"
     path.write_text(json.dumps(list(rows), indent=1))
     return path
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """``--out`` (where results go) and ``--threads`` (torch threads) for training benchmarks."""
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (1 when running beside other jobs)")  # fmt: skip
+
+
+def apply_run_options(args: argparse.Namespace) -> None:
+    """Set torch's thread count when ``--threads`` was given."""
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)

@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import markdown_table, write_results
+from _common import add_run_options, apply_run_options, markdown_table, write_results
 
 from placerl.baselines import solve
 from placerl.train import train
@@ -144,14 +144,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=8, help="K sampled rollouts")
     parser.add_argument("--time-limit", type=float, default=None,
                         help="training seconds per run (default: 60 quick, 150 full)")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (1 when running beside other jobs)")
+    add_run_options(parser)
     args = parser.parse_args()
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    apply_run_options(args)
     steps = args.steps or (8_000 if args.quick else 60_000)
     time_limit = args.time_limit or (60.0 if args.quick else 150.0)
     cases = [c for c in CASES if c.quick or not args.quick]

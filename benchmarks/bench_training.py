@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import markdown_table, write_results
+from _common import add_run_options, apply_run_options, markdown_table, write_results
 
 from placerl.baselines import solve
 from placerl.graph import load_graph
@@ -178,14 +178,9 @@ def main() -> None:
     parser.add_argument("--study", choices=[*STUDIES, "all"], default="all")
     parser.add_argument("--steps", type=int, default=8_000, help="training steps per run")
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (1 when running beside other jobs)")
+    add_run_options(parser)
     args = parser.parse_args()
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    apply_run_options(args)
     for name in STUDIES if args.study == "all" else [args.study]:
         start = time.perf_counter()
         rows = STUDIES[name](args.steps, args.seeds)

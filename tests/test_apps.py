@@ -35,6 +35,21 @@ def _compose(*overrides: str, name: str = "train") -> RunConfig:
     return OmegaConf.to_object(cfg)
 
 
+#: A tiny training job: 12 nodes, the MLP extractor, short rollouts.
+TINY = ["graph=layered_100", "cluster=placeto4", "agent=maskable_ppo_mlp", "eval_samples=0",
+        "n_envs=2", "progress_bar=false", "+agent.hyperparams.n_steps=32",
+        "+agent.hyperparams.batch_size=32"]  # fmt: skip
+SPEC = "graph.spec='synthetic:layered?n=12&seed=0'"
+
+
+def _app(cwd, app: str, *overrides: str) -> subprocess.CompletedProcess:
+    """Run ``placerl.apps.<app>`` with ``overrides`` in a subprocess (wandb disabled)."""
+    command = [sys.executable, "-c", f"from placerl.apps import {app}; {app}()", *overrides]
+    env = {**os.environ, "WANDB_MODE": "disabled"}
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
+
+
+
 CHOICES = [(group, option) for group in GROUPS for option in _options(group)]
 
 
@@ -101,14 +116,8 @@ def test_bad_overrides_fail_before_any_work(override, error, message):
 
 def test_placerl_train_runs_and_resumes(tmp_path):
     out = tmp_path / "run"
-    command = [sys.executable, "-c", "from placerl.apps import train_app; train_app()",
-               "graph=layered_100", "graph.spec='synthetic:layered?n=12&seed=0'",
-               "cluster=placeto4", "agent=maskable_ppo_mlp", "total_steps=128",
-               "eval_every=64", "eval_samples=0", "n_envs=2", "progress_bar=false",
-               "+agent.hyperparams.n_steps=32", "+agent.hyperparams.batch_size=32",
-               f"hydra.run.dir={out}"]  # fmt: skip
-    env = {**os.environ, "WANDB_MODE": "disabled"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    job = [*TINY, SPEC, "total_steps=128", "eval_every=64"]
+    done = _app(tmp_path, "train_app", *job, f"hydra.run.dir={out}")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "policy (greedy)" in done.stdout and "heft" in done.stdout
     result = json.loads((out / "result.json").read_text())
@@ -117,23 +126,20 @@ def test_placerl_train_runs_and_resumes(tmp_path):
     for picture in ("learning_curve.png", "placement.png"):
         assert (out / picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", picture
     (out / "result.json").unlink()  # as if interrupted after its last checkpoint
-    again = subprocess.run([*command[:-1], "total_steps=256", f"hydra.run.dir={out}"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
+    again = _app(tmp_path, "train_app", *job, "total_steps=256", f"hydra.run.dir={out}")
     assert again.returncode == 0, again.stderr[-2000:]
     resumed = json.loads((out / "result.json").read_text())
     assert resumed["steps"] >= 256
     assert [c["step"] for c in resumed["curve"]][: len(result["curve"])] == [
         c["step"] for c in result["curve"]]  # the curve went on from the checkpoint
-    forced = subprocess.run([*command[:-1], "force=true", f"hydra.run.dir={out}"],
-                            capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
+    forced = _app(tmp_path, "train_app", *job, "force=true", f"hydra.run.dir={out}")
     assert forced.returncode == 0, forced.stderr[-2000:]
     fresh = json.loads((out / "result.json").read_text())
     assert fresh["steps"] == result["steps"]  # trained again from scratch, not resumed
 
 
 def test_help_lists_the_config_groups(tmp_path):
-    done = subprocess.run([sys.executable, "-c", "from placerl.apps import train_app; train_app()",
-                           "--help"], capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    done = _app(tmp_path, "train_app", "--help")
     assert done.returncode == 0, done.stderr
     for group in GROUPS:
         assert f"\n{group}: " in done.stdout
@@ -149,38 +155,31 @@ def test_configs_are_one_copy_mapped_into_the_package():
 
 def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
     sweep = tmp_path / "sweep"
-    command = [sys.executable, "-c", "from placerl.apps import train_app; train_app()", "-m",
-               "graph=layered_100", "graph.spec='synthetic:nope','synthetic:layered?n=12&seed=0'",
-               "cluster=placeto4", "agent=maskable_ppo_mlp", "total_steps=64", "eval_every=0",
-               "eval_samples=0", "n_envs=2", "progress_bar=false",
-               "+agent.hyperparams.n_steps=32", "+agent.hyperparams.batch_size=32",
-               f"hydra.sweep.dir={sweep}"]  # fmt: skip
-    env = {**os.environ, "WANDB_MODE": "disabled"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    job = ["-m", *TINY, "graph.spec='synthetic:nope','synthetic:layered?n=12&seed=0'",
+           "total_steps=64", "eval_every=0", f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    done = _app(tmp_path, "train_app", *job)
     assert done.returncode == 0, done.stderr[-2000:]
     (failed,) = [d for d in sweep.iterdir() if "nope" in d.name]
     (finished,) = [d for d in sweep.iterdir() if "seed=0" in d.name]
     assert "unknown graph family 'nope'" in (failed / "error.txt").read_text()
     assert (finished / "result.json").is_file() and not (finished / "error.txt").exists()
     before = (finished / "result.json").stat().st_mtime_ns
-    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    again = _app(tmp_path, "train_app", *job)
     assert "already holds result.json; skipped" in again.stdout
     assert (finished / "result.json").stat().st_mtime_ns == before
 
 
 def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
     out = tmp_path / "eval"
-    command = [sys.executable, "-c", "from placerl.apps import eval_app; eval_app()",
-               "graph.spec='synthetic:layered?n=12&seed=0'", "cluster=placeto4",
-               "placer='random?seed=1'", "baselines=[single_device,heft]",
-               f"hydra.run.dir={out}"]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    job = [SPEC, "cluster=placeto4", "placer='random?seed=1'",
+           "baselines=[single_device,heft]", f"hydra.run.dir={out}"]
+    done = _app(tmp_path, "eval_app", *job)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "random?seed=1" in done.stdout and "single_device" in done.stdout
     result = json.loads((out / "result.json").read_text())
     assert result["config"]["placer"] == "random?seed=1"
     assert set(result["graphs"][0]["baselines"]) == {"single_device", "heft"}
-    again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    again = _app(tmp_path, "eval_app", *job)
     assert "already holds result.json; skipped" in again.stdout
 
 
@@ -190,14 +189,8 @@ def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
 ], ids=["joblib", "submitit_local"])  # fmt: skip
 def test_sweeps_run_on_the_parallel_launchers(tmp_path, launcher):
     sweep = tmp_path / "sweep"
-    command = [sys.executable, "-c", "from placerl.apps import train_app; train_app()", "-m",
-               *launcher, "graph=layered_100", "graph.spec='synthetic:layered?n=12&seed=0'",
-               "cluster=placeto4", "agent=maskable_ppo_mlp", "total_steps=64", "eval_every=0",
-               "eval_samples=0", "n_envs=2", "progress_bar=false", "seed=0,1",
-               "+agent.hyperparams.n_steps=32", "+agent.hyperparams.batch_size=32",
-               f"hydra.sweep.dir={sweep}"]  # fmt: skip
-    env = {**os.environ, "WANDB_MODE": "disabled"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    done = _app(tmp_path, "train_app", "-m", *launcher, *TINY, SPEC, "total_steps=64",
+                "eval_every=0", "seed=0,1", f"hydra.sweep.dir={sweep}")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     seeds = sorted(json.loads(p.read_text())["config"]["seed"] for p in sweep.rglob("result.json"))
     assert seeds == [0, 1]
