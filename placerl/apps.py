@@ -12,6 +12,7 @@ on the same graphs and clusters and writes the same ``result.json`` schema.
 
 from __future__ import annotations
 
+import importlib.util
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -28,8 +29,18 @@ from placerl.run_config import EvalRunConfig, RunConfig, to_train_config
 from placerl.tracking import open_tracker
 from placerl.train import TrainResult, train
 
-#: Where Hydra finds the config tree: the ``configs/`` folder, mapped into the package.
+#: Where Hydra finds the config tree: the ``configs/`` folder, mapped into the package by an
+#: install (wheel or editable); a bare checkout on ``sys.path`` reads the folder itself.
 CONFIG_MODULE = "placerl.configs"
+
+
+def _config_path() -> str:
+    if importlib.util.find_spec(CONFIG_MODULE) is not None:
+        return f"pkg://{CONFIG_MODULE}"
+    return str(Path(__file__).resolve().parent.parent / "configs")
+
+
+CONFIG_PATH = _config_path()
 
 ConfigStore.instance().store(name="run_schema", node=RunConfig)
 ConfigStore.instance().store(name="eval_schema", node=EvalRunConfig)
@@ -100,7 +111,7 @@ def run_job(out_dir: Path, force: bool, job: Callable[[], object]) -> None:
         print(f"FAILED: {type(error).__name__}: {error} (traceback in {out_dir / 'error.txt'})")
 
 
-@hydra.main(version_base=None, config_path=f"pkg://{CONFIG_MODULE}", config_name="train")
+@hydra.main(version_base=None, config_path=CONFIG_PATH, config_name="train")
 def train_app(cfg: DictConfig) -> None:
     """``placerl-train``: train a policy (see ``placerl-train --help``).
 
@@ -114,7 +125,7 @@ def train_app(cfg: DictConfig) -> None:
     run_job(out_dir, run.force, lambda: run_training(run, str(out_dir)))
 
 
-@hydra.main(version_base=None, config_path=f"pkg://{CONFIG_MODULE}", config_name="eval")
+@hydra.main(version_base=None, config_path=CONFIG_PATH, config_name="eval")
 def eval_app(cfg: DictConfig) -> None:
     """``placerl-eval``: a placer or a trained policy on graphs (``placerl-eval --help``).
 

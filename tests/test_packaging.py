@@ -60,3 +60,22 @@ def test_wheel_in_a_fresh_venv_runs_the_apps_from_another_folder(tmp_path):
                                 "--help"], capture_output=True, text=True, cwd=tmp_path,
                                env=env)  # fmt: skip
     assert "experiment: generalization, order_sweep, pipeline_msr, quickstart" in help_text.stdout
+
+
+def test_a_bare_checkout_on_the_path_finds_the_config_folder(tmp_path):
+    pytest.importorskip("hydra", reason="the experiments extra is not installed")
+    import site
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    where = [python, "-c", "import site; print(site.getsitepackages()[0])"]
+    fresh_site = subprocess.run(where, check=True, capture_output=True, text=True).stdout.strip()
+    Path(fresh_site, "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    script = "from placerl.apps import CONFIG_PATH, train_app; print(CONFIG_PATH); train_app()"
+    done = subprocess.run([python, "-c", script, "--help"], capture_output=True, text=True,
+                          cwd=tmp_path, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[0] == str(ROOT / "configs")  # no install: the folder
+    assert "experiment: generalization, order_sweep, pipeline_msr, quickstart" in done.stdout
