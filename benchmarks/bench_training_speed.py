@@ -1,0 +1,65 @@
+"""Training throughput: env steps per second of MaskablePPO, updates included, per extractor.
+
+For each extractor (GNN, LSTM, MLP) on ``synthetic:layered`` graphs of 100 and 300 nodes
+(``placeto?n_devices=4``, construct env, placerl's PPO defaults, 4 envs) it trains a fixed
+number of steps with the envs in process (``dummy``) and in subprocesses (``subproc``) and
+reports steps per second of training (no evaluations), side by side in one run.
+
+    python benchmarks/bench_training_speed.py            # about 5 minutes on 2 cores
+
+Results go to ``benchmarks/results/training_speed.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import add_run_options, apply_run_options, markdown_table, write_results
+
+from placerl.train import train
+
+EXTRACTORS = ("gnn", "lstm", "mlp")
+SIZES = (100, 300)
+VEC_ENVS = ("dummy", "subproc")
+
+
+def throughput(extractor: str, nodes: int, vec_env: str, steps: int) -> float:
+    """Env steps per second of ``steps`` training steps (PPO updates included)."""
+    result = train({"graph": f"synthetic:layered?n={nodes}&seed=0",
+                    "cluster": "placeto?n_devices=4", "extractor": extractor,
+                    "vec_env": vec_env, "total_steps": steps, "eval_every": 0,
+                    "checkpoint_every": 0, "baselines": []})  # fmt: skip
+    return result.timings["steps_per_s"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=4_096, help="training steps per run")
+    add_run_options(parser)
+    args = parser.parse_args()
+    apply_run_options(args)
+    rows, start = [], time.perf_counter()
+    for nodes in SIZES:
+        for extractor in EXTRACTORS:
+            speeds = {v: throughput(extractor, nodes, v, args.steps) for v in VEC_ENVS}
+            row = {"extractor": extractor, "nodes": nodes,
+                   **{f"{v} steps/s": round(s) for v, s in speeds.items()}}  # fmt: skip
+            rows.append(row)
+            print(row, flush=True)
+    threads = f" --threads {args.threads}" if args.threads else ""
+    note = (f"Command: `python benchmarks/bench_training_speed.py{threads}` ({args.steps} steps "
+            f"per run, 4 envs; {time.perf_counter() - start:.0f} s in all). MaskablePPO with "
+            "placerl's defaults (n_steps 256, batch 256, 4 epochs), updates included.")
+    write_results("training_speed", rows, args.out)
+    text = f"{note}\n\n{markdown_table(rows)}\n"
+    (Path(args.out) / "training_speed.md").write_text(text)
+    print(f"\n{text}")
+
+
+if __name__ == "__main__":
+    main()
