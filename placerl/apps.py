@@ -27,7 +27,7 @@ from placerl.evaluate import evaluate
 from placerl.figures import plot_best_placement, plot_learning_curve
 from placerl.run_config import EvalRunConfig, RunConfig, to_train_config
 from placerl.tracking import open_tracker
-from placerl.train import TrainResult, train
+from placerl.train import TrainResult, is_evaluation, train
 
 #: Where Hydra finds the config tree: the ``configs/`` folder, mapped into the package by an
 #: install (wheel or editable); a bare checkout on ``sys.path`` reads the folder itself.
@@ -69,7 +69,7 @@ def summary_table(result: TrainResult) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    if "placer" in result.config:
+    if is_evaluation(result.config):
         title, mine = f"placerl-eval: {result.config['placer']}", "placer"
     else:
         title = f"placerl-train: {result.steps} steps, {result.timings['train']:.0f} s of training"

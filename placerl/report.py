@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from placerl.train import is_evaluation
+
 KEYS = ["graph", "cluster", "objective", "order", "agent", "variant"]
 
 #: Config fields that do not make runs different experiments: the seed and the bookkeeping.
@@ -58,7 +60,7 @@ def variant(config: dict[str, Any]) -> str:
 
 def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
     config = result["config"]
-    if "placer" in config:  # placerl-eval
+    if is_evaluation(config):
         order, agent, seed = "-", config["placer"], 0
     else:
         order, seed = config["order"], config["seed"]

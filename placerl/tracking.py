@@ -25,7 +25,7 @@ import numpy as np
 
 from placerl._registry import Registry
 from placerl.run_config import LoggerGroup
-from placerl.train import TrainResult
+from placerl.train import TrainResult, is_evaluation
 
 #: SB3 logger keys renamed for wandb (CleanRL's namespaces).
 RENAMED = {"time/fps": "charts/SPS"}
@@ -67,7 +67,7 @@ def run_labels(config: Mapping[str, Any]) -> dict[str, Any]:
     spec = config["graph"]["spec"]
     graph = spec if isinstance(spec, str) else f"{len(spec)} graphs ({spec[0]}, ...)"
     group = f"{graph} @ {config['cluster']['spec']}"
-    if "placer" in config:  # an evaluation
+    if is_evaluation(config):
         return {"group": group, "tags": [f"placer:{config['placer']}",
                                          f"objective:{config['objective']}"],
                 "name": f"eval-{config['placer']}"}  # fmt: skip

@@ -222,6 +222,12 @@ class TrainResult:
         return out
 
 
+def is_evaluation(config: Mapping[str, Any]) -> bool:
+    """Whether a result's (or a job's) config is an evaluation's (``placerl.evaluate``, which
+    names a ``placer``) rather than a training run's."""
+    return "placer" in config
+
+
 def make_env(arguments: Mapping[str, Any], kind: str) -> Any:
     """Build one placement env from plain ``arguments`` (runs in vector-env subprocesses)."""
     from placerl.envs import PlacementEnv, PlacementRefineEnv
