@@ -19,6 +19,8 @@ Presets (``Cluster.preset(name, ...)``) live in the :data:`PRESETS` registry:
   (300e9 B/s per direction, NVIDIA's A100 datasheet) and about 3 us latency.
 * ``cpu_gpu`` - one host CPU (a 2-socket Xeon, roughly 1/15 of a V100's FP32 throughput) and
   ``n_gpus`` V100-16GB GPUs on PCIe 3.0 (12e9 B/s, 10 us).
+* ``local`` - this machine's cores as ``workers`` CPU devices (worker processes), for the
+  measured objective (:mod:`placerl.measure`).
 * ``homogeneous`` - ``n_devices`` identical devices with configurable links (tests, sweeps).
 
 Device specifications come from :mod:`placerl.devices`, shared with the graph cost estimates.
@@ -435,6 +437,25 @@ def cpu_gpu(
         comm_model=comm_model,
         name="cpu_gpu",
     )
+
+
+@register_preset("local")
+def local(
+    workers: int = 2,
+    bandwidth: float = specs.LOOPBACK_BANDWIDTH,
+    latency: float = specs.LOOPBACK_LATENCY,
+) -> Cluster:
+    """This machine's cores as ``workers`` CPU devices, for measured runtimes.
+
+    :mod:`placerl.measure` runs device ``i`` as a worker process pinned to the ``i``-th equal
+    share of this process's cores; tensors move between workers over gloo on the loopback
+    interface. Costs and links here are first guesses: :func:`placerl.measure.calibrate` fits
+    them to measurements.
+    """
+    count = check_int(workers, "workers", minimum=1, error=ClusterError)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / count
+    devices = tuple(Device(f"cpu:{i}", "cpu", memory=memory) for i in range(count))
+    return Cluster(devices, bandwidth=bandwidth, latency=latency, name="local")
 
 
 @register_preset("homogeneous")

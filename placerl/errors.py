@@ -30,3 +30,11 @@ class ConfigError(PlaceRLError):
 
 class EpisodeError(PlaceRLError):
     """An env was used out of order: ``step()`` before ``reset()`` or after the episode ended."""
+
+
+class MeasurementError(RuntimeError):
+    """Running a placement for real failed: a worker crashed, ran out of memory or hung.
+
+    Not an input error: the same placement may run on a retry. The measured objective turns
+    it into an infeasible result; :class:`placerl.measure.Measurer` raises it.
+    """

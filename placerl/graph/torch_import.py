@@ -108,6 +108,8 @@ class Program:
         inputs: The placeholders that are the model's own inputs.
         module_on: ``device -> graph module`` whose weights live on that device.
         placeholders: ``device -> values`` of the graph's placeholders, in order.
+        state_nodes: Canonical state name of each placeholder or ``get_attr`` node that
+            reads a parameter, buffer or constant.
     """
 
     graph: fx.Graph
@@ -118,6 +120,7 @@ class Program:
     inputs: list[fx.Node]
     module_on: Callable[[torch.device], fx.GraphModule]
     placeholders: Callable[[torch.device], list[Any]]
+    state_nodes: dict[fx.Node, str]
 
 
 TraceFn = Callable[[nn.Module, tuple[Any, ...]], Program]
@@ -222,6 +225,7 @@ def trace_ops(module: nn.Module, args: tuple[Any, ...]) -> Program:
         inputs=[n for n in placeholders if n.name in signature.user_inputs],
         module_on=lambda device: exported.graph_module,
         placeholders=values,
+        state_nodes=state_nodes,
     )
 
 
@@ -242,8 +246,10 @@ def trace_modules(module: nn.Module, args: tuple[Any, ...]) -> Program:
     except Exception as err:  # TraceError, TypeError on a Proxy, ...
         raise _untraceable(module, err, "module") from None
     state, canonical = _state_of(module)
-    reads, scopes, descriptions = {}, {}, {}
+    reads, scopes, descriptions, state_nodes = {}, {}, {}, {}
     for node in graph.nodes:
+        if node.op == "get_attr":
+            state_nodes[node] = canonical.get(node.target, node.target)
         if node.op == "call_module":
             leaf = module.get_submodule(node.target)
             own = itertools.chain(leaf.named_parameters(), leaf.named_buffers())
@@ -274,6 +280,7 @@ def trace_modules(module: nn.Module, args: tuple[Any, ...]) -> Program:
         inputs=[n for n in graph.nodes if n.op == "placeholder"],
         module_on=lambda device: fx.GraphModule(_module_on(module, device), graph),
         placeholders=lambda device: [_on_device(a, device) for a in args],
+        state_nodes=state_nodes,
     )
 
 

@@ -1,0 +1,188 @@
+"""``Measurer``: run placements of one graph for real and time them."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from placerl._options import check_int
+from placerl.cluster import Cluster, load_cluster
+from placerl.errors import ConfigError, PlacementError
+from placerl.graph import CompGraph, load_graph
+from placerl.measure.layout import Layout
+from placerl.measure.plan import make_plans
+from placerl.measure.program import load_program, reference_run
+from placerl.measure.runner import Repetition
+from placerl.measure.source import bind, source_of
+from placerl.measure.workers import WorkerPool, cpu_slots
+from placerl.sim import CostModel
+from placerl.sim.model import check_placement
+
+__all__ = ["Measurement", "Measurer"]
+
+#: Device kinds that run on CPU worker processes.
+CPU_WORKER_KINDS = frozenset({"cpu"})
+
+
+@dataclass(frozen=True, eq=False)
+class Measurement:
+    """What running one placement for real says about it (seconds; arrays per node or device).
+
+    Attributes:
+        runtime: Median over the timed repetitions of the time from the common start until the
+            last device finished (its last step done and its last message delivered).
+        samples: Every timed repetition's runtime.
+        start: Per graph node, its step's start in the median repetition (from the common start).
+        finish: Per graph node, its step's end in the median repetition.
+        busy: Per device, the seconds its steps took in the median repetition.
+        outputs: The program's outputs by fx name (only when asked for).
+    """
+
+    runtime: float
+    samples: tuple[float, ...]
+    start: np.ndarray
+    finish: np.ndarray
+    busy: np.ndarray
+    outputs: dict[str, Any] | None = None
+
+
+class Measurer:
+    """Runs placements of one imported graph on this machine's devices and times them.
+
+    Each logical device of the cluster is a worker process pinned to its own cores (CPU
+    devices; see :mod:`placerl.measure.workers`). Workers start on the first measurement and
+    stay up until :meth:`close`.
+
+    Args:
+        graph: A graph of a real module: a zoo graph or spec, or a ``from_module`` graph
+            (with ``module`` and ``example_inputs``, or bound with
+            :func:`~placerl.measure.bind`). Coarsened and training graphs are fine.
+        cluster: Devices of this machine (default ``local``: two CPU workers).
+        module: The module ``graph`` was imported from, with real weights.
+        example_inputs: Its example inputs.
+        warmup: Untimed runs before the timed ones.
+        repeats: Timed runs; their median is the runtime.
+        timeout: Seconds one measurement may take before it fails (a hung worker).
+
+    Raises:
+        GraphError: The graph has no module to run, does not match it, or cannot be split
+            (a node's output cannot move between devices; the message names it).
+        ConfigError: Bad ``warmup``, ``repeats`` or ``timeout``.
+        ClusterError: A bad cluster spec.
+    """
+
+    def __init__(self, graph: CompGraph | str, cluster: Cluster | str = "local", *,
+                 module: Any = None, example_inputs: Any = None, warmup: int = 1,
+                 repeats: int = 5, timeout: float = 60.0) -> None:  # fmt: skip
+        graph = load_graph(graph)
+        if module is not None:
+            graph = bind(graph, module, example_inputs)
+        self.graph, self.cluster = graph, load_cluster(cluster)
+        self.warmup = check_int(warmup, "warmup", minimum=0)
+        self.repeats = check_int(repeats, "repeats", minimum=1)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        self.available = _available_devices(self.cluster)
+        source = source_of(graph)
+        loaded = load_program(source)
+        self.layout = Layout.build(graph, loaded, reference_run(loaded), loaded.names)
+        self.model = CostModel(graph, self.cluster, "step_time")
+        self.pool = WorkerPool(source, self.layout, len(self.available), float(timeout))
+
+    def measure(self, placement: Any, *, outputs: bool = False) -> Measurement:
+        """Run ``placement`` ``warmup + repeats`` times; the timed runs' median.
+
+        Args:
+            placement: A device index per graph node.
+            outputs: Also return the program's outputs (to check them against the module).
+
+        Raises:
+            PlacementError: A bad placement, a device this machine lacks (the message lists
+                the available ones), or a backward node away from its forward node.
+            MeasurementError: A worker failed, crashed or hung (the workers are restarted on
+                the next call).
+        """
+        placement = self.check(placement)
+        start = self.model.evaluate(placement, check=False, times=True).start
+        plans = make_plans(self.graph, self.layout, placement, start, len(self.available))
+        runs = self.pool.call("run", [(p, self.warmup + self.repeats, outputs) for p in plans])
+        return self._summarize([r[self.warmup :] for r in runs], outputs)
+
+    def check(self, placement: Any) -> np.ndarray:
+        """``placement`` as an array, if this machine can run it.
+
+        Raises:
+            PlacementError: See :meth:`measure`.
+        """
+        placement = check_placement(placement, self.graph, self.cluster.num_devices)
+        missing = np.flatnonzero(placement >= len(self.available))
+        if missing.size:
+            v = missing[0]
+            d = int(placement[v])
+            here = ", ".join(f"{i} ({self.cluster.devices[i].name})"
+                             for i in range(len(self.available))) or "none"  # fmt: skip
+            raise PlacementError(
+                f"placement puts node {self.graph.names[v]!r} on device {d} "
+                f"({self.cluster.devices[d].name}, kind {self.cluster.devices[d].kind}), which "
+                f"this machine lacks; available here: {here}"
+            )
+        backward = self.layout.backward
+        has = backward >= 0
+        split = np.flatnonzero(placement[self.layout.forward[has]] != placement[backward[has]])
+        if split.size:
+            v = int(self.layout.forward[has][split[0]])
+            raise PlacementError(
+                f"node {self.graph.names[v]!r} and its backward node are on different devices; "
+                "a measured backward step runs where its forward step kept its tensors"
+            )
+        return placement
+
+    def close(self) -> None:
+        """Stop the worker processes."""
+        self.pool.stop()
+
+    def __enter__(self) -> Measurer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _summarize(self, runs: list[list[Repetition]], outputs: bool) -> Measurement:
+        repeats = len(runs[0])
+        samples = [
+            max(r[i].end for r in runs) - min(r[i].start for r in runs) for i in range(repeats)
+        ]
+        median = sorted(range(repeats), key=samples.__getitem__)[repeats // 2]
+        origin = min(r[median].start for r in runs)
+        n = self.graph.num_nodes
+        start, finish = np.zeros(n), np.zeros(n)
+        busy = np.zeros(self.cluster.num_devices)
+        kept: dict[str, Any] = {}
+        for device, run in enumerate(runs):
+            for node, backward, began, ended in run[median].steps:
+                v = self.layout.backward[node] if backward else self.layout.forward[node]
+                start[v], finish[v] = began - origin, ended - origin
+                busy[device] += ended - began
+            kept.update(run[median].outputs)
+        return Measurement(
+            runtime=float(statistics.median(samples)),
+            samples=tuple(samples),
+            start=start,
+            finish=finish,
+            busy=busy,
+            outputs=kept if outputs else None,
+        )
+
+
+def _available_devices(cluster: Cluster) -> list[int]:
+    """Leading cluster devices this machine runs: CPU workers, one slot of cores each."""
+    cores = len(cpu_slots(1)[0])
+    available = []
+    for d, device in enumerate(cluster.devices):
+        if device.kind not in CPU_WORKER_KINDS or len(available) >= cores:
+            break
+        available.append(d)
+    return available
