@@ -2,16 +2,23 @@
 
 ``import placerl`` registers them without importing :mod:`placerl.envs` (and with it the
 simulator and numba): Gymnasium imports an env's module only when ``gymnasium.make`` builds it.
+The ``Measured`` ids are the same envs with ``objective="measured"`` on this machine's CPU
+workers (:mod:`placerl.measure`); Gymnasium marks them nondeterministic.
 """
 
 from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
+#: Defaults of the measured ids: a small zoo model on this machine's two CPU workers.
+_MEASURED = {"objective": "measured", "cluster": "local", "graph": "zoo:resnet50?variant=small"}
+
 #: ``(id, entry point, fixed kwargs)`` of every environment placerl provides.
 ENV_IDS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("placerl/Placement-v0", "placerl.envs.placement:PlacementEnv", {}),
     ("placerl/PlacementRefine-v0", "placerl.envs.refine:PlacementRefineEnv", {}),
+    ("placerl/PlacementMeasured-v0", "placerl.envs.placement:PlacementEnv", _MEASURED),
+    ("placerl/PlacementRefineMeasured-v0", "placerl.envs.refine:PlacementRefineEnv", _MEASURED),
     ("placerl/SanityChain-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "chain"}),
     ("placerl/SanityBranches-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "branches"}),
     ("placerl/SanityMemory-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "memory"}),
@@ -22,4 +29,5 @@ def register_envs() -> None:
     """Register every id of :data:`ENV_IDS` (a second call, as in a reload, changes nothing)."""
     for env_id, entry_point, kwargs in ENV_IDS:
         if env_id not in registry:
-            register(id=env_id, entry_point=entry_point, kwargs=kwargs)
+            measured = kwargs.get("objective", "").startswith("measured")
+            register(id=env_id, entry_point=entry_point, kwargs=kwargs, nondeterministic=measured)

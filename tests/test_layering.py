@@ -18,6 +18,7 @@ LAYERS = [
     {"graph"},
     {"cluster"},
     {"sim"},
+    {"measure"},
     {"baselines"},
     {"envs"},
     {"agents"},

@@ -22,7 +22,7 @@ from placerl._registry import Registry
 from placerl.cluster import Cluster, load_cluster
 from placerl.errors import ConfigError
 from placerl.graph import CompGraph, load_graph
-from placerl.sim import OBJECTIVES, SimResult
+from placerl.sim import SimResult, parse_objective
 from placerl.sim.model import check_placement
 
 from .problem import Problem, check_solvable
@@ -197,8 +197,7 @@ def solve(
     placer = PLACERS[name]
     graph = load_graph(graph)
     cluster = load_cluster(cluster)
-    if objective not in OBJECTIVES:
-        raise ConfigError(f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}")
+    parse_objective(objective)
     check_options(placer.fn, options, what=f"placer {name!r}", error=ConfigError,
                   keyword_only=True)  # fmt: skip
     problem = Problem(graph, cluster, objective)

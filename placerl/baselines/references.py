@@ -35,7 +35,7 @@ from placerl._version import __version__
 from placerl.cluster import Cluster, load_cluster
 from placerl.errors import ConfigError
 from placerl.graph import CompGraph, load_graph
-from placerl.sim import OBJECTIVES, penalized_runtime
+from placerl.sim import parse_objective, penalized_runtime
 
 from .api import PLACERS, InfeasiblePlacementWarning, solve
 
@@ -166,7 +166,7 @@ def reference(
         PlacementError: The placer cannot place the graph at all.
     """
     graph, cluster = load_graph(graph), load_cluster(cluster)
-    OBJECTIVES[objective]
+    parse_objective(objective)
     if not isinstance(use_cache, bool):
         raise ConfigError(f"use_cache must be True or False, got {use_cache!r}")
     name, options = parse_placer(placer)

@@ -24,7 +24,7 @@ from placerl.envs.rewards import INFEASIBLE_FACTOR, REWARDS
 from placerl.errors import ConfigError, EpisodeError, PlacementError
 from placerl.graph import CompGraph, load_graph
 from placerl.graph.orders import resolve_order
-from placerl.sim import OBJECTIVES, SimResult, penalized_runtime
+from placerl.sim import SimResult, parse_objective, penalized_runtime
 
 MEMORY_MODES = ("mask", "penalty")
 
@@ -73,7 +73,7 @@ class PlacementEnvBase(gym.Env):
             raise ConfigError(
                 f"render_mode must be 'ansi', 'rgb_array' or None, got {render_mode!r}"
             )
-        OBJECTIVES[objective]  # fail fast on an unknown objective
+        parse_objective(objective)  # fail fast on an unknown objective or option
         resolve_order(order)  # ... and order
         self.order_seed = check_int(order_seed, "order_seed")
         self.reward_fn = REWARDS[reward]

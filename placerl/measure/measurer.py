@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,8 @@ class Measurement:
         start: Per graph node, its step's start in the median repetition (from the common start).
         finish: Per graph node, its step's end in the median repetition.
         busy: Per device, the seconds its steps took in the median repetition.
+        durations: Per graph node, the median over the timed repetitions of its step's
+            seconds (waiting for inputs excluded): profiled op times where they run.
         outputs: The program's outputs by fx name (only when asked for).
     """
 
@@ -46,6 +49,7 @@ class Measurement:
     start: np.ndarray
     finish: np.ndarray
     busy: np.ndarray
+    durations: np.ndarray
     outputs: dict[str, Any] | None = None
 
 
@@ -75,7 +79,7 @@ class Measurer:
     """
 
     def __init__(self, graph: CompGraph | str, cluster: Cluster | str = "local", *,
-                 module: Any = None, example_inputs: Any = None, warmup: int = 1,
+                 module: Any = None, example_inputs: Any = None, warmup: int = 2,
                  repeats: int = 5, timeout: float = 60.0) -> None:  # fmt: skip
         graph = load_graph(graph)
         if module is not None:
@@ -140,6 +144,24 @@ class Measurer:
             )
         return placement
 
+    def transfer_times(self, src: int, dst: int, sizes: Sequence[int],
+                       repeats: int = 5) -> np.ndarray:  # fmt: skip
+        """Round-trip seconds of a message of each size from device ``src`` to ``dst`` and one
+        byte back, ``repeats`` times each: an array of shape ``(len(sizes), repeats)``.
+
+        Raises:
+            PlacementError: ``src`` or ``dst`` is not a device this machine has, or they are equal.
+            MeasurementError: A worker failed or hung.
+        """
+        here = len(self.available)
+        if not (0 <= src < here and 0 <= dst < here) or src == dst:
+            raise PlacementError(
+                f"transfer_times needs two different devices among 0..{here - 1}, got {src}, {dst}"
+            )
+        sizes = [check_int(s, "message size", minimum=1) for s in sizes]
+        replies = self.pool.call("ping", [(src, dst, sizes, repeats)] * here)
+        return np.array(replies[src]).reshape(len(sizes), repeats)
+
     def close(self) -> None:
         """Stop the worker processes."""
         self.pool.stop()
@@ -160,12 +182,16 @@ class Measurer:
         n = self.graph.num_nodes
         start, finish = np.zeros(n), np.zeros(n)
         busy = np.zeros(self.cluster.num_devices)
+        seconds = np.zeros((repeats, n))
         kept: dict[str, Any] = {}
         for device, run in enumerate(runs):
-            for node, backward, began, ended in run[median].steps:
-                v = self.layout.backward[node] if backward else self.layout.forward[node]
-                start[v], finish[v] = began - origin, ended - origin
-                busy[device] += ended - began
+            for i, repetition in enumerate(run):
+                for node, backward, began, ended in repetition.steps:
+                    v = self.layout.backward[node] if backward else self.layout.forward[node]
+                    seconds[i, v] = ended - began
+                    if i == median:
+                        start[v], finish[v] = began - origin, ended - origin
+                        busy[device] += ended - began
             kept.update(run[median].outputs)
         return Measurement(
             runtime=float(statistics.median(samples)),
@@ -173,6 +199,7 @@ class Measurer:
             start=start,
             finish=finish,
             busy=busy,
+            durations=np.median(seconds, axis=0),
             outputs=kept if outputs else None,
         )
 

@@ -38,6 +38,9 @@ class Transport(Protocol):
 
     def barrier(self) -> None: ...
 
+    @property
+    def rank(self) -> int: ...
+
 
 @dataclass
 class Repetition:
@@ -137,6 +140,7 @@ class Runner:
         timings = []
         with torch.set_grad_enabled(self.layout.training):
             for step in plan.steps:
+                self._await(step, state)  # waiting for inputs is not the step's own time
                 began = time.perf_counter()
                 (self._backward if step.backward else self._forward)(step, state)
                 timings.append((step.node, step.backward, began, time.perf_counter()))
@@ -146,6 +150,43 @@ class Runner:
         kept = {v: tree_map(_detached, state.values[v])
                 for v in self.layout.outputs if v in state.values}  # fmt: skip
         return Repetition(start, end, timings, kept if outputs else {})
+
+    def _await(self, step: Step, state: _RunState) -> None:
+        """Take the step's messages: its inputs (forward) or its outputs' gradients."""
+        if not step.backward:
+            for value in self.layout.reads[step.node]:
+                state.value(value, self.layout)
+            return
+        for value in self.exits[step.node]:
+            info = self.layout.values[value]
+            total = state.grads.setdefault(value, {})
+            for peer_grads in state.grad_inbox_take(value):
+                for k, g in zip(info.grads, peer_grads, strict=True):
+                    total[k] = total[k] + g if k in total else g
+
+    def ping(self, src: int, dst: int, sizes: list[int], repeats: int) -> list[float]:
+        """Round trips: ``sizes`` bytes from ``src`` to ``dst`` the way runs send them, then
+        one byte back; ``src`` returns the seconds of each (size-major), the others nothing.
+
+        Timed on one clock, so unlike one-way times they hold no barrier skew.
+        """
+        rank, tag = self.transport.rank, 0
+        ack = torch.zeros(1, dtype=torch.uint8)
+        times = []
+        for size in sizes:
+            payload = torch.ones(size, dtype=torch.uint8)
+            for _ in range(repeats):
+                tag += 2
+                self.transport.barrier()
+                if rank == src:
+                    began = time.perf_counter()
+                    self.transport.isend(_as_bytes(payload), dst, tag).wait()
+                    self.transport.irecv(ack, dst, tag + 1).wait()
+                    times.append(time.perf_counter() - began)
+                elif rank == dst:
+                    self.transport.irecv(payload, src, tag).wait()
+                    self.transport.isend(ack, src, tag + 1).wait()
+        return times
 
     # ----------------------------------------------------------------------- forward
     def _forward(self, step: Step, state: _RunState) -> None:
@@ -185,9 +226,6 @@ class Runner:
             info = self.layout.values[value]
             leaves = _flat(env[value])
             total = state.grads.pop(value, {})
-            for peer_grads in state.grad_inbox_take(value):
-                for k, g in zip(info.grads, peer_grads, strict=True):
-                    total[k] = total[k] + g if k in total else g
             for k in info.grads:
                 if value in self.layout.outputs:
                     seed = torch.ones_like(leaves[k])

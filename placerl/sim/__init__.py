@@ -67,7 +67,7 @@ penalize; :func:`penalized_runtime` turns it into the one number rewards and ref
 """
 
 from placerl.sim import incremental  # noqa: F401  (registers the incremental objectives)
-from placerl.sim.model import OBJECTIVES, CostModel, simulate
+from placerl.sim.model import OBJECTIVES, CostModel, parse_objective, simulate
 from placerl.sim.penalty import INFEASIBLE_FACTOR, penalized_runtime
 from placerl.sim.result import SimResult
 
@@ -76,6 +76,7 @@ __all__ = [
     "OBJECTIVES",
     "CostModel",
     "SimResult",
+    "parse_objective",
     "penalized_runtime",
     "simulate",
 ]

@@ -7,7 +7,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from placerl._options import check_options
 from placerl._registry import Registry
+from placerl._spec import split_named
 from placerl.cluster import Cluster, load_cluster
 from placerl.errors import ConfigError, PlacementError
 from placerl.graph import CompGraph, load_graph
@@ -21,16 +23,47 @@ class Objective(Protocol):
     def __call__(self, model: CostModel, placement: np.ndarray, times: bool) -> SimResult: ...
 
 
-OBJECTIVES: Registry[Objective] = Registry("objective")
+#: Objectives by name; other packages add theirs through the ``placerl.objectives`` entry
+#: point group (``measured`` comes from :mod:`placerl.measure` that way).
+OBJECTIVES: Registry[Objective] = Registry("objective", plugins="placerl.objectives")
 
 
-def register_objective(name: str, *, overwrite: bool = False) -> Callable[[Objective], Objective]:
+def register_objective(
+    name: str, *, options: Callable[..., Any] | None = None, overwrite: bool = False
+) -> Callable[[Objective], Objective]:
     """Register ``fn(model, placement, times) -> SimResult`` as objective ``name``.
 
     ``times``: whether the result should carry per-node start and finish times (when the
     objective has them); callers that only read runtimes and feasibility pass ``False``.
+    ``options``: a factory whose keyword parameters are the objective's options
+    (``measured?repeats=3``); :class:`CostModel` builds ``model.objective_options`` with it.
+    Objectives without it take no options.
     """
-    return OBJECTIVES.decorator(name, overwrite=overwrite)
+
+    def wrap(fn: Objective) -> Objective:
+        fn.options = options  # type: ignore[attr-defined]
+        return OBJECTIVES.register(name, fn, overwrite=overwrite)
+
+    return wrap
+
+
+def parse_objective(spec: str) -> tuple[str, Any]:
+    """``name?k=v&...`` as ``(name, options)``: options built by the objective's factory.
+
+    Raises:
+        ConfigError: Not a string, an unknown objective (lists the known ones), or an unknown
+            option or a value of the wrong type (names it).
+    """
+    if not isinstance(spec, str):
+        raise ConfigError(f"an objective is a name such as 'step_time', got {spec!r}")
+    name, options = split_named(spec, what="objective")
+    factory = getattr(OBJECTIVES[name], "options", None)
+    if factory is None:
+        if options:
+            raise ConfigError(f"objective {name!r} takes no options, got {', '.join(options)}")
+        return name, None
+    check_options(factory, options, what=f"objective {name!r}", error=ConfigError)
+    return name, factory(**options)
 
 
 #: Objectives whose value can be updated move by move: name -> ``cls(model, placement)``.
@@ -96,10 +129,11 @@ class CostModel:
     Args:
         graph: The computation graph, or a spec for :func:`placerl.graph.load_graph`.
         cluster: The devices and links, or a spec for :func:`placerl.cluster.load_cluster`.
-        objective: A registered objective name (``step_time``, ``pipeline``).
+        objective: A registered objective (``step_time``, ``pipeline``, ``measured``), with
+            options where it has them (``measured?repeats=3``).
 
     Raises:
-        ConfigError: Unknown objective, or a malformed graph spec.
+        ConfigError: Unknown objective or option, or a malformed graph spec.
         ClusterError: A bad cluster spec.
 
     Example:
@@ -114,7 +148,8 @@ class CostModel:
         cluster: Cluster | str,
         objective: str = "step_time",
     ) -> None:
-        self._objective_fn = OBJECTIVES[objective]
+        name, self.objective_options = parse_objective(objective)
+        self._objective_fn = OBJECTIVES[name]
         self.graph = graph = load_graph(graph)
         self.cluster = cluster = load_cluster(cluster)
         self.objective = objective

@@ -24,6 +24,7 @@ class SimResult:
         memory_excess: Bytes over capacity per device (0 where it fits).
         split_groups: Colocation groups spread over more than one device.
         unsupported_nodes: Indices of nodes placed on a device kind they cannot run on.
+        errors: Why a measured run failed (a crash, out of memory, a hang); empty otherwise.
         start: Per-node start times (``step_time`` only).
         finish: Per-node finish times (``step_time`` only).
     """
@@ -38,6 +39,7 @@ class SimResult:
     memory_excess: np.ndarray
     split_groups: tuple[str, ...] = ()
     unsupported_nodes: tuple[int, ...] = ()
+    errors: tuple[str, ...] = ()
     start: np.ndarray | None = None
     finish: np.ndarray | None = None
 
@@ -56,6 +58,7 @@ class SimResult:
         ]
         out += [f"colocation group {g!r} is split across devices" for g in self.split_groups]
         out += [f"node {v} cannot run on its device's kind" for v in self.unsupported_nodes]
+        out += [f"the measured run failed: {e}" for e in self.errors]
         return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:
