@@ -5,4 +5,12 @@ from placerl.measure.measurer import Measurement, Measurer
 from placerl.measure.objective import MeasureOptions
 from placerl.measure.source import ModelSource, bind, source_of
 
-__all__ = ["MeasureOptions", "Measurement", "Measurer", "ModelSource", "bind", "calibrate", "source_of"]
+__all__ = [
+    "MeasureOptions",
+    "Measurement",
+    "Measurer",
+    "ModelSource",
+    "bind",
+    "calibrate",
+    "source_of",
+]

@@ -1,12 +1,16 @@
 """Fit the simulator to this machine: per-op costs and link latency and bandwidth, measured.
 
-:func:`calibrate` runs the whole graph on one device of each kind and keeps every node's
-median step time as its ``costs[kind]`` (so the executor's own overhead per node is in the
-cost, and ``op_gap`` becomes 0), then times messages of a few sizes between every pair of
-devices (round trips, one clock) and fits ``time = 2 latency + bytes / bandwidth`` with the
-Theil-Sen estimator (the
-median of pairwise slopes: on a shared machine a few transfers take several times longer,
-and a least-squares fit follows them).
+:func:`calibrate` does three things:
+
+1. It runs the whole graph on every device at once (or on one device of each kind alone) and
+   keeps every node's median step time as its ``costs[kind]``: the executor's own overhead per
+   node is in the cost, so ``op_gap`` becomes 0.
+2. It times round trips of a few message sizes between every pair of devices (one clock, so no
+   skew between processes) and fits ``time = 2 latency + bytes / bandwidth`` by least squares
+   to each size's 10%-trimmed mean: a run pays the average transfer, stalls included, but one
+   transfer stalled by a busy machine should not move the fit.
+3. It measures a few random placements whole and adds to every link the latency that makes
+   their simulated runtimes closest to the measured ones (see :func:`_in_run_latency`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from scipy.stats import theilslopes
 from placerl.cluster import Cluster
 from placerl.graph import CompGraph
 from placerl.measure.measurer import Measurer
+from placerl.sim import CostModel
 
 __all__ = ["TRANSFER_SIZES", "calibrate"]
 
@@ -34,7 +39,10 @@ def calibrate(
     cluster: Cluster | str = "local",
     *,
     repeats: int = 5,
+    together: bool = True,
     sizes: Sequence[int] = TRANSFER_SIZES,
+    runs: int = 8,
+    seed: int = 0,
     measurer: Measurer | None = None,
 ) -> tuple[CompGraph, Cluster]:
     """A graph and cluster whose simulated runtimes follow this machine's measured ones.
@@ -45,7 +53,14 @@ def calibrate(
         example_inputs: Its example inputs.
         cluster: This machine's devices (default ``local``).
         repeats: Timed runs per measurement (medians are kept).
+        together: Time the ops with every device running the graph at once (the op times a
+            placement that keeps every device busy sees; on a machine whose cores share
+            caches and memory bandwidth they are longer than on an idle one), else on one
+            device of each kind alone.
         sizes: Message sizes timed on every link.
+        runs: Random placements measured whole to fit the latency a message has inside a
+            run (0: keep the pinged latency).
+        seed: Seed of those placements.
         measurer: An open measurer of ``graph`` on ``cluster`` to reuse (its workers stay up).
 
     Returns:
@@ -62,33 +77,81 @@ def calibrate(
         measurer = Measurer(graph, cluster, module=module, example_inputs=example_inputs,
                             repeats=repeats)  # fmt: skip
     try:
-        costs = _node_costs(measurer)
+        costs = _node_costs(measurer, together)
         bandwidth, latency, fits = _links(measurer, list(sizes), repeats)
+        g = measurer.graph
+        nodes = [{**node.to_dict(), "costs": {**node.costs, **{k: float(c[v])
+                                                               for k, c in costs.items()}}}
+                 for v, node in enumerate(g.nodes)]  # fmt: skip
+        graph = CompGraph(nodes, g.edges, name=g.name, meta=g.meta)
+        base = measurer.cluster
+        cluster = Cluster(base.devices, bandwidth=bandwidth, latency=latency,
+                          comm_model=base.comm_model, name=f"{base.name}+calibrated")  # fmt: skip
+        extra = _in_run_latency(measurer, graph, cluster, runs, seed)
     finally:
         if own:
             measurer.close()
-    base = measurer.cluster
-    calibrated_cluster = Cluster(
-        base.devices, bandwidth=bandwidth, latency=latency, comm_model=base.comm_model,
-        name=f"{base.name}+calibrated",
-    )  # fmt: skip
-    g = measurer.graph
-    nodes = [{**node.to_dict(), "costs": {**node.costs, **{k: float(c[v]) for k, c in costs.items()}}}
-             for v, node in enumerate(g.nodes)]  # fmt: skip
+    cluster = _with_latency(cluster, measurer.available, extra)
     meta = {**g.meta, "calibrated": {"cluster": base.name, "kinds": sorted(costs),
-                                     "repeats": repeats, "links": fits}}  # fmt: skip
-    return CompGraph(nodes, g.edges, name=g.name, meta=meta), calibrated_cluster
+                                     "repeats": repeats, "together": together, "links": fits,
+                                     "in_run_latency": extra, "runs": runs}}  # fmt: skip
+    return CompGraph(nodes, g.edges, name=g.name, meta=meta), cluster
 
 
-def _node_costs(measurer: Measurer) -> dict[str, np.ndarray]:
-    """Median step seconds of every node on the first available device of each kind."""
-    costs: dict[str, np.ndarray] = {}
+def _node_costs(measurer: Measurer, together: bool) -> dict[str, np.ndarray]:
+    """Step seconds of every node per device kind: the median over the kind's devices, all
+    running at once (``together``), or the first device of the kind alone."""
+    kinds: dict[str, list[int]] = {}
     for d in measurer.available:
-        kind = measurer.cluster.devices[d].kind
-        if kind not in costs:
-            placement = np.full(measurer.graph.num_nodes, d, dtype=np.int64)
-            costs[kind] = measurer.measure(placement).durations
-    return costs
+        kinds.setdefault(measurer.cluster.devices[d].kind, []).append(d)
+    if not together:
+        return {kind: measurer.profile(ds[:1])[0] for kind, ds in kinds.items()}
+    everyone = [d for ds in kinds.values() for d in ds]
+    seconds = dict(zip(everyone, measurer.profile(everyone), strict=True))
+    return {kind: np.median([seconds[d] for d in ds], axis=0) for kind, ds in kinds.items()}
+
+
+#: Extra per-message latencies tried by the in-run fit (seconds).
+IN_RUN_LATENCIES = np.concatenate([[0.0], np.geomspace(1e-6, 1e-2, 81)])
+
+
+def _in_run_latency(measurer: Measurer, graph: CompGraph, cluster: Cluster, runs: int,
+                    seed: int) -> float:  # fmt: skip
+    """The latency to add to every pinged link so that simulated runs of ``runs`` random
+    placements best match measured ones (least mean absolute log error).
+
+    An idle round trip misses what a message costs inside a run (waking a waiting worker,
+    reading data another core wrote); random placements cut many edges, so they expose it.
+    """
+    if runs == 0:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    here = measurer.available
+    placements = [rng.choice(here, graph.num_nodes) for _ in range(runs)]
+    placements = [measurer.check(_colocated(measurer, p)) for p in placements]
+    measured = np.array([measurer.measure(p).runtime for p in placements])
+    errors = []
+    for extra in IN_RUN_LATENCIES:
+        model = CostModel(graph, _with_latency(cluster, here, extra))
+        simulated = np.array([model.runtime(p, check=False) for p in placements])
+        errors.append(np.mean(np.abs(np.log(simulated / measured))))
+    return float(IN_RUN_LATENCIES[int(np.argmin(errors))])
+
+
+def _colocated(measurer: Measurer, placement: np.ndarray) -> np.ndarray:
+    """Backward nodes moved to their forward node's device."""
+    layout = measurer.layout
+    has = layout.backward >= 0
+    placement[layout.backward[has]] = placement[layout.forward[has]]
+    return placement
+
+
+def _with_latency(cluster: Cluster, devices: list[int], extra: float) -> Cluster:
+    latency = cluster.latency.copy()
+    pairs = np.ix_(devices, devices)
+    latency[pairs] += extra
+    return Cluster(cluster.devices, bandwidth=cluster.bandwidth, latency=latency,
+                   comm_model=cluster.comm_model, name=cluster.name)  # fmt: skip
 
 
 def _links(measurer: Measurer, sizes: list[int],

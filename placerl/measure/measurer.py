@@ -14,7 +14,7 @@ from placerl.cluster import Cluster, load_cluster
 from placerl.errors import ConfigError, PlacementError
 from placerl.graph import CompGraph, load_graph
 from placerl.measure.layout import Layout
-from placerl.measure.plan import make_plans
+from placerl.measure.plan import WorkerPlan, make_plans
 from placerl.measure.program import load_program, reference_run
 from placerl.measure.runner import Repetition
 from placerl.measure.source import bind, source_of
@@ -42,6 +42,8 @@ class Measurement:
         durations: Per graph node, the median over the timed repetitions of its step's
             seconds (waiting for inputs excluded): profiled op times where they run.
         outputs: The program's outputs by fx name (only when asked for).
+        grads: Training graphs, when outputs are asked for: each trainable parameter's
+            gradient of the sum of the outputs, summed over the devices that used it.
     """
 
     runtime: float
@@ -51,6 +53,7 @@ class Measurement:
     busy: np.ndarray
     durations: np.ndarray
     outputs: dict[str, Any] | None = None
+    grads: dict[str, Any] | None = None
 
 
 class Measurer:
@@ -111,9 +114,36 @@ class Measurer:
         """
         placement = self.check(placement)
         start = self.model.evaluate(placement, check=False, times=True).start
-        plans = make_plans(self.graph, self.layout, placement, start, len(self.available))
-        runs = self.pool.call("run", [(p, self.warmup + self.repeats, outputs) for p in plans])
+        plans, arena = make_plans(self.graph, self.layout, placement, start, len(self.available))
+        runs = self.pool.call(
+            "run", [(p, self.warmup + self.repeats, outputs) for p in plans], arena=arena
+        )
         return self._summarize([r[self.warmup :] for r in runs], outputs)
+
+    def profile(self, devices: Sequence[int]) -> np.ndarray:
+        """Every device of ``devices`` runs the whole graph at once, on its own: the median
+        seconds of each node's step, per device (rows in ``devices`` order).
+
+        Devices running together share the machine (caches, memory bandwidth, the host's
+        scheduling of its virtual CPUs), so these are the op times a placement that keeps
+        them all busy sees; one device alone gives the op times of an idle machine.
+
+        Raises:
+            PlacementError: A device this machine lacks.
+            MeasurementError: A worker failed or hung.
+        """
+        devices = list(devices)
+        plans = {}
+        for d in devices:
+            placement = self.check(np.full(self.graph.num_nodes, d, dtype=np.int64))
+            start = self.model.evaluate(placement, check=False, times=True).start
+            plans[d] = make_plans(self.graph, self.layout, placement, start, d + 1)[0][d]
+        idle = WorkerPlan(steps=())
+        runs = self.pool.call(
+            "run", [(plans.get(d, idle), self.warmup + self.repeats, False)
+                    for d in range(len(self.available))],
+        )  # fmt: skip
+        return np.stack([self._durations(runs[d][self.warmup :]) for d in devices])
 
     def check(self, placement: Any) -> np.ndarray:
         """``placement`` as an array, if this machine can run it.
@@ -159,7 +189,7 @@ class Measurer:
                 f"transfer_times needs two different devices among 0..{here - 1}, got {src}, {dst}"
             )
         sizes = [check_int(s, "message size", minimum=1) for s in sizes]
-        replies = self.pool.call("ping", [(src, dst, sizes, repeats)] * here)
+        replies = self.pool.call("ping", [(src, dst, sizes, repeats)] * here, arena=max(sizes) + 1)
         return np.array(replies[src]).reshape(len(sizes), repeats)
 
     def close(self) -> None:
@@ -172,6 +202,15 @@ class Measurer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _durations(self, run: list[Repetition]) -> np.ndarray:
+        """Median seconds of each node's step over one device's repetitions (0 if absent)."""
+        seconds = np.zeros((len(run), self.graph.num_nodes))
+        for i, repetition in enumerate(run):
+            for node, backward, began, ended in repetition.steps:
+                v = self.layout.backward[node] if backward else self.layout.forward[node]
+                seconds[i, v] = ended - began
+        return np.median(seconds, axis=0)
+
     def _summarize(self, runs: list[list[Repetition]], outputs: bool) -> Measurement:
         repeats = len(runs[0])
         samples = [
@@ -182,25 +221,25 @@ class Measurer:
         n = self.graph.num_nodes
         start, finish = np.zeros(n), np.zeros(n)
         busy = np.zeros(self.cluster.num_devices)
-        seconds = np.zeros((repeats, n))
         kept: dict[str, Any] = {}
+        grads: dict[str, Any] = {}
         for device, run in enumerate(runs):
-            for i, repetition in enumerate(run):
-                for node, backward, began, ended in repetition.steps:
-                    v = self.layout.backward[node] if backward else self.layout.forward[node]
-                    seconds[i, v] = ended - began
-                    if i == median:
-                        start[v], finish[v] = began - origin, ended - origin
-                        busy[device] += ended - began
+            for node, backward, began, ended in run[median].steps:
+                v = self.layout.backward[node] if backward else self.layout.forward[node]
+                start[v], finish[v] = began - origin, ended - origin
+                busy[device] += ended - began
             kept.update(run[median].outputs)
+            for name, grad in run[median].grads.items():
+                grads[name] = grads[name] + grad if name in grads else grad
         return Measurement(
             runtime=float(statistics.median(samples)),
             samples=tuple(samples),
             start=start,
             finish=finish,
             busy=busy,
-            durations=np.median(seconds, axis=0),
+            durations=sum(self._durations(run) for run in runs),
             outputs=kept if outputs else None,
+            grads=grads if outputs and self.layout.training else None,
         )
 
 

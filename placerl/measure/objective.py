@@ -91,8 +91,9 @@ class MeasuredSession:
         """The measurer (its program is loaded on first use)."""
         if self._measurer is None:
             o = self.options
-            self._measurer = Measurer(self.simulator.graph, self.simulator.cluster,
-                                      warmup=o.warmup, repeats=o.repeats, timeout=o.timeout)  # fmt: skip
+            graph, cluster = self.simulator.graph, self.simulator.cluster
+            self._measurer = Measurer(graph, cluster, warmup=o.warmup, repeats=o.repeats,
+                                      timeout=o.timeout)  # fmt: skip
         return self._measurer
 
     def evaluate(self, objective: str, placement: np.ndarray, times: bool) -> SimResult:

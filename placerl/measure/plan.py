@@ -8,7 +8,8 @@ does not wait on a late input while it has other work ready, as a dynamic schedu
 Messages carry a value's tensors forward (one per value and destination device, sent as
 soon as the value is computed, received where it is first read) and, in training graphs, the
 summed gradient of a value backward (one per value and reading device, sent after that
-device's last backward step that reads it). Every message has its own tag.
+device's last backward step that reads it). Every message has its own tag and its own slot in
+the shared arena (:mod:`placerl.measure.transport`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ class Message:
         value: The value's fx name.
         peer: The other device (destination of a send, source of a receive).
         tags: One tag per leaf that travels (tensor leaves forward, gradient leaves backward).
+        slots: ``(offset, nbytes)`` of each leaf's bytes in the shared arena.
     """
 
     value: str
     peer: int
     tags: tuple[int, ...]
+    slots: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -70,9 +73,13 @@ class WorkerPlan:
     grad_receives: tuple[Message, ...] = ()
 
 
+#: Payload slots start at multiples of this many bytes (any dtype can view its slot).
+ALIGN = 64
+
+
 def make_plans(graph: CompGraph, layout: Layout, placement: np.ndarray, start: np.ndarray,
-               num_devices: int) -> list[WorkerPlan]:  # fmt: skip
-    """One :class:`WorkerPlan` per device for ``placement``.
+               num_devices: int) -> tuple[list[WorkerPlan], int]:  # fmt: skip
+    """One :class:`WorkerPlan` per device for ``placement``, and the arena bytes they need.
 
     Args:
         graph: The placed graph.
@@ -91,7 +98,17 @@ def make_plans(graph: CompGraph, layout: Layout, placement: np.ndarray, start: n
         if b >= 0:
             runs[device[i]].append((start[b], topo[b], i, True))
     order = [[(i, back) for _, _, i, back in sorted(run)] for run in runs]
-    tags = iter(range(1, 1 << 30))
+    tags = iter(range(1, 1 << 62))
+    arena = 0
+
+    def message(value: str, peer: int, sizes: list[int]) -> Message:
+        nonlocal arena
+        slots = []
+        for nbytes in sizes:
+            slots.append((arena, nbytes))
+            arena += -(-nbytes // ALIGN) * ALIGN
+        return Message(value, peer, tuple(next(tags) for _ in sizes), tuple(slots))
+
     sends: dict[tuple[int, bool], list[Message]] = {}
     receives: list[list[Message]] = [[] for _ in range(num_devices)]
     grad_receives: list[list[Message]] = [[] for _ in range(num_devices)]
@@ -99,18 +116,17 @@ def make_plans(graph: CompGraph, layout: Layout, placement: np.ndarray, start: n
         owner = layout.owner[value]
         info = layout.values[value]
         for d in sorted({int(device[r]) for r in readers} - {int(device[owner])}):
-            forward = Message(value, d, tuple(next(tags) for _ in info.tensors))
+            here = int(device[owner])
+            forward = message(value, d, [info.leaves[k].nbytes for k in info.tensors])
             sends.setdefault((owner, False), []).append(forward)
-            receives[d].append(Message(value, int(device[owner]), forward.tags))
+            receives[d].append(Message(value, here, forward.tags, forward.slots))
             if not (layout.training and info.grads):
                 continue
-            grad_tags = tuple(next(tags) for _ in info.grads)
-            last = [i for i, back in order[d] if back and i in readers]
-            sends.setdefault((last[-1], True), []).append(
-                Message(value, int(device[owner]), grad_tags)
-            )
-            grad_receives[int(device[owner])].append(Message(value, d, grad_tags))
-    return [
+            back = message(value, here, [info.leaves[k].nbytes for k in info.grads])
+            last = [i for i, backward in order[d] if backward and i in readers]
+            sends.setdefault((last[-1], True), []).append(back)
+            grad_receives[here].append(Message(value, d, back.tags, back.slots))
+    plans = [
         WorkerPlan(
             steps=tuple(Step(i, back, tuple(sends.get((i, back), ()))) for i, back in order[d]),
             receives=tuple(receives[d]),
@@ -118,6 +134,7 @@ def make_plans(graph: CompGraph, layout: Layout, placement: np.ndarray, start: n
         )
         for d in range(num_devices)
     ]
+    return plans, arena
 
 
 def _readers(layout: Layout) -> dict[str, list[int]]:

@@ -16,92 +16,48 @@ from typing import Any, Protocol
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from placerl.measure.layout import Layout, ValueInfo
+from placerl.measure.layout import Layout
 from placerl.measure.plan import Message, Step, WorkerPlan
 from placerl.measure.program import LoadedProgram
 
 __all__ = ["Repetition", "Runner", "Transport"]
 
 
-class Handle(Protocol):
-    """A pending send or receive."""
-
-    def wait(self) -> Any: ...
-
-
 class Transport(Protocol):
-    """Point-to-point messages between devices (``torch.distributed`` in workers)."""
+    """Messages between devices (:class:`~placerl.measure.transport.PipeTransport`)."""
 
-    def isend(self, tensor: torch.Tensor, peer: int, tag: int) -> Handle: ...
+    rank: int
+    arena: torch.Tensor
 
-    def irecv(self, tensor: torch.Tensor, peer: int, tag: int) -> Handle: ...
+    def send(self, data: torch.Tensor, peer: int, tag: int, slot: tuple[int, int]) -> None: ...
+
+    def receive(self, peer: int, tag: int, slot: tuple[int, int]) -> torch.Tensor: ...
 
     def barrier(self) -> None: ...
-
-    @property
-    def rank(self) -> int: ...
 
 
 @dataclass
 class Repetition:
-    """Timings of one run on one device (``time.perf_counter`` seconds, shared by the
-    processes of one machine).
+    """Timings of one run on one device (``time.perf_counter`` seconds, one clock for all the
+    processes of a machine).
 
     Attributes:
         start: When the device started (after the barrier all devices leave together).
-        end: When its last step finished and its last message was delivered.
+        end: When its last step finished.
         steps: ``(node, backward, start, end)`` of each step.
         outputs: The program outputs it computed (only when asked for).
+        grads: Gradients of the parameters its steps used (training graphs, when asked for).
     """
 
     start: float
     end: float
     steps: list[tuple[int, bool, float, float]]
     outputs: dict[str, Any] = field(default_factory=dict)
-
-
-class _Inbox:
-    """Receive buffers of one plan, posted at the start of every run."""
-
-    def __init__(self, layout: Layout, messages: tuple[Message, ...], grads: bool) -> None:
-        self.messages = {m.value: m for m in messages} if not grads else {}
-        self.grad_messages: dict[str, list[Message]] = {}
-        if grads:
-            for m in messages:
-                self.grad_messages.setdefault(m.value, []).append(m)
-        self.layout = layout
-        self.buffers: dict[tuple[str, int], list[torch.Tensor]] = {}
-        for m in messages:
-            info = layout.values[m.value]
-            leaves = info.grads if grads else info.tensors
-            self.buffers[m.value, m.peer] = [
-                torch.empty(info.leaves[k].nbytes, dtype=torch.uint8) for k in leaves
-            ]
-        self.all = messages
-        self.grads = grads
-        self.pending: dict[tuple[str, int], list[Handle]] = {}
-
-    def post(self, transport: Transport) -> None:
-        for m in self.all:
-            buffers = self.buffers[m.value, m.peer]
-            self.pending[m.value, m.peer] = [
-                transport.irecv(b, m.peer, tag) for b, tag in zip(buffers, m.tags, strict=True)
-            ]
-
-    def take(self, value: str, peer: int) -> list[torch.Tensor]:
-        """The tensors of one message, once they arrived."""
-        for handle in self.pending.pop((value, peer)):
-            handle.wait()
-        info = self.layout.values[value]
-        leaves = info.grads if self.grads else info.tensors
-        return [
-            buf.view(info.leaves[k].dtype).reshape(info.leaves[k].shape)
-            for buf, k in zip(self.buffers[value, peer], leaves, strict=True)
-        ]
+    grads: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 class Runner:
-    """Runs :class:`WorkerPlan` s of one program on one device.
+    """Runs :class:`~placerl.measure.plan.WorkerPlan` s of one program on one device.
 
     Args:
         loaded: The program, loaded in this process.
@@ -119,24 +75,51 @@ class Runner:
         self.exits: list[list[str]] = [[] for _ in layout.forward]
         for value, owner in layout.owner.items():
             self.exits[owner].append(value)
-        self._trainable = [t for t in loaded.state.values()
-                           if isinstance(t, torch.Tensor) and t.requires_grad]  # fmt: skip
+        self._trainable = {name: t for name, t in loaded.state.items()
+                           if isinstance(t, torch.Tensor) and t.requires_grad}  # fmt: skip
 
-    def run(self, plan: WorkerPlan, repeats: int, outputs: bool = False) -> list[Repetition]:
-        """Run ``plan`` ``repeats`` times, each after a barrier with the other devices."""
-        inbox = _Inbox(self.layout, plan.receives, grads=False)
-        grad_inbox = _Inbox(self.layout, plan.grad_receives, grads=True)
-        return [self._once(plan, inbox, grad_inbox, outputs) for _ in range(repeats)]
+    def run(self, plan: WorkerPlan, repeats: int, outputs: bool = False,
+            arena: torch.Tensor | None = None) -> list[Repetition]:  # fmt: skip
+        """Run ``plan`` ``repeats`` times, each after a barrier with the other devices.
 
-    def _once(self, plan: WorkerPlan, inbox: _Inbox, grad_inbox: _Inbox,
-              outputs: bool) -> Repetition:  # fmt: skip
-        for tensor in self._trainable:
+        ``arena``: the shared payload buffer, when the coordinator made a new one.
+        """
+        if arena is not None:
+            self.transport.arena = arena
+        return [self._once(plan, outputs) for _ in range(repeats)]
+
+    def ping(self, src: int, dst: int, sizes: list[int], repeats: int,
+             arena: torch.Tensor | None = None) -> list[float]:  # fmt: skip
+        """Round trips: ``sizes`` bytes from ``src`` to ``dst`` the way runs send them, then
+        one byte back; ``src`` returns the seconds of each (size-major), the others nothing.
+
+        Timed on one clock, so unlike one-way times they hold no barrier skew.
+        """
+        if arena is not None:
+            self.transport.arena = arena
+        rank, transport, tag = self.transport.rank, self.transport, 0
+        times = []
+        for size in sizes:
+            payload, ack = torch.ones(size, dtype=torch.uint8), torch.zeros(1, dtype=torch.uint8)
+            for _ in range(repeats):
+                tag += 2
+                transport.barrier()
+                if rank == src:
+                    began = time.perf_counter()
+                    transport.send(payload, dst, tag, (0, size))
+                    transport.receive(dst, tag + 1, (size, 1))
+                    times.append(time.perf_counter() - began)
+                elif rank == dst:
+                    transport.receive(src, tag, (0, size))
+                    transport.send(ack, src, tag + 1, (size, 1))
+        return times
+
+    def _once(self, plan: WorkerPlan, outputs: bool) -> Repetition:
+        for tensor in self._trainable.values():
             tensor.grad = None
-        state = _RunState(inbox, grad_inbox)
+        state = _RunState(plan)
         self.transport.barrier()
         start = time.perf_counter()
-        inbox.post(self.transport)
-        grad_inbox.post(self.transport)
         timings = []
         with torch.set_grad_enabled(self.layout.training):
             for step in plan.steps:
@@ -144,59 +127,54 @@ class Runner:
                 began = time.perf_counter()
                 (self._backward if step.backward else self._forward)(step, state)
                 timings.append((step.node, step.backward, began, time.perf_counter()))
-            for handle in state.sent:
-                handle.wait()
         end = time.perf_counter()
+        if not outputs:
+            return Repetition(start, end, timings)
         kept = {v: tree_map(_detached, state.values[v])
                 for v in self.layout.outputs if v in state.values}  # fmt: skip
-        return Repetition(start, end, timings, kept if outputs else {})
+        grads = {n: t.grad for n, t in self._trainable.items() if t.grad is not None}
+        return Repetition(start, end, timings, kept, grads)
+
+    # ------------------------------------------------------------------------ messages
+    def _receive(self, message: Message, which: list[int]) -> list[torch.Tensor]:
+        """The tensors of one message (leaves ``which`` of its value), once they arrived."""
+        info = self.layout.values[message.value]
+        return [
+            self.transport.receive(message.peer, tag, slot)
+            .view(info.leaves[k].dtype)
+            .reshape(info.leaves[k].shape)
+            for k, tag, slot in zip(which, message.tags, message.slots, strict=True)
+        ]
+
+    def _send(self, leaves: list[torch.Tensor], message: Message) -> None:
+        for leaf, tag, slot in zip(leaves, message.tags, message.slots, strict=True):
+            self.transport.send(_as_bytes(leaf), message.peer, tag, slot)
 
     def _await(self, step: Step, state: _RunState) -> None:
         """Take the step's messages: its inputs (forward) or its outputs' gradients."""
         if not step.backward:
             for value in self.layout.reads[step.node]:
-                state.value(value, self.layout)
+                if value not in state.values:
+                    info = self.layout.values[value]
+                    tensors = self._receive(state.inbox[value], info.tensors)
+                    state.values[value] = _rebuild(info, tensors)
             return
         for value in self.exits[step.node]:
             info = self.layout.values[value]
             total = state.grads.setdefault(value, {})
-            for peer_grads in state.grad_inbox_take(value):
-                for k, g in zip(info.grads, peer_grads, strict=True):
-                    total[k] = total[k] + g if k in total else g
+            for message in state.grad_inbox.get(value, ()):
+                for k, g in zip(info.grads, self._receive(message, info.grads), strict=True):
+                    _accumulate(total, k, g)
 
-    def ping(self, src: int, dst: int, sizes: list[int], repeats: int) -> list[float]:
-        """Round trips: ``sizes`` bytes from ``src`` to ``dst`` the way runs send them, then
-        one byte back; ``src`` returns the seconds of each (size-major), the others nothing.
-
-        Timed on one clock, so unlike one-way times they hold no barrier skew.
-        """
-        rank, tag = self.transport.rank, 0
-        ack = torch.zeros(1, dtype=torch.uint8)
-        times = []
-        for size in sizes:
-            payload = torch.ones(size, dtype=torch.uint8)
-            for _ in range(repeats):
-                tag += 2
-                self.transport.barrier()
-                if rank == src:
-                    began = time.perf_counter()
-                    self.transport.isend(_as_bytes(payload), dst, tag).wait()
-                    self.transport.irecv(ack, dst, tag + 1).wait()
-                    times.append(time.perf_counter() - began)
-                elif rank == dst:
-                    self.transport.irecv(payload, src, tag).wait()
-                    self.transport.isend(ack, src, tag + 1).wait()
-        return times
-
-    # ----------------------------------------------------------------------- forward
+    # ------------------------------------------------------------------------- forward
     def _forward(self, step: Step, state: _RunState) -> None:
         env: dict[str, Any] = {}
         leaves: dict[str, Any] = {}
         mutated = self.layout.mutated[step.node]
         for value in self.layout.reads[step.node]:
-            base = state.value(value, self.layout)
+            base = state.values[value]
             if self.layout.training:
-                base = leaves[value] = _leaves_for_grad(base, self.layout.values[value])
+                base = leaves[value] = _leaves_for_grad(base, self.layout.values[value].grads)
             env[value] = _copy(base) if value in mutated else base
         loaded, constants = self.loaded, self.layout.constants
 
@@ -210,15 +188,17 @@ class Runner:
 
         for name in self.layout.members[step.node]:
             node = loaded.nodes[name]
-            env[name] = loaded.inputs[name] if node.op == "placeholder" else loaded.call(node, lookup)
+            is_input = node.op == "placeholder"
+            env[name] = loaded.inputs[name] if is_input else loaded.call(node, lookup)
             state.values[name] = env[name]
         if self.layout.training:
             state.saved[step.node] = (env, leaves)
         for message in step.sends:
             info = self.layout.values[message.value]
-            state.send(self.transport, _flat(state.values[message.value]), message, info.tensors)
+            flat = _flat(state.values[message.value])
+            self._send([flat[k] for k in info.tensors], message)
 
-    # ---------------------------------------------------------------------- backward
+    # ------------------------------------------------------------------------ backward
     def _backward(self, step: Step, state: _RunState) -> None:
         env, inputs = state.saved.pop(step.node)
         tensors, grads = [], []
@@ -227,9 +207,8 @@ class Runner:
             leaves = _flat(env[value])
             total = state.grads.pop(value, {})
             for k in info.grads:
-                if value in self.layout.outputs:
-                    seed = torch.ones_like(leaves[k])
-                    total[k] = total[k] + seed if k in total else seed
+                if value in self.layout.outputs:  # a graph output: backward from its sum
+                    _accumulate(total, k, torch.ones_like(leaves[k]))
                 if k in total and leaves[k].requires_grad:
                     tensors.append(leaves[k])
                     grads.append(total[k])
@@ -238,53 +217,35 @@ class Runner:
         for value in self.layout.reads[step.node]:
             info = self.layout.values[value]
             leaves = _flat(inputs[value])
-            into = state.remote_grads if value in state.inbox.messages else state.grads
+            into = state.remote_grads if value in state.inbox else state.grads
             total = into.setdefault(value, {})
             for k in info.grads:
-                g = leaves[k].grad
-                if g is None:
-                    g = torch.zeros_like(leaves[k])
-                total[k] = total[k] + g if k in total else g
+                grad = leaves[k].grad
+                _accumulate(total, k, torch.zeros_like(leaves[k]) if grad is None else grad)
         for message in step.sends:
             total = state.remote_grads.pop(message.value)
-            info = self.layout.values[message.value]
-            grads_out = [total[k] for k in info.grads]
-            state.send(self.transport, grads_out, message, range(len(grads_out)))
+            self._send([total[k] for k in self.layout.values[message.value].grads], message)
 
 
 @dataclass
 class _RunState:
     """What one run of a plan holds on one device."""
 
-    inbox: _Inbox
-    grad_inbox: _Inbox
+    plan: WorkerPlan
     values: dict[str, Any] = field(default_factory=dict)
     saved: dict[int, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
     grads: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)
     remote_grads: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)
-    sent: list[Handle] = field(default_factory=list)
-    _keep: list[torch.Tensor] = field(default_factory=list)
 
-    def value(self, name: str, layout: Layout) -> Any:
-        """A value computed here, or received (waiting for it the first time)."""
-        if name not in self.values:
-            message = self.inbox.messages[name]
-            self.values[name] = _rebuild(layout.values[name], self.inbox.take(name, message.peer))
-        return self.values[name]
+    def __post_init__(self) -> None:
+        self.inbox = {m.value: m for m in self.plan.receives}
+        self.grad_inbox: dict[str, list[Message]] = {}
+        for m in self.plan.grad_receives:
+            self.grad_inbox.setdefault(m.value, []).append(m)
 
-    def grad_inbox_take(self, value: str) -> list[list[torch.Tensor]]:
-        """Gradients of ``value`` from every device that read it."""
-        return [
-            self.grad_inbox.take(value, m.peer)
-            for m in self.grad_inbox.grad_messages.get(value, ())
-        ]
 
-    def send(self, transport: Transport, leaves: list[Any], message: Message,
-             which: Any) -> None:  # fmt: skip
-        for k, tag in zip(which, message.tags, strict=True):
-            payload = _as_bytes(leaves[k])
-            self._keep.append(payload)
-            self.sent.append(transport.isend(payload, message.peer, tag))
+def _accumulate(total: dict[int, torch.Tensor], k: int, grad: torch.Tensor) -> None:
+    total[k] = total[k] + grad if k in total else grad
 
 
 def _flat(value: Any) -> list[Any]:
@@ -292,11 +253,11 @@ def _flat(value: Any) -> list[Any]:
 
 
 def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
-    """A private byte copy (later in-place ops on the source cannot race the send)."""
-    return tensor.detach().contiguous().reshape(-1).view(torch.uint8).clone()
+    return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
 
 
-def _rebuild(info: ValueInfo, tensors: list[torch.Tensor]) -> Any:
+def _rebuild(info: Any, tensors: list[torch.Tensor]) -> Any:
+    """A received value: its tensors (views of the arena), empty tensors and constants."""
     received = dict(zip(info.tensors, tensors, strict=True))
     leaves = [
         received[k] if k in received
@@ -307,10 +268,10 @@ def _rebuild(info: ValueInfo, tensors: list[torch.Tensor]) -> Any:
     return info.unflatten(leaves)
 
 
-def _leaves_for_grad(value: Any, info: ValueInfo) -> Any:
+def _leaves_for_grad(value: Any, grads: list[int]) -> Any:
     """``value`` with every gradient-carrying tensor replaced by a fresh autograd leaf."""
     leaves, spec = tree_flatten(value)
-    wanted = set(info.grads)
+    wanted = set(grads)
     fresh = [
         leaf.detach().requires_grad_(True) if k in wanted else leaf
         for k, leaf in enumerate(leaves)
@@ -319,10 +280,10 @@ def _leaves_for_grad(value: Any, info: ValueInfo) -> Any:
 
 
 def _detached(x: Any) -> Any:
-    return x.detach() if isinstance(x, torch.Tensor) else x
+    # A copy: received values are views of the shared arena, which the next run overwrites.
+    return x.detach().clone() if isinstance(x, torch.Tensor) else x
 
 
 def _copy(value: Any) -> Any:
     """A copy of every tensor of ``value`` (differentiable: gradients reach the original)."""
     return tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, value)
-

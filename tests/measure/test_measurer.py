@@ -1,0 +1,156 @@
+"""Running placements for real: results equal the module's, timings add up, bad input fails
+clearly."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from placerl.cluster import Cluster, Device
+from placerl.errors import ConfigError, GraphError, PlacementError
+from placerl.graph import load_graph
+from placerl.graph.torch_import import from_module
+from placerl.measure import Measurer, bind
+from placerl.measure.program import load_program, reference_run
+from placerl.measure.source import source_of
+from tests.measure.conftest import RESNET_TRAINING
+from tests.measure.models import Boxed
+
+
+def _reference_outputs(graph):
+    loaded = load_program(source_of(graph))
+    values = reference_run(loaded)
+    return loaded, values
+
+
+@pytest.mark.parametrize("placement", ["single", "alternate", "random"])
+def test_split_runs_compute_what_the_module_computes(resnet_measurer, resnet, placement):
+    n = resnet.num_nodes
+    chosen = {
+        "single": np.zeros(n, dtype=int),
+        "alternate": np.arange(n) % 2,
+        "random": np.random.default_rng(3).integers(0, 2, n),
+    }[placement]
+    result = resnet_measurer.measure(chosen, outputs=True)
+    _, values = _reference_outputs(resnet)
+    assert set(result.outputs) == set(resnet_measurer.layout.outputs)
+    for name, value in result.outputs.items():
+        torch.testing.assert_close(value, values[name])
+
+
+def test_timings_are_consistent(resnet_measurer, resnet):
+    placement = np.arange(resnet.num_nodes) % 2
+    result = resnet_measurer.measure(placement)
+    assert len(result.samples) == resnet_measurer.repeats
+    assert min(result.samples) <= result.runtime <= max(result.samples)
+    assert np.all(result.finish >= result.start) and np.all(result.start >= 0)
+    assert result.finish.max() <= max(result.samples) + 1e-9
+    steps = result.finish - result.start
+    busy = np.array([steps[placement == d].sum() for d in range(2)])
+    np.testing.assert_allclose(result.busy, busy, rtol=1e-6)
+    assert np.all(result.durations >= 0) and result.durations.sum() > 0
+    for d in range(2):  # a device runs one step at a time
+        mine = np.flatnonzero(placement == d)
+        order = mine[np.argsort(result.start[mine])]
+        assert np.all(result.start[order[1:]] >= result.finish[order[:-1]] - 1e-9)
+
+
+def test_training_graph_gradients_match_autograd():
+    graph = load_graph(RESNET_TRAINING)
+    loaded, values = _reference_outputs(graph)
+    with Measurer(graph, "local", warmup=0, repeats=1) as measurer:
+        layout = measurer.layout
+        outputs = [values[v] for v in layout.outputs]
+        torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
+        expected = {n: t.grad for n, t in loaded.state.items()
+                    if isinstance(t, torch.Tensor) and t.grad is not None}  # fmt: skip
+        placement = np.random.default_rng(0).integers(0, 2, graph.num_nodes)
+        placement[layout.backward] = placement[layout.forward]
+        result = measurer.measure(placement, outputs=True)
+    assert expected and set(result.grads) == set(expected)
+    for name, grad in expected.items():
+        torch.testing.assert_close(result.grads[name], grad, rtol=1e-4, atol=1e-5)
+    backward_steps = result.finish[layout.backward] - result.start[layout.backward]
+    assert backward_steps.sum() > 0
+
+
+def test_a_bound_module_runs_and_matches(branches):
+    module, x, graph = branches
+    with Measurer(graph, "local", module=module, example_inputs=(x,), repeats=1) as measurer:
+        result = measurer.measure(np.arange(graph.num_nodes) % 2, outputs=True)
+    (value,) = result.outputs.values()
+    torch.testing.assert_close(value, module(x))
+
+
+def test_transfer_times_grow_with_size(resnet_measurer):
+    times = resnet_measurer.transfer_times(0, 1, [1 << 10, 1 << 22], repeats=3)
+    assert times.shape == (2, 3) and np.all(times > 0)
+    assert np.median(times[1]) > np.median(times[0])
+
+
+# ------------------------------------------------------------------------------ bad input
+def test_a_device_the_machine_lacks_lists_the_available_ones(resnet):
+    cluster = Cluster((Device("cpu:0", "cpu"), Device("gpu:0", "gpu")))
+    measurer = Measurer(resnet, cluster)
+    placement = np.zeros(resnet.num_nodes, dtype=int)
+    placement[5] = 1
+    with pytest.raises(PlacementError, match=r"on device 1 \(gpu:0, kind gpu\), which this "
+                       r"machine lacks; available here: 0 \(cpu:0\)"):  # fmt: skip
+        measurer.measure(placement)
+    measurer.close()
+
+
+def test_backward_away_from_its_forward_node_is_refused():
+    graph = load_graph(RESNET_TRAINING)
+    measurer = Measurer(graph, "local")
+    placement = np.zeros(graph.num_nodes, dtype=int)
+    placement[measurer.layout.backward[3]] = 1
+    with pytest.raises(PlacementError, match="and its backward node are on different devices"):
+        measurer.measure(placement)
+
+
+def test_a_graph_without_a_module_is_refused():
+    with pytest.raises(GraphError, match="not imported from a PyTorch module"):
+        Measurer("synthetic:layered?n=10&seed=0")
+
+
+def test_an_output_that_cannot_move_names_its_node():
+    module, x = Boxed(), torch.randn(2, 8)
+    graph = from_module(module, (x,), granularity="module")
+    with pytest.raises(GraphError, match=r"node 'boxer' .* returns a Box, which cannot move"):
+        Measurer(graph, module=module, example_inputs=(x,))
+
+
+def test_a_binding_from_another_process_is_reported(branches, monkeypatch):
+    module, x, graph = branches
+    bound = bind(graph, module, (x,))
+    monkeypatch.setattr("placerl.measure.source._bound", {})
+    with pytest.raises(GraphError, match="bound to a module in another process"):
+        Measurer(bound)
+
+
+def test_a_graph_of_another_module_is_refused(branches):
+    _, x, graph = branches
+    other = torch.nn.Sequential(torch.nn.Linear(32, 4))
+    with pytest.raises(GraphError, match="does not match its module"):
+        Measurer(graph, module=other, example_inputs=(x,))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"repeats": 0}, "repeats must be"),
+        ({"warmup": -1}, "warmup must be"),
+        ({"timeout": 0}, "timeout must be a number of seconds > 0"),
+        ({"timeout": math.nan}, "timeout must be a number of seconds > 0"),
+    ],
+)
+def test_bad_measurer_options(resnet, options, message):
+    with pytest.raises(ConfigError, match=message):
+        Measurer(resnet, **options)
+
+
+def test_transfer_times_need_two_devices(resnet_measurer):
+    with pytest.raises(PlacementError, match=r"two different devices among 0\.\.1"):
+        resnet_measurer.transfer_times(1, 1, [8])
