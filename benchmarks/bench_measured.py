@@ -137,8 +137,11 @@ def main() -> None:
     parser.add_argument("--cluster", default="local?workers=2")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per measurement")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians)")
-    parser.add_argument("--alone", action="store_true",
-                        help="calibrate op costs on one idle device, not all devices at once")
+    parser.add_argument(
+        "--alone",
+        action="store_true",
+        help="calibrate op costs on one idle device, not all devices at once",
+    )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     count = 10 if args.quick else 50
@@ -155,8 +158,7 @@ def main() -> None:
                           "rows": rows, "points": points}], out)  # fmt: skip
     table = markdown_table(rows)
     (out / f"{name}.md").write_text(
-        f"# Simulated against measured runtimes ({args.cluster}, {platform.machine()})\n\n"
-        f"{table}\n"
+        f"# Simulated against measured runtimes ({args.cluster}, {platform.machine()})\n\n{table}\n"
     )
     plot(points, out / f"{name}.png")
     print(table)

@@ -273,8 +273,7 @@ def _leaves_for_grad(value: Any, grads: list[int]) -> Any:
     leaves, spec = tree_flatten(value)
     wanted = set(grads)
     fresh = [
-        leaf.detach().requires_grad_(True) if k in wanted else leaf
-        for k, leaf in enumerate(leaves)
+        leaf.detach().requires_grad_(True) if k in wanted else leaf for k, leaf in enumerate(leaves)
     ]
     return spec.unflatten(fresh)
 

@@ -1,6 +1,7 @@
 """Plans of placements: every message matched, slots disjoint, and no device waits forever."""
 
 import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -85,7 +86,9 @@ def test_plans_match_messages_and_never_deadlock(laid, seed, devices):
     assert all(a[0] + a[1] <= b[0] for a, b in itertools.pairwise(slots))
     assert arena >= (slots[-1][0] + slots[-1][1] if slots else 0)
     steps = sorted((s.node, s.backward) for p in plans for s in p.steps)
-    expected = sorted([(i, False) for i in range(len(layout.forward))]
-                      + [(i, True) for i in range(len(layout.forward)) if layout.backward[i] >= 0])
+    expected = sorted(
+        [(i, False) for i in range(len(layout.forward))]
+        + [(i, True) for i in range(len(layout.forward)) if layout.backward[i] >= 0]
+    )
     assert steps == expected
     assert _play(plans, layout)
