@@ -35,7 +35,7 @@ from placerl.sim import CostModel
 MODELS = {
     "inception_v3": "zoo:inception_v3?variant=small&batch=8&max_nodes=40",
     "transformer": "zoo:transformer?variant=bert_tiny&batch=8&seq_len=64&hidden=128&heads=4"
-    "&ffn=512&layers=4&max_positions=64&max_nodes=40",
+    "&ffn=512&layers=4&max_positions=64&max_nodes=80",
 }
 #: The heuristic placements: (label, placer spec, objective the placer runs with).
 HEURISTICS = (
@@ -48,7 +48,7 @@ HEURISTICS = (
     ("round_robin", "round_robin", "step_time"),
     ("m_topo", "m_topo", "step_time"),
     ("tarnawski_dp", "tarnawski_dp?time_limit=30", "pipeline"),
-    ("milp", "milp?time_limit=30", "pipeline"),
+    ("milp", "milp?time_limit=30&max_nodes=100", "pipeline"),
 )
 
 
@@ -138,8 +138,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 random placements per model")
     parser.add_argument("--cluster", default="local?workers=2")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per measurement")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (medians)")
     parser.add_argument(
         "--alone",
         action="store_true",

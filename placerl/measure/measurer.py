@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 from placerl._options import check_int
+from placerl._registry import Registry
 from placerl.cluster import Cluster, load_cluster
 from placerl.errors import ConfigError, PlacementError
 from placerl.graph import CompGraph, load_graph
@@ -18,14 +20,18 @@ from placerl.measure.plan import WorkerPlan, make_plans
 from placerl.measure.program import load_program, reference_run
 from placerl.measure.runner import Repetition
 from placerl.measure.source import bind, source_of
-from placerl.measure.workers import WorkerPool, cpu_slots
+from placerl.measure.threads import ThreadPool, thread_devices
+from placerl.measure.workers import WorkerPool, worker_devices
 from placerl.sim import CostModel
 from placerl.sim.model import check_placement
 
 __all__ = ["Measurement", "Measurer"]
 
-#: Device kinds that run on CPU worker processes.
-CPU_WORKER_KINDS = frozenset({"cpu"})
+#: How devices run: ``name -> (devices(kinds) -> torch device of each leading device this
+#: machine has, pool(source, layout, devices, timeout))``.
+EXECUTORS: Registry[tuple[Callable[..., list[str]], Callable[..., Any]]] = Registry("executor")
+EXECUTORS.register("processes", (worker_devices, WorkerPool))
+EXECUTORS.register("threads", (thread_devices, ThreadPool))
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,9 +65,10 @@ class Measurement:
 class Measurer:
     """Runs placements of one imported graph on this machine's devices and times them.
 
-    Each logical device of the cluster is a worker process pinned to its own cores (CPU
-    devices; see :mod:`placerl.measure.workers`). Workers start on the first measurement and
-    stay up until :meth:`close`.
+    CPU devices are worker processes pinned to their own cores
+    (:mod:`placerl.measure.workers`); GPUs, with the host CPU beside them, are threads of this
+    process driving CUDA streams (:mod:`placerl.measure.threads`). Workers start on the first
+    measurement and stay up until :meth:`close`.
 
     Args:
         graph: A graph of a real module: a zoo graph or spec, or a ``from_module`` graph
@@ -73,6 +80,9 @@ class Measurer:
         warmup: Untimed runs before the timed ones.
         repeats: Timed runs; their median is the runtime.
         timeout: Seconds one measurement may take before it fails (a hung worker).
+        executor: ``processes`` (CPU devices as pinned worker processes), ``threads`` (one
+            process, a thread per device: GPUs, and the host CPU beside them) or ``auto``
+            (threads when the cluster has GPU devices and CUDA is available).
 
     Raises:
         GraphError: The graph has no module to run, does not match it, or cannot be split
@@ -83,7 +93,8 @@ class Measurer:
 
     def __init__(self, graph: CompGraph | str, cluster: Cluster | str = "local", *,
                  module: Any = None, example_inputs: Any = None, warmup: int = 2,
-                 repeats: int = 5, timeout: float = 60.0) -> None:  # fmt: skip
+                 repeats: int = 5, timeout: float = 60.0,
+                 executor: str = "auto") -> None:  # fmt: skip
         graph = load_graph(graph)
         if module is not None:
             graph = bind(graph, module, example_inputs)
@@ -92,12 +103,18 @@ class Measurer:
         self.repeats = check_int(repeats, "repeats", minimum=1)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
-        self.available = _available_devices(self.cluster)
+        kinds = list(self.cluster.kinds)
+        if executor == "auto":
+            executor = "threads" if "gpu" in kinds and torch.cuda.is_available() else "processes"
+        self.executor = executor
+        devices, pool = EXECUTORS[executor]
+        self.devices = devices(kinds)
+        self.available = list(range(len(self.devices)))
         source = source_of(graph)
         loaded = load_program(source)
         self.layout = Layout.build(graph, loaded, reference_run(loaded), loaded.names)
         self.model = CostModel(graph, self.cluster, "step_time")
-        self.pool = WorkerPool(source, self.layout, len(self.available), float(timeout))
+        self.pool = pool(source, self.layout, self.devices, float(timeout))
 
     def measure(self, placement: Any, *, outputs: bool = False) -> Measurement:
         """Run ``placement`` ``warmup + repeats`` times; the timed runs' median.
@@ -116,7 +133,7 @@ class Measurer:
         start = self.model.evaluate(placement, check=False, times=True).start
         plans, arena = make_plans(self.graph, self.layout, placement, start, len(self.available))
         runs = self.pool.call(
-            "run", [(p, self.warmup + self.repeats, outputs) for p in plans], arena=arena
+            "run", [(p, self.warmup + self.repeats, outputs, False) for p in plans], arena=arena
         )
         return self._summarize([r[self.warmup :] for r in runs], outputs)
 
@@ -140,7 +157,7 @@ class Measurer:
             plans[d] = make_plans(self.graph, self.layout, placement, start, d + 1)[0][d]
         idle = WorkerPlan(steps=())
         runs = self.pool.call(
-            "run", [(plans.get(d, idle), self.warmup + self.repeats, False)
+            "run", [(plans.get(d, idle), self.warmup + self.repeats, False, True)
                     for d in range(len(self.available))],
         )  # fmt: skip
         return np.stack([self._durations(runs[d][self.warmup :]) for d in devices])
@@ -241,14 +258,3 @@ class Measurer:
             outputs=kept if outputs else None,
             grads=grads if outputs and self.layout.training else None,
         )
-
-
-def _available_devices(cluster: Cluster) -> list[int]:
-    """Leading cluster devices this machine runs: CPU workers, one slot of cores each."""
-    cores = len(cpu_slots(1)[0])
-    available = []
-    for d, device in enumerate(cluster.devices):
-        if device.kind not in CPU_WORKER_KINDS or len(available) >= cores:
-            break
-        available.append(d)
-    return available

@@ -35,6 +35,8 @@ class Transport(Protocol):
 
     def barrier(self) -> None: ...
 
+    def synchronize(self) -> None: ...
+
 
 @dataclass
 class Repetition:
@@ -78,15 +80,17 @@ class Runner:
         self._trainable = {name: t for name, t in loaded.state.items()
                            if isinstance(t, torch.Tensor) and t.requires_grad}  # fmt: skip
 
-    def run(self, plan: WorkerPlan, repeats: int, outputs: bool = False,
+    def run(self, plan: WorkerPlan, repeats: int, outputs: bool = False, sync_steps: bool = False,
             arena: torch.Tensor | None = None) -> list[Repetition]:  # fmt: skip
         """Run ``plan`` ``repeats`` times, each after a barrier with the other devices.
 
-        ``arena``: the shared payload buffer, when the coordinator made a new one.
+        ``sync_steps``: wait for the device after every step, so that step times are device
+        times (asynchronous devices); ``arena``: the shared payload buffer, when the
+        coordinator made a new one.
         """
         if arena is not None:
             self.transport.arena = arena
-        return [self._once(plan, outputs) for _ in range(repeats)]
+        return [self._once(plan, outputs, sync_steps) for _ in range(repeats)]
 
     def ping(self, src: int, dst: int, sizes: list[int], repeats: int,
              arena: torch.Tensor | None = None) -> list[float]:  # fmt: skip
@@ -114,7 +118,7 @@ class Runner:
                     transport.send(ack, src, tag + 1, (size, 1))
         return times
 
-    def _once(self, plan: WorkerPlan, outputs: bool) -> Repetition:
+    def _once(self, plan: WorkerPlan, outputs: bool, sync_steps: bool) -> Repetition:
         for tensor in self._trainable.values():
             tensor.grad = None
         state = _RunState(plan)
@@ -126,7 +130,10 @@ class Runner:
                 self._await(step, state)  # waiting for inputs is not the step's own time
                 began = time.perf_counter()
                 (self._backward if step.backward else self._forward)(step, state)
+                if sync_steps:
+                    self.transport.synchronize()
                 timings.append((step.node, step.backward, began, time.perf_counter()))
+            self.transport.synchronize()
         end = time.perf_counter()
         if not outputs:
             return Repetition(start, end, timings)

@@ -27,7 +27,7 @@ from placerl.measure.layout import Layout
 from placerl.measure.source import ModelSource
 from placerl.measure.transport import Arena
 
-__all__ = ["WorkerPool", "cpu_slots"]
+__all__ = ["WorkerPool", "cpu_slots", "worker_devices"]
 
 #: Seconds a worker gets to start: spawn, import torch, trace the module.
 START_TIMEOUT = 300.0
@@ -38,6 +38,18 @@ def cpu_slots(workers: int) -> list[list[int]]:
     cores = sorted(os.sched_getaffinity(0))
     per = len(cores) // workers
     return [cores[i * per : (i + 1) * per] for i in range(workers)]
+
+
+def worker_devices(kinds: list[str]) -> list[str]:
+    """Torch devices of the leading device kinds worker processes can be: ``cpu`` kinds, one
+    core or more each."""
+    cores = len(cpu_slots(1)[0])
+    devices: list[str] = []
+    for kind in kinds:
+        if kind != "cpu" or len(devices) >= cores:
+            break
+        devices.append("cpu")
+    return devices
 
 
 def _worker_main(rank: int, source: ModelSource, layout: Layout, cores: list[int],
@@ -79,12 +91,14 @@ class WorkerPool:
     Args:
         source: What rebuilds the module in each worker.
         layout: The program laid over the graph.
-        workers: Number of workers (logical devices).
+        devices: Torch device of each worker (``cpu``; one worker per entry).
         timeout: Seconds a command may take before the pool is stopped and it fails.
     """
 
-    def __init__(self, source: ModelSource, layout: Layout, workers: int, timeout: float) -> None:
-        self.source, self.layout, self.workers, self.timeout = source, layout, workers, timeout
+    def __init__(self, source: ModelSource, layout: Layout, devices: list[str],
+                 timeout: float) -> None:  # fmt: skip
+        self.source, self.layout, self.timeout = source, layout, timeout
+        self.workers = len(devices)
         self._processes: list[Any] = []
         self._conns: list[Connection] = []
         self._arena = Arena()

@@ -154,3 +154,68 @@ def test_bad_measurer_options(resnet, options, message):
 def test_transfer_times_need_two_devices(resnet_measurer):
     with pytest.raises(PlacementError, match=r"two different devices among 0\.\.1"):
         resnet_measurer.transfer_times(1, 1, [8])
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_the_thread_executor_computes_what_the_module_computes(training):
+    graph = load_graph(RESNET_TRAINING if training else "zoo:resnet50?variant=small")
+    loaded, values = _reference_outputs(graph)
+    with Measurer(graph, "local", warmup=0, repeats=2, executor="threads") as measurer:
+        assert measurer.executor == "threads" and measurer.devices == ["cpu", "cpu"]
+        layout = measurer.layout
+        placement = np.random.default_rng(1).integers(0, 2, graph.num_nodes)
+        placement[layout.backward[layout.backward >= 0]] = placement[layout.forward][
+            layout.backward >= 0
+        ]
+        result = measurer.measure(placement, outputs=True)
+        assert measurer.profile([0, 1]).shape == (2, graph.num_nodes)
+    for name, value in result.outputs.items():
+        torch.testing.assert_close(value, values[name])
+    if training:
+        outputs = [values[v] for v in layout.outputs]
+        torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
+        for name, tensor in loaded.state.items():
+            if isinstance(tensor, torch.Tensor) and tensor.grad is not None:
+                torch.testing.assert_close(result.grads[name], tensor.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_a_failing_thread_device_ends_the_run_with_an_error(tmp_path, monkeypatch):
+    from placerl.errors import MeasurementError
+    from tests.measure.models import FAULT_ENV, Faulty
+
+    fault = tmp_path / "fault"
+    monkeypatch.setenv(FAULT_ENV, str(fault))
+    module, x = Faulty(), torch.randn(2, 8)
+    graph = from_module(module, (x,), granularity="module")
+    with Measurer(graph, module=module, example_inputs=(x,), repeats=1, executor="threads",
+                  timeout=5) as measurer:  # fmt: skip
+        fault.write_text("oom")
+        monkeypatch.setattr("multiprocessing.current_process", _worker_named)
+        with pytest.raises(MeasurementError, match=r"device \d failed while run: .*not enough"):
+            measurer.measure([0, 0, 1, 1])
+        fault.write_text("")
+        assert measurer.measure([0, 1, 1, 1]).runtime > 0
+
+
+def _worker_named():
+    class _Process:
+        name = "placerl-worker-thread"
+
+    return _Process()
+
+
+def test_an_unknown_executor_is_refused(resnet):
+    with pytest.raises(ConfigError, match="unknown executor 'gpu'; known: processes, threads"):
+        Measurer(resnet, executor="gpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpus_and_the_host_cpu_compute_what_the_module_computes(resnet):
+    cluster = Cluster((Device("cpu:0", "cpu"), Device("gpu:0", "gpu")))
+    _, values = _reference_outputs(resnet)
+    with Measurer(resnet, cluster, repeats=2) as measurer:
+        assert measurer.executor == "threads" and measurer.devices == ["cpu", "cuda:0"]
+        result = measurer.measure(np.arange(resnet.num_nodes) % 2, outputs=True)
+        assert measurer.profile([1]).sum() > 0
+    for name, value in result.outputs.items():
+        torch.testing.assert_close(value.cpu(), values[name], rtol=1e-3, atol=1e-3)
