@@ -26,7 +26,7 @@ BAD = [
     ("cluster option as a string", lambda: CostModel(GRAPH, "placeto?n_devices=x"), ClusterError,
      "option 'n_devices' of cluster preset 'placeto' must be an integer, got 'x'"),
     ("unknown objective", lambda: simulate(GRAPH, [0, 0, 0], CLUSTER, "energy"), ConfigError,
-     "unknown objective 'energy'; known: pipeline, step_time"),
+     "unknown objective 'energy'; known: measured, pipeline, step_time"),
     ("objective of the wrong type", lambda: CostModel(GRAPH, CLUSTER, 3), ConfigError,
      "unknown objective 3"),
     # placements
