@@ -76,6 +76,7 @@ __all__ = [
     "import_module",
     "measure",
     "model_flops",
+    "output_ancestors",
     "run_program",
     "trace",
     "train_mode",
@@ -431,6 +432,19 @@ def measure(program: Program, device: torch.device) -> dict[fx.Node, NodeRecord]
 
 
 # -------------------------------------------------------------------------- the graph
+def output_ancestors(graph: fx.Graph) -> set[fx.Node]:
+    """The nodes the graph's output depends on."""
+    output = next(n for n in graph.nodes if n.op == "output")
+    live: set[fx.Node] = set()
+    stack = [output]
+    while stack:
+        for parent in stack.pop().all_input_nodes:
+            if parent not in live:
+                live.add(parent)
+                stack.append(parent)
+    return live
+
+
 class _GraphBuilder:
     """Turns a measured program into CompGraph nodes and edges, in definition order."""
 
@@ -465,14 +479,7 @@ class _GraphBuilder:
 
         Nodes that make no tensor (``x.shape``, ``x.size(1)``) carry no data and are left out.
         """
-        output = next(n for n in self.program.graph.nodes if n.op == "output")
-        live: set[fx.Node] = set()
-        stack = [output]
-        while stack:
-            for parent in stack.pop().all_input_nodes:
-                if parent not in live:
-                    live.add(parent)
-                    stack.append(parent)
+        live = output_ancestors(self.program.graph)
         return [
             n
             for n in self.program.graph.nodes

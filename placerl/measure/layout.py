@@ -20,6 +20,7 @@ from torch.utils._pytree import tree_flatten, treespec_dumps, treespec_loads
 
 from placerl.errors import GraphError
 from placerl.graph import CompGraph
+from placerl.graph.torch_import import output_ancestors
 from placerl.measure.program import LoadedProgram
 
 __all__ = ["Layout", "LeafInfo", "ValueInfo"]
@@ -132,7 +133,7 @@ class Layout:
         forward, backward = _forward_and_backward(graph)
         node_of = _node_of_name(graph, forward, set(names.values()))
         program = loaded.program.graph
-        live = _live(program)
+        live = output_ancestors(program)
         members: list[list[str]] = [[] for _ in forward]
         part: dict[str, int] = {}  # fx name -> index into forward, for computed values
         constants: dict[str, Any] = {}
@@ -213,19 +214,6 @@ def _node_of_name(graph: CompGraph, forward: np.ndarray, imported: set[str]) -> 
             "is in no node of the graph"
         )
     return node_of
-
-
-def _live(graph: fx.Graph) -> set[fx.Node]:
-    """Nodes the output depends on."""
-    output = next(n for n in graph.nodes if n.op == "output")
-    live: set[fx.Node] = set()
-    stack = [output]
-    while stack:
-        for parent in stack.pop().all_input_nodes:
-            if parent not in live:
-                live.add(parent)
-                stack.append(parent)
-    return live
 
 
 def _unpacks(node: fx.Node, part: dict[str, int], values: dict[str, Any]) -> bool:

@@ -70,6 +70,10 @@ class ThreadTransport:
         self.rank, self.device, self.mailbox = rank, torch.device(device), mailbox
         self.arena = torch.empty(0, dtype=torch.uint8)  # payloads travel as tensors here
         self._cuda = self.device.type == "cuda"
+        # Sources of copies still in flight: freed at the next barrier, after every device
+        # synchronized (the caching allocator would otherwise hand a source's memory to its
+        # own stream while another device's stream still reads it).
+        self._in_flight: list[torch.Tensor] = []
 
     def send(self, data: torch.Tensor, peer: int, tag: int, slot: tuple[int, int]) -> None:
         copy = data.clone()  # later in-place ops on the source cannot race the reader
@@ -88,11 +92,17 @@ class ThreadTransport:
             if box.aborted:
                 raise MeasurementError("another device failed during this run")
             data, event = box.items.pop(tag)
-        if self._cuda and event is not None:
+        if not self._cuda:  # a host device reads the bytes itself: the copy must be done
+            if event is not None:
+                event.synchronize()
+            return data.to(self.device)
+        if event is not None:
             torch.cuda.current_stream(self.device).wait_event(event)
+        self._in_flight.append(data)
         return data.to(self.device, non_blocking=True)
 
     def barrier(self) -> None:
+        self._in_flight.clear()
         self.mailbox.barrier.wait()
 
     def synchronize(self) -> None:
