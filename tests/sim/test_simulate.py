@@ -439,5 +439,6 @@ def test_bad_batch_and_objective():
         model.evaluate_batch([0])
     with pytest.raises(PlacementError, match="device 5"):
         model.evaluate_batch([[5]])
-    with pytest.raises(ConfigError, match="unknown objective 'energy'; known: measured, pipeline, step_time"):
+    known = "known: measured, pipeline, step_time"
+    with pytest.raises(ConfigError, match=f"unknown objective 'energy'; {known}"):
         simulate(graph({"a": 1.0}), [0], cluster(2), "energy")
