@@ -28,6 +28,7 @@ from scipy.stats import spearmanr
 
 from placerl.baselines import place
 from placerl.baselines.references import parse_placer
+from placerl.cluster import load_cluster
 from placerl.graph import load_graph
 from placerl.measure import Measurer, calibrate
 from placerl.sim import CostModel
@@ -55,7 +56,8 @@ HEURISTICS = (
 def placements(graph, cluster: str, count: int, seed: int) -> list[tuple[str, np.ndarray]]:
     """``count`` uniform random placements and the heuristic ones."""
     rng = np.random.default_rng(seed)
-    out = [(f"random:{i}", rng.integers(0, 2, graph.num_nodes)) for i in range(count)]
+    devices = load_cluster(cluster).num_devices
+    out = [(f"random:{i}", rng.integers(0, devices, graph.num_nodes)) for i in range(count)]
     for label, spec, objective in HEURISTICS:
         placer, options = parse_placer(spec)
         out.append((label, np.asarray(place(placer, graph, cluster, objective, **options))))
