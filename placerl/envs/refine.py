@@ -127,10 +127,12 @@ class PlacementRefineEnv(PlacementEnvBase):
         device = self._device(action)
         n = case.graph.num_nodes
         v = int(case.order[self._t % n])
-        self._move_group(v, device)
-        if self._incremental is not None:
-            self._incremental.move(v, device)
-        after = self._simulate()
+        after = self._before  # a node left where it is changes nothing: no new simulation
+        if self.placement[v] != device:
+            self._move_group(v, device)
+            if self._incremental is not None:
+                self._incremental.move(v, device)
+            after = self._simulate()
         self._t += 1
         done, extra = self._t == self.passes * n, {}
         if not done:

@@ -172,6 +172,26 @@ def test_refine_start_time_feature_is_relative_to_current_node():
     assert info["runtime"] == pytest.approx(result.runtime)
 
 
+def test_refine_leaving_a_node_in_place_reuses_the_simulation(monkeypatch):
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform",
+                             reward="normalized_delta")  # fmt: skip
+    env.reset(seed=1)
+    calls = []
+    evaluate = env.case.model.evaluate
+    monkeypatch.setattr(
+        env.case.model, "evaluate", lambda *a, **k: calls.append(1) or evaluate(*a, **k)
+    )
+    v = int(env.case.order[0])
+    _, reward, _, _, info = env.step(int(env.placement[v]))
+    assert calls == [] and reward == 0.0
+    assert info["runtime"] == pytest.approx(
+        simulate(env.case.graph, env.placement, env.cluster).runtime
+    )
+    moved = (int(env.placement[int(env.case.order[1])]) + 1) % env.num_devices
+    env.step(moved)
+    assert calls == [1]
+
+
 # ------------------------------------------------------------------------ rewards
 def test_refine_reward_is_positive_when_the_placement_gets_faster():
     problem = SANITY_PROBLEMS["branches"]
