@@ -61,7 +61,7 @@ class PlacementRefineEnv(PlacementEnvBase):
     Placeto's schedule, each episode from the best placement found so far, is the explicit
     wrapper :class:`~placerl.envs.wrappers.StartFromBest`. At step ``t`` the agent chooses a new
     device for node ``order[t mod N]`` (with its whole colocation group) and the placement is
-    simulated again.
+    simulated again (unless the node stays where it was: the last simulation still holds).
 
     ## Observation space
     As ``placerl/Placement-v0`` (see :class:`~placerl.envs.placement.PlacementEnv`): every node
