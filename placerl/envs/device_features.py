@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from placerl.cluster import Cluster
 from placerl.graph import CompGraph
@@ -187,27 +188,73 @@ class DeviceFeatureState:
         ``mem_bytes`` every node's bytes. The group's own load and memory are left out.
         """
         t = self.tables
-        scale = t.time_scale
-        durations = t.durations[members]
-        duration = durations.sum(axis=0)
-        own_load = np.zeros_like(self.load)
-        own_mem = np.zeros_like(self.load)
-        placed = placement[members]
-        on = placed >= 0
-        np.add.at(own_load, placed[on], durations[on, placed[on]])
-        np.add.at(own_mem, placed[on], mem_bytes[members][on])
-        arrival, transfer = self._arrivals(int(members[0]), placement)
-        start = np.maximum(arrival, self.free_at)
-        finish = start + duration
-        best = finish[mask].min() if mask.any() else finish.min()
-        out = np.empty((len(self.load), NUM_DEVICE_FEATURES))
-        out[:, DURATION] = duration / scale
-        out[:, LOAD] = (self.load - own_load) / scale
-        out[:, MEMORY] = (resident - own_mem) / self.capacity  # 0 on unlimited memory
-        out[:, TRANSFER] = transfer / scale
-        out[:, START] = start / scale
-        out[:, FINISH] = finish / scale
-        out[:, FINISH_GAP] = (finish - best) / scale
-        out[:, ALLOWED] = mask
-        np.nan_to_num(out, copy=False, nan=CLIP, posinf=CLIP)
-        return np.clip(out, 0.0, CLIP, out=out).astype(np.float32)
+        out = np.empty((len(self.load), NUM_DEVICE_FEATURES), dtype=np.float32)
+        _block(members, placement, resident, mem_bytes, mask, self.load, self.free_at,
+               self.finish, self.capacity, t.durations, t.in_ptr, t.in_src, t.in_edge,
+               t.out_ptr, t.out_dst, t.out_edge, t.edge_bytes, t.edge_time, t.bandwidth,
+               t.latency, t.time_scale, out)  # fmt: skip
+        return out
+
+
+@njit(cache=True)
+def _edge_time(e, a, b, edge_bytes, edge_time, bandwidth, latency):
+    """Uncontended seconds of edge ``e`` from device ``a`` to ``b`` (0 on one device)."""
+    if a == b:
+        return 0.0
+    if not np.isnan(edge_time[e]):
+        return edge_time[e]
+    return latency[a, b] + edge_bytes[e] / bandwidth[a, b]
+
+
+@njit(cache=True)
+def _block(members, placement, resident, mem_bytes, mask, load, free_at, finish, capacity,
+           durations, in_ptr, in_src, in_edge, out_ptr, out_dst, out_edge, edge_bytes,
+           edge_time, bandwidth, latency, scale, out):  # fmt: skip
+    """:meth:`DeviceFeatureState.block` in one compiled pass (it runs on every env step)."""
+    n_dev = load.shape[0]
+    duration, own_load, own_mem = np.zeros(n_dev), np.zeros(n_dev), np.zeros(n_dev)
+    arrival, transfer = np.zeros(n_dev), np.zeros(n_dev)
+    for m in members:
+        for d in range(n_dev):
+            duration[d] += durations[m, d]
+        p = placement[m]
+        if p >= 0:
+            own_load[p] += durations[m, p]
+            own_mem[p] += mem_bytes[m]
+    node = members[0]
+    for k in range(in_ptr[node], in_ptr[node + 1]):  # producers' outputs arriving on d
+        src = in_src[k]
+        a = placement[src]
+        if a < 0:
+            continue
+        for d in range(n_dev):
+            seconds = _edge_time(in_edge[k], a, d, edge_bytes, edge_time, bandwidth, latency)
+            transfer[d] += seconds
+            if not np.isnan(finish[src]) and finish[src] + seconds > arrival[d]:
+                arrival[d] = finish[src] + seconds
+    for k in range(out_ptr[node], out_ptr[node + 1]):  # outputs leaving d for consumers
+        b = placement[out_dst[k]]
+        if b < 0:
+            continue
+        for d in range(n_dev):
+            transfer[d] += _edge_time(out_edge[k], d, b, edge_bytes, edge_time, bandwidth, latency)
+    best, any_allowed = np.inf, False
+    for d in range(n_dev):
+        any_allowed |= bool(mask[d])
+    for d in range(n_dev):
+        finished = max(arrival[d], free_at[d]) + duration[d]
+        if (mask[d] or not any_allowed) and finished < best:
+            best = finished
+    for d in range(n_dev):
+        start = max(arrival[d], free_at[d])
+        finished = start + duration[d]
+        row = (duration[d] / scale, (load[d] - own_load[d]) / scale,
+               (resident[d] - own_mem[d]) / capacity[d], transfer[d] / scale, start / scale,
+               finished / scale, (finished - best) / scale, 1.0 if mask[d] else 0.0)  # fmt: skip
+        for j in range(NUM_DEVICE_FEATURES):
+            x = row[j]
+            if np.isnan(x) or x > CLIP:  # NaN and too large (inf included) read as CLIP
+                x = CLIP
+            elif x < 0.0:
+                x = 0.0
+            out[d, j] = x

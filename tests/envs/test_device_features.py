@@ -7,6 +7,7 @@ from placerl.cluster import homogeneous
 from placerl.envs import PlacementEnv, PlacementRefineEnv
 from placerl.envs.device_features import (
     ALLOWED,
+    CLIP,
     DURATION,
     FINISH,
     FINISH_GAP,
@@ -101,3 +102,68 @@ def test_unknown_observation_mode():
 
     with pytest.raises(ConfigError, match="observation must be one of graph, flat, got 'image'"):
         PlacementEnv(observation="image")
+
+
+def _reference_block(state, members, placement, resident, mem_bytes, mask):
+    """The features as plain numpy, from their definitions (the compiled kernel's twin)."""
+    t = state.tables
+    scale, n_dev = t.time_scale, len(state.load)
+    duration = t.durations[members].sum(axis=0)
+    own_load, own_mem = np.zeros(n_dev), np.zeros(n_dev)
+    for m in members:
+        if placement[m] >= 0:
+            own_load[placement[m]] += t.durations[m, placement[m]]
+            own_mem[placement[m]] += mem_bytes[m]
+    arrival, transfer = np.zeros(n_dev), np.zeros(n_dev)
+    node = int(members[0])
+
+    def seconds(e, a, b):
+        if a == b:
+            return 0.0
+        explicit = t.edge_time[e]
+        if not np.isnan(explicit):
+            return explicit
+        return t.latency[a, b] + t.edge_bytes[e] / t.bandwidth[a, b]
+
+    for k in range(t.in_ptr[node], t.in_ptr[node + 1]):
+        src, e = t.in_src[k], t.in_edge[k]
+        if placement[src] >= 0:
+            for d in range(n_dev):
+                transfer[d] += seconds(e, placement[src], d)
+                if not np.isnan(state.finish[src]):
+                    arrived = state.finish[src] + seconds(e, placement[src], d)
+                    arrival[d] = max(arrival[d], arrived)
+    for k in range(t.out_ptr[node], t.out_ptr[node + 1]):
+        dst, e = t.out_dst[k], t.out_edge[k]
+        if placement[dst] >= 0:
+            for d in range(n_dev):
+                transfer[d] += seconds(e, d, placement[dst])
+    start = np.maximum(arrival, state.free_at)
+    finish = start + duration
+    best = finish[mask].min() if mask.any() else finish.min()
+    columns = [duration / scale, (state.load - own_load) / scale,
+               (resident - own_mem) / state.capacity, transfer / scale, start / scale,
+               finish / scale, (finish - best) / scale, mask.astype(float)]  # fmt: skip
+    out = np.stack(columns, axis=1)
+    with np.errstate(invalid="ignore"):
+        out = np.nan_to_num(out, nan=CLIP, posinf=CLIP)
+    return np.clip(out, 0.0, CLIP).astype(np.float32)
+
+
+@pytest.mark.parametrize("cls", [PlacementEnv, PlacementRefineEnv])
+@pytest.mark.parametrize("cluster", ["cpu_gpu?n_gpus=2", "placeto?n_devices=4&memory=2e8"])
+def test_compiled_features_equal_their_definitions(cls, cluster):
+    env = cls(graph="synthetic:layered?n=40&seed=3", cluster=cluster)
+    rng = np.random.default_rng(1)
+    obs, _ = env.reset(seed=0)
+    for _ in range(80):
+        v = int(env.case.order[env._row])
+        members = env.case.members[v]
+        mem_bytes, mask = env.case.model.arrays.mem_bytes, env._mask.astype(bool)
+        expected = _reference_block(env._device_state, members, env.placement, env._resident,
+                                    mem_bytes, mask)  # fmt: skip
+        np.testing.assert_allclose(obs["devices"], expected, rtol=1e-5, atol=1e-6)
+        allowed = np.flatnonzero(env.action_masks())
+        obs, _, done, _, _ = env.step(int(rng.choice(allowed if allowed.size else [0])))
+        if done:
+            obs, _ = env.reset()
