@@ -448,9 +448,9 @@ def local(
     """This machine's cores as ``workers`` CPU devices, for measured runtimes.
 
     :mod:`placerl.measure` runs device ``i`` as a worker process pinned to the ``i``-th equal
-    share of this process's cores; tensors move between workers over gloo on the loopback
-    interface. Costs and links here are first guesses: :func:`placerl.measure.calibrate` fits
-    them to measurements.
+    share of this process's cores; tensors move between workers through shared memory. Costs
+    and links here are first guesses: :func:`placerl.measure.calibrate` fits them to
+    measurements.
     """
     count = check_int(workers, "workers", minimum=1, error=ClusterError)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / count

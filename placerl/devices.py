@@ -54,8 +54,9 @@ XEON_HOST_SPEED = 1 / 15
 
 PCIE3_BANDWIDTH, PCIE3_LATENCY = 12e9, 10e-6
 NVLINK3_BANDWIDTH, NVLINK3_LATENCY = 300e9, 3e-6
-#: Gloo point-to-point between two processes of one machine over loopback TCP: about 1.1e9 B/s
-#: and 0.2 ms per message, measured on the 2-core CI machine (calibrate() fits its own).
+#: Messages between worker processes of one machine: a cautious first guess (gloo over loopback
+#: TCP measured this on the 2-core CI machine). calibrate() fits the machine's own: about
+#: 40e9 B/s and 15 us through placerl's shared-memory transport there.
 LOOPBACK_BANDWIDTH, LOOPBACK_LATENCY = 1e9, 2e-4
 
 #: Fixed cost of launching one kernel (s), so that tiny ops do not cost nothing.

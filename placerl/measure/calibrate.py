@@ -6,9 +6,9 @@
    keeps every node's median step time as its ``costs[kind]``: the executor's own overhead per
    node is in the cost, so ``op_gap`` becomes 0.
 2. It times round trips of a few message sizes between every pair of devices (one clock, so no
-   skew between processes) and fits ``time = 2 latency + bytes / bandwidth`` by least squares
-   to each size's 10%-trimmed mean: a run pays the average transfer, stalls included, but one
-   transfer stalled by a busy machine should not move the fit.
+   skew between processes) and fits ``time = 2 latency + bytes / bandwidth`` to every sample
+   with the Theil-Sen estimator (the median of pairwise slopes): a transfer stalled by a busy
+   machine does not move the fit, as it would a least-squares one.
 3. It measures a few random placements whole and adds to every link the latency that makes
    their simulated runtimes closest to the measured ones (see :func:`_in_run_latency`).
 """
@@ -22,7 +22,8 @@ import numpy as np
 from scipy.stats import theilslopes
 
 from placerl.cluster import Cluster
-from placerl.graph import CompGraph
+from placerl.errors import ConfigError
+from placerl.graph import CompGraph, load_graph
 from placerl.measure.measurer import Measurer
 from placerl.sim import CostModel
 
@@ -61,7 +62,8 @@ def calibrate(
         runs: Random placements measured whole to fit the latency a message has inside a
             run (0: keep the pinged latency).
         seed: Seed of those placements.
-        measurer: An open measurer of ``graph`` on ``cluster`` to reuse (its workers stay up).
+        measurer: An open measurer of ``graph`` to reuse (its workers stay up; its cluster
+            and repeats are used).
 
     Returns:
         ``(graph, cluster)``: each node's ``costs[kind]`` measured on a device of that kind
@@ -76,6 +78,9 @@ def calibrate(
     if measurer is None:
         measurer = Measurer(graph, cluster, module=module, example_inputs=example_inputs,
                             repeats=repeats)  # fmt: skip
+    elif load_graph(graph).fingerprint() != measurer.graph.fingerprint():
+        raise ConfigError("calibrate got a measurer of another graph")
+    repeats = measurer.repeats
     try:
         costs = _node_costs(measurer, together)
         bandwidth, latency, fits = _links(measurer, list(sizes), repeats)

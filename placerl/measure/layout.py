@@ -127,10 +127,21 @@ class Layout:
             names: Imported graph node name of each fx node that became a graph node.
 
         Raises:
-            GraphError: ``graph`` does not match the program, or a value that crosses graph
-                nodes holds something that cannot move between devices (names the node).
+            GraphError: ``graph`` does not match the program (nodes, or backward nodes on a
+                trace that is not a training trace), a value that crosses graph nodes holds
+                something that cannot move between devices, or an op writes in place into a
+                value and nothing reads its result (the import drops it); names the node.
         """
         forward, backward = _forward_and_backward(graph)
+        has_backward = bool((backward >= 0).any())
+        if has_backward and not loaded.training:
+            raise GraphError(
+                f"graph {graph.name!r} has backward nodes but was traced for inference: import "
+                "it with training=True before with_backward, so gradients exist to measure"
+            )
+        if has_backward and (backward < 0).any():
+            v = graph.names[forward[int(np.flatnonzero(backward < 0)[0])]]
+            raise GraphError(f"forward node {v!r} of {graph.name!r} has no backward node")
         node_of = _node_of_name(graph, forward, set(names.values()))
         program = loaded.program.graph
         live = output_ancestors(program)
@@ -148,9 +159,10 @@ class Layout:
             else:
                 continue
             members[part[node.name]].append(node.name)
+        module = loaded.program.module_on(torch.device("meta"))
+        _check_no_lost_writes(program, live, part, module)
         reads: list[dict[str, None]] = [{} for _ in forward]
         mutated: list[set[str]] = [set() for _ in forward]
-        module = loaded.program.module_on(torch.device("meta"))
         for node in program.nodes:
             if node.name not in part:
                 continue
@@ -173,7 +185,7 @@ class Layout:
             outputs=outputs,
             forward=forward,
             backward=backward,
-            training=bool(backward.size) and bool((backward >= 0).any()),
+            training=has_backward,
         )
 
 
@@ -190,6 +202,8 @@ def _forward_and_backward(graph: CompGraph) -> tuple[np.ndarray, np.ndarray]:
                 f"backward node {graph.names[v]!r} names no forward node of {graph.name!r} "
                 "(attrs['forward']); build training graphs with placerl.graph.passes.with_backward"
             )
+        if backward[position[of]] >= 0:
+            raise GraphError(f"forward node {of!r} of {graph.name!r} has two backward nodes")
         backward[position[of]] = v
     return forward, backward
 
@@ -224,14 +238,45 @@ def _unpacks(node: fx.Node, part: dict[str, int], values: dict[str, Any]) -> boo
     return source.name in part and isinstance(values.get(source.name), (tuple, list))
 
 
+def _check_no_lost_writes(program: fx.Graph, live: set[fx.Node], part: dict[str, int],
+                          module: torch.nn.Module) -> None:  # fmt: skip
+    """Refuse an in-place write (``y[:, 0] = 0``) that nothing reads the result of: the
+    import drops such nodes, so a split run would not make it, and its values would differ."""
+    for node in program.nodes:
+        if node in live or node.op not in _COMPUTE:
+            continue
+        for arg in node.all_input_nodes:
+            base = arg
+            while base.name not in part and base.op in _COMPUTE and base.args:
+                first = base.args[0]
+                if not isinstance(first, fx.Node):
+                    break
+                base = first  # a view of a view of ... a computed value
+            if base.name in part and _may_mutate(node, arg, module):
+                raise GraphError(
+                    f"node {node.name!r} ({node.target}) writes into {arg.name!r} in place and "
+                    "nothing reads its result, so the import left it out and a measured run "
+                    "would compute other values than the module; write it out of place "
+                    "(torch.where, index_put) or import at another granularity"
+                )
+
+
 def _may_mutate(node: fx.Node, arg: fx.Node, module: torch.nn.Module) -> bool:
     """Whether ``node`` may write into ``arg`` (in-place ops; unknown code is assumed to)."""
     target = node.target
+    if node.kwargs.get("out") is arg:
+        return True
     if isinstance(target, torch._ops.OpOverload):
-        written = [i for i, a in enumerate(target._schema.arguments)
-                   if a.alias_info is not None and a.alias_info.is_write]  # fmt: skip
-        return any(i < len(node.args) and node.args[i] is arg for i in written)
+        arguments = target._schema.arguments
+        for i, a in enumerate(arguments):
+            if a.alias_info is not None and a.alias_info.is_write:
+                given = node.args[i] if i < len(node.args) else node.kwargs.get(a.name)
+                if given is arg:
+                    return True
+        return False
     first = node.args[0] if node.args else None
+    if target is operator.setitem:
+        return first is arg
     if node.op == "call_module":
         return first is arg and bool(getattr(module.get_submodule(target), "inplace", False))
     name = getattr(target, "__name__", str(target))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,12 +40,14 @@ class Measurement:
     """What running one placement for real says about it (seconds; arrays per node or device).
 
     Attributes:
-        runtime: Median over the timed repetitions of the time from the common start until the
-            last device finished (its last step done and its last message delivered).
+        runtime: Median over the timed repetitions (the upper one of the two middle ones for an
+            even count) of the time from the common start until the last device finished.
         samples: Every timed repetition's runtime.
         start: Per graph node, its step's start in the median repetition (from the common start).
         finish: Per graph node, its step's end in the median repetition.
-        busy: Per device, the seconds its steps took in the median repetition.
+        busy: Per device, the seconds its steps took in the median repetition. On GPUs (the
+            thread executor) step times are when the host launched them; only ``runtime``
+            and :meth:`Measurer.profile` wait for the device.
         durations: Per graph node, the median over the timed repetitions of its step's
             seconds (waiting for inputs excluded): profiled op times where they run.
         outputs: The program's outputs by fx name (only when asked for).
@@ -101,8 +104,9 @@ class Measurer:
         self.graph, self.cluster = graph, load_cluster(cluster)
         self.warmup = check_int(warmup, "warmup", minimum=0)
         self.repeats = check_int(repeats, "repeats", minimum=1)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                or not 0 < timeout < math.inf):  # fmt: skip
+            raise ConfigError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
         kinds = list(self.cluster.kinds)
         if executor == "auto":
             executor = "threads" if "gpu" in kinds and torch.cuda.is_available() else "processes"
@@ -206,6 +210,9 @@ class Measurer:
                 f"transfer_times needs two different devices among 0..{here - 1}, got {src}, {dst}"
             )
         sizes = [check_int(s, "message size", minimum=1) for s in sizes]
+        repeats = check_int(repeats, "repeats", minimum=1)
+        if not sizes:
+            raise ConfigError("transfer_times needs at least one message size")
         replies = self.pool.call("ping", [(src, dst, sizes, repeats)] * here, arena=max(sizes) + 1)
         return np.array(replies[src]).reshape(len(sizes), repeats)
 
@@ -249,7 +256,7 @@ class Measurer:
             for name, grad in run[median].grads.items():
                 grads[name] = grads[name] + grad if name in grads else grad
         return Measurement(
-            runtime=float(statistics.median(samples)),
+            runtime=float(statistics.median_high(samples)),  # the timeline's repetition
             samples=tuple(samples),
             start=start,
             finish=finish,

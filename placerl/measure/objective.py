@@ -62,8 +62,8 @@ class MeasureOptions:
                 raise ConfigError(f"measured option {name!r} must be >= {minimum}, got {value}")
         for name in ("time_budget", "timeout"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ConfigError(f"measured option {name!r} must be > 0, got {value}")
+            if value is not None and not 0 < value < math.inf:
+                raise ConfigError(f"measured option {name!r} must be finite and > 0, got {value}")
 
 
 class MeasuredSession:

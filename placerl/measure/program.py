@@ -36,6 +36,9 @@ class LoadedProgram:
         state: Value of every parameter, buffer and constant node, by fx name (trainable
             parameters require gradients in training graphs).
         inputs: Value of every user input placeholder, by fx name.
+        trainable: Every parameter backward computes a gradient for, by name (placeholders
+            of an exported program; leaf modules' own parameters at module granularity).
+        device: Where the weights and inputs are.
         training: Whether the graph is a training graph.
         names: Imported graph node name of each fx node that became a graph node.
         signature: A hash of the node names and ops, to check that processes traced alike.
@@ -45,11 +48,12 @@ class LoadedProgram:
     nodes: Mapping[str, fx.Node]
     state: dict[str, Any]
     inputs: dict[str, Any]
+    trainable: dict[str, torch.Tensor]
+    device: torch.device
     training: bool
     names: dict[str, str]
     signature: str
     _interpreter: fx.Interpreter
-    _device: torch.device
 
     def call(self, node: fx.Node, lookup: Callable[[fx.Node], Any]) -> Any:
         """Run one compute node, reading its arguments through ``lookup``."""
@@ -59,7 +63,7 @@ class LoadedProgram:
 
     def _here(self, value: Any) -> Any:
         # Devices baked into the trace (zeros(..., device=cpu)) become the device run on.
-        return self._device if isinstance(value, torch.device) else value
+        return self.device if isinstance(value, torch.device) else value
 
 
 def load_program(source: ModelSource, device: str | torch.device = "cpu") -> LoadedProgram:
@@ -83,16 +87,21 @@ def load_program(source: ModelSource, device: str | torch.device = "cpu") -> Loa
         elif node.op == "placeholder":
             state[node.name] = _trainable(program, node, values[node], source.training)
     interpreter = fx.Interpreter(graph_module)
+    trainable = {name: t for name, t in state.items()
+                 if isinstance(t, torch.Tensor) and t.requires_grad}  # fmt: skip
+    if source.training:
+        trainable.update((n, p) for n, p in graph_module.named_parameters() if p.requires_grad)
     return LoadedProgram(
         program=program,
         nodes={n.name: n for n in program.graph.nodes},
         state=state,
         inputs=user,
+        trainable=trainable,
+        device=device,
         training=source.training,
         names={node.name: name for node, name in imported.names.items()},
         signature=_signature(program.graph),
         _interpreter=interpreter,
-        _device=device,
     )
 
 

@@ -77,8 +77,7 @@ class Runner:
         self.exits: list[list[str]] = [[] for _ in layout.forward]
         for value, owner in layout.owner.items():
             self.exits[owner].append(value)
-        self._trainable = {name: t for name, t in loaded.state.items()
-                           if isinstance(t, torch.Tensor) and t.requires_grad}  # fmt: skip
+        self._trainable = loaded.trainable
 
     def run(self, plan: WorkerPlan, repeats: int, outputs: bool = False, sync_steps: bool = False,
             arena: torch.Tensor | None = None) -> list[Repetition]:  # fmt: skip
@@ -103,8 +102,10 @@ class Runner:
             self.transport.arena = arena
         rank, transport, tag = self.transport.rank, self.transport, 0
         times = []
+        device = self.loaded.device
         for size in sizes:
-            payload, ack = torch.ones(size, dtype=torch.uint8), torch.zeros(1, dtype=torch.uint8)
+            payload = torch.ones(size, dtype=torch.uint8, device=device)
+            ack = torch.zeros(1, dtype=torch.uint8, device=device)
             for _ in range(repeats):
                 tag += 2
                 transport.barrier()
@@ -112,9 +113,11 @@ class Runner:
                     began = time.perf_counter()
                     transport.send(payload, dst, tag, (0, size))
                     transport.receive(dst, tag + 1, (size, 1))
+                    transport.synchronize()  # the copies done, not just launched
                     times.append(time.perf_counter() - began)
                 elif rank == dst:
                     transport.receive(src, tag, (0, size))
+                    transport.synchronize()
                     transport.send(ack, src, tag + 1, (size, 1))
         return times
 
@@ -139,7 +142,7 @@ class Runner:
             return Repetition(start, end, timings)
         kept = {v: tree_map(_detached, state.values[v])
                 for v in self.layout.outputs if v in state.values}  # fmt: skip
-        grads = {n: t.grad for n, t in self._trainable.items() if t.grad is not None}
+        grads = {n: t.grad.cpu() for n, t in self._trainable.items() if t.grad is not None}
         return Repetition(start, end, timings, kept, grads)
 
     # ------------------------------------------------------------------------ messages
@@ -164,7 +167,7 @@ class Runner:
                 if value not in state.values:
                     info = self.layout.values[value]
                     tensors = self._receive(state.inbox[value], info.tensors)
-                    state.values[value] = _rebuild(info, tensors)
+                    state.values[value] = _rebuild(info, tensors, self.loaded.device)
             return
         for value in self.exits[step.node]:
             info = self.layout.values[value]
@@ -263,12 +266,12 @@ def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
 
 
-def _rebuild(info: Any, tensors: list[torch.Tensor]) -> Any:
+def _rebuild(info: Any, tensors: list[torch.Tensor], device: torch.device) -> Any:
     """A received value: its tensors (views of the arena), empty tensors and constants."""
     received = dict(zip(info.tensors, tensors, strict=True))
     leaves = [
         received[k] if k in received
-        else torch.empty(leaf.shape, dtype=leaf.dtype) if leaf.is_tensor
+        else torch.empty(leaf.shape, dtype=leaf.dtype, device=device) if leaf.is_tensor
         else leaf.constant
         for k, leaf in enumerate(info.leaves)
     ]  # fmt: skip
@@ -286,8 +289,9 @@ def _leaves_for_grad(value: Any, grads: list[int]) -> Any:
 
 
 def _detached(x: Any) -> Any:
-    # A copy: received values are views of the shared arena, which the next run overwrites.
-    return x.detach().clone() if isinstance(x, torch.Tensor) else x
+    # A copy on the host: received values are views of the shared arena, which the next run
+    # overwrites, and GPU tensors go back to the coordinator.
+    return x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x
 
 
 def _copy(value: Any) -> Any:

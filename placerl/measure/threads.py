@@ -1,13 +1,15 @@
 """Devices of one process: one thread per device, for GPUs (and the host CPU beside them).
 
 CUDA launches are asynchronous, so one process drives every GPU: each device gets a thread
-that runs its steps in order on that device's current stream, and a value read on another
-device is copied there after the reading stream waits for the event recorded where the value
-was made (a peer-to-peer copy; no host round trip). Host-CPU devices in the same cluster run
-their steps on their thread. A run ends when every device is synchronized, so its runtime is
-the wall-clock time of the whole step; per-step times are what the host saw (launch times on
-a GPU), except in :meth:`~placerl.measure.Measurer.profile`, which synchronizes after every
-step.
+that runs its steps in order on that device's current stream. A value read on another device
+is copied there peer to peer (no host round trip) on a pair of copy streams that wait only for
+the event recorded where the value was made; the reading stream then waits for the copy.
+Host-CPU devices in the same cluster run their steps on their thread. A run ends when every
+device is synchronized, so its runtime is the wall-clock time of the whole step; per-step
+times are what the host saw (launch times on a GPU), except in
+:meth:`~placerl.measure.Measurer.profile`, which synchronizes after every step. A device
+thread that hangs cannot be stopped: the pool is abandoned (its weights stay in memory) and a
+new one starts.
 
 The same executor runs CPU devices only (``executor="threads"``), which is how the tests check
 it without a GPU: the threads share the interpreter, so it measures less faithfully than
@@ -74,6 +76,7 @@ class ThreadTransport:
         # synchronized (the caching allocator would otherwise hand a source's memory to its
         # own stream while another device's stream still reads it).
         self._in_flight: list[torch.Tensor] = []
+        self._streams: dict[torch.device, tuple[Any, Any]] = {}
 
     def send(self, data: torch.Tensor, peer: int, tag: int, slot: tuple[int, int]) -> None:
         copy = data.clone()  # later in-place ops on the source cannot race the reader
@@ -96,10 +99,29 @@ class ThreadTransport:
             if event is not None:
                 event.synchronize()
             return data.to(self.device)
-        if event is not None:
-            torch.cuda.current_stream(self.device).wait_event(event)
+        compute = torch.cuda.current_stream(self.device)
         self._in_flight.append(data)
-        return data.to(self.device, non_blocking=True)
+        if data.device.type != "cuda" or data.device == self.device:
+            if event is not None:
+                compute.wait_event(event)
+            return data.to(self.device, non_blocking=True)
+        # A peer copy waits for the current streams of both devices and makes both wait for
+        # it; on copy streams of their own it waits only for the value's event.
+        src_stream, dst_stream = self._copy_streams(data.device)
+        src_stream.wait_event(event)
+        with torch.cuda.stream(src_stream), torch.cuda.stream(dst_stream):
+            out = data.to(self.device, non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record(dst_stream)
+        compute.wait_event(copied)
+        out.record_stream(compute)  # allocated on the copy stream, read on this one
+        return out
+
+    def _copy_streams(self, source: torch.device) -> tuple[Any, Any]:
+        """The copy streams (on ``source`` and on this device) for values from ``source``."""
+        if source not in self._streams:
+            self._streams[source] = (torch.cuda.Stream(source), torch.cuda.Stream(self.device))
+        return self._streams[source]
 
     def barrier(self) -> None:
         self._in_flight.clear()

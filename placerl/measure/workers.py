@@ -82,7 +82,8 @@ def _worker_main(rank: int, source: ModelSource, layout: Layout, cores: list[int
 def _describe(err: BaseException) -> str:
     frames = traceback.extract_tb(err.__traceback__)
     where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    return f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err) else ''}{where}"
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}{where}"
 
 
 class WorkerPool:
@@ -110,8 +111,10 @@ class WorkerPool:
 
     def start(self) -> None:
         """Spawn the workers and wait until each has loaded the program."""
-        if self.running:
+        if self.running and all(p.is_alive() for p in self._processes):
             return
+        if self.running:  # one died while idle: start afresh
+            self.stop(force=True)
         context = multiprocessing.get_context("spawn")
         peers: list[dict[int, Connection]] = [{} for _ in range(self.workers)]
         for a in range(self.workers):
@@ -146,9 +149,27 @@ class WorkerPool:
         """
         self.start()
         new = self._arena.tensor if self._arena.fit(arena) else None
-        for conn, args in zip(self._conns, per_worker, strict=True):
-            conn.send((command, (*args, new)))
+        for rank, (conn, args) in enumerate(zip(self._conns, per_worker, strict=True)):
+            try:
+                conn.send((command, (*args, new)))
+            except OSError:  # it died since start()
+                raise self._death(rank, command) from None
         return self._collect(self.timeout, command)
+
+    def _death(self, rank: int, what: str) -> MeasurementError:
+        """Stop the pool; the error that says worker ``rank`` died."""
+        for process in self._processes:
+            process.join(timeout=0.2)  # let a killed worker's exit code settle
+        code = self._processes[rank].exitcode
+        self.stop(force=True)
+        return MeasurementError(
+            f"worker {rank} died while {what} (exit code {code}; a negative code is the "
+            "signal, -9 often the out-of-memory killer); the workers restart on next use"
+        )
+
+    def _dead(self) -> int | None:
+        """A worker process that has exited, if any."""
+        return next((r for r, p in enumerate(self._processes) if not p.is_alive()), None)
 
     def _collect(self, timeout: float, what: str) -> list[Any]:
         replies: dict[int, Any] = {}
@@ -168,14 +189,11 @@ class WorkerPool:
                 try:
                     status, payload = conn.recv()
                 except (EOFError, OSError):
-                    code = self._processes[rank].exitcode
-                    self.stop(force=True)
-                    raise MeasurementError(
-                        f"worker {rank} died while {what} (exit code {code}; a negative code is "
-                        "the signal, -9 often the out-of-memory killer); the workers restart "
-                        "on next use"
-                    ) from None
+                    raise self._death(rank, what) from None
                 if status != "ok":
+                    dead = self._dead()  # peers of a killed worker fail too: report the death
+                    if dead is not None:
+                        raise self._death(dead, what)
                     self.stop(force=True)
                     raise MeasurementError(f"worker {rank} failed while {what}: {payload}")
                 replies[rank] = payload

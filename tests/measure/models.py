@@ -78,3 +78,16 @@ class Boxed(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.out(self.boxer(x).tensor)
+
+
+class LostWrite(nn.Module):
+    """Writes into a computed tensor in place, and reads the tensor, not the write's result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        y[:, 0] = 0.0
+        return y * 2

@@ -10,12 +10,13 @@ import torch
 from placerl.cluster import Cluster, Device
 from placerl.errors import ConfigError, GraphError, PlacementError
 from placerl.graph import load_graph
+from placerl.graph.passes import with_backward
 from placerl.graph.torch_import import from_module
 from placerl.measure import Measurer, bind
 from placerl.measure.program import load_program, reference_run
 from placerl.measure.source import source_of
 from tests.measure.conftest import RESNET_TRAINING
-from tests.measure.models import Boxed
+from tests.measure.models import Boxed, Branches, LostWrite
 
 
 def _reference_outputs(graph):
@@ -142,8 +143,9 @@ def test_a_graph_of_another_module_is_refused(branches):
     [
         ({"repeats": 0}, "repeats must be"),
         ({"warmup": -1}, "warmup must be"),
-        ({"timeout": 0}, "timeout must be a number of seconds > 0"),
-        ({"timeout": math.nan}, "timeout must be a number of seconds > 0"),
+        ({"timeout": 0}, "timeout must be a finite number of seconds > 0"),
+        ({"timeout": math.nan}, "timeout must be a finite number of seconds > 0"),
+        ({"timeout": math.inf}, "timeout must be a finite number of seconds > 0"),
     ],
 )
 def test_bad_measurer_options(resnet, options, message):
@@ -154,6 +156,53 @@ def test_bad_measurer_options(resnet, options, message):
 def test_transfer_times_need_two_devices(resnet_measurer):
     with pytest.raises(PlacementError, match=r"two different devices among 0\.\.1"):
         resnet_measurer.transfer_times(1, 1, [8])
+    with pytest.raises(ConfigError, match="at least one message size"):
+        resnet_measurer.transfer_times(0, 1, [])
+    with pytest.raises(ConfigError, match="repeats must be"):
+        resnet_measurer.transfer_times(0, 1, [8], repeats=0)
+
+
+def test_an_in_place_write_the_import_dropped_is_refused():
+    module, x = LostWrite(), torch.randn(2, 8)
+    graph = from_module(module, (x,))
+    with pytest.raises(GraphError, match=r"writes into '\w+' in place and nothing reads"):
+        Measurer(graph, module=module, example_inputs=(x,))
+
+
+def test_backward_nodes_on_an_inference_trace_are_refused(branches):
+    module, x, graph = branches
+    with pytest.raises(GraphError, match="has backward nodes but was traced for inference"):
+        Measurer(with_backward(graph), module=module, example_inputs=(x,))
+
+
+def test_leaf_module_parameters_get_their_gradients_once_per_run():
+    torch.manual_seed(0)
+    module, x = Branches(), torch.randn(4, 32)
+    graph = with_backward(from_module(module, (x,), training=True, granularity="module"))
+    loss = module(x).sum()
+    loss.backward()
+    with Measurer(graph, module=module, example_inputs=(x,), warmup=1, repeats=1) as measurer:
+        layout = measurer.layout
+        placement = np.arange(graph.num_nodes) % 2
+        placement[layout.backward] = placement[layout.forward]
+        first = measurer.measure(placement, outputs=True).grads
+        again = measurer.measure(placement, outputs=True).grads
+    expected = dict(module.named_parameters())
+    assert set(first) == set(expected)
+    for name, parameter in expected.items():
+        torch.testing.assert_close(first[name], parameter.grad)
+        torch.testing.assert_close(again[name], parameter.grad)
+
+
+def test_a_worker_that_died_between_runs_is_replaced(resnet):
+    with Measurer(resnet, warmup=0, repeats=1) as measurer:
+        placement = np.arange(resnet.num_nodes) % 2
+        measurer.measure(placement)
+        killed = measurer.pool._processes[1]
+        killed.kill()
+        killed.join()
+        assert measurer.measure(placement).runtime > 0
+        assert killed not in measurer.pool._processes
 
 
 @pytest.mark.parametrize("training", [False, True])

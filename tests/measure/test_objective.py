@@ -25,7 +25,8 @@ def test_measured_is_a_registered_objective():
     ("spec", "message"),
     [
         ("measured?repeats=0", "'repeats' must be >= 1"),
-        ("measured?time_budget=0", "'time_budget' must be > 0"),
+        ("measured?time_budget=0", "'time_budget' must be finite and > 0"),
+        ("measured?timeout=inf", "'timeout' must be finite and > 0"),
         ("measured?speed=2", r"unknown option\(s\) speed for objective 'measured'"),
         ("measured?repeats=two", "repeats"),
         ("step_time?repeats=2", "objective 'step_time' takes no options"),
