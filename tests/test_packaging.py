@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The experiment group as the apps' --help lists it.
+EXPERIMENTS = "experiment: generalization, measured, order_sweep, pipeline_msr, quickstart"
 tomllib = pytest.importorskip("tomllib", reason="Python 3.11+ reads pyproject.toml")
 
 
@@ -59,7 +61,7 @@ def test_wheel_in_a_fresh_venv_runs_the_apps_from_another_folder(tmp_path):
     help_text = subprocess.run([python, "-c", "from placerl.apps import train_app; train_app()",
                                 "--help"], capture_output=True, text=True, cwd=tmp_path,
                                env=env)  # fmt: skip
-    assert "experiment: generalization, measured, order_sweep, pipeline_msr, quickstart" in help_text.stdout
+    assert EXPERIMENTS in help_text.stdout
 
 
 def test_a_bare_checkout_on_the_path_finds_the_config_folder(tmp_path):
@@ -78,4 +80,4 @@ def test_a_bare_checkout_on_the_path_finds_the_config_folder(tmp_path):
                           cwd=tmp_path, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[0] == str(ROOT / "configs")  # no install: the folder
-    assert "experiment: generalization, measured, order_sweep, pipeline_msr, quickstart" in done.stdout
+    assert EXPERIMENTS in done.stdout
