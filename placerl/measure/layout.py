@@ -159,7 +159,7 @@ class Layout:
             else:
                 continue
             members[part[node.name]].append(node.name)
-        module = loaded.program.module_on(torch.device("meta"))
+        module = loaded.module
         _check_no_lost_writes(program, live, part, module)
         reads: list[dict[str, None]] = [{} for _ in forward]
         mutated: list[set[str]] = [set() for _ in forward]

@@ -113,7 +113,6 @@ class Measurer:
         self.executor = executor
         devices, pool = EXECUTORS[executor]
         self.devices = devices(kinds)
-        self.available = list(range(len(self.devices)))
         source = source_of(graph)
         loaded = load_program(source)
         self.layout = Layout.build(graph, loaded, reference_run(loaded), loaded.names)
@@ -135,7 +134,7 @@ class Measurer:
         """
         placement = self.check(placement)
         start = self.model.evaluate(placement, check=False, times=True).start
-        plans, arena = make_plans(self.graph, self.layout, placement, start, len(self.available))
+        plans, arena = make_plans(self.graph, self.layout, placement, start, len(self.devices))
         runs = self.pool.call(
             "run", [(p, self.warmup + self.repeats, outputs, False) for p in plans], arena=arena
         )
@@ -162,7 +161,7 @@ class Measurer:
         idle = WorkerPlan(steps=())
         runs = self.pool.call(
             "run", [(plans.get(d, idle), self.warmup + self.repeats, False, True)
-                    for d in range(len(self.available))],
+                    for d in range(len(self.devices))],
         )  # fmt: skip
         return np.stack([self._durations(runs[d][self.warmup :]) for d in devices])
 
@@ -173,12 +172,12 @@ class Measurer:
             PlacementError: See :meth:`measure`.
         """
         placement = check_placement(placement, self.graph, self.cluster.num_devices)
-        missing = np.flatnonzero(placement >= len(self.available))
+        missing = np.flatnonzero(placement >= len(self.devices))
         if missing.size:
             v = missing[0]
             d = int(placement[v])
             here = ", ".join(f"{i} ({self.cluster.devices[i].name})"
-                             for i in range(len(self.available))) or "none"  # fmt: skip
+                             for i in range(len(self.devices))) or "none"  # fmt: skip
             raise PlacementError(
                 f"placement puts node {self.graph.names[v]!r} on device {d} "
                 f"({self.cluster.devices[d].name}, kind {self.cluster.devices[d].kind}), which "
@@ -204,7 +203,7 @@ class Measurer:
             PlacementError: ``src`` or ``dst`` is not a device this machine has, or they are equal.
             MeasurementError: A worker failed or hung.
         """
-        here = len(self.available)
+        here = len(self.devices)
         if not (0 <= src < here and 0 <= dst < here) or src == dst:
             raise PlacementError(
                 f"transfer_times needs two different devices among 0..{here - 1}, got {src}, {dst}"
@@ -215,6 +214,11 @@ class Measurer:
             raise ConfigError("transfer_times needs at least one message size")
         replies = self.pool.call("ping", [(src, dst, sizes, repeats)] * here, arena=max(sizes) + 1)
         return np.array(replies[src]).reshape(len(sizes), repeats)
+
+    @property
+    def available(self) -> list[int]:
+        """Indices of the cluster devices this machine has (the leading ones)."""
+        return list(range(len(self.devices)))
 
     def close(self) -> None:
         """Stop the worker processes."""

@@ -55,6 +55,11 @@ class LoadedProgram:
     signature: str
     _interpreter: fx.Interpreter
 
+    @property
+    def module(self) -> fx.GraphModule:
+        """The graph module whose weights this program runs with."""
+        return self._interpreter.module
+
     def call(self, node: fx.Node, lookup: Callable[[fx.Node], Any]) -> Any:
         """Run one compute node, reading its arguments through ``lookup``."""
         args, kwargs = fx.node.map_arg((node.args, node.kwargs), lookup)

@@ -43,7 +43,7 @@ def cpu_slots(workers: int) -> list[list[int]]:
 def worker_devices(kinds: list[str]) -> list[str]:
     """Torch devices of the leading device kinds worker processes can be: ``cpu`` kinds, one
     core or more each."""
-    cores = len(cpu_slots(1)[0])
+    cores = len(os.sched_getaffinity(0))
     devices: list[str] = []
     for kind in kinds:
         if kind != "cpu" or len(devices) >= cores:
