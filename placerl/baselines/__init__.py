@@ -20,6 +20,9 @@ One interface for all of them::
 | ``tarnawski_dp`` | optimal contiguous split (Tarnawski et al. 2020) | pipeline |
 | ``milp`` | exact MILP (scipy/HiGHS), small graphs | pipeline |
 | ``local_search`` | single-group moves on the simulator | any |
+| ``pase_dp`` | PaSE's exact dynamic program over parallelization configurations | strategy |
+| ``data_parallel`` | every op split by batch, parameters replicated | - |
+| ``megatron`` | Megatron-LM tensor parallelism, data-parallel across the rest | - |
 
 Every result is checked on the simulator (memory, colocation, device kinds); infeasible
 placements are returned with their reasons and a warning. Register your own placer with
@@ -31,6 +34,8 @@ from placerl.baselines import (  # noqa: F401  (each module registers its placer
     local_search,
     milp,
     partition,
+    pase,
+    strategies,
     tarnawski,
     trivial,
 )

@@ -23,7 +23,6 @@ from placerl.cluster import Cluster, load_cluster
 from placerl.errors import ConfigError
 from placerl.graph import CompGraph, load_graph
 from placerl.sim import SimResult, parse_objective
-from placerl.sim.model import check_placement
 
 from .problem import Problem, check_solvable
 
@@ -72,6 +71,8 @@ class Placer:
         needs_solvable: :func:`solve` rejects problems that no placement can solve before
             running it (``False`` for placers defined on every problem, like ``single_device``,
             which then return their least infeasible placement).
+        decides: What the placer chooses per node: a ``"device"``, or a ``"configuration"``
+            (parallelization strategies, for the ``strategy`` objective).
     """
 
     name: str
@@ -80,6 +81,7 @@ class Placer:
     options: Mapping[str, Any]
     doc: str
     needs_solvable: bool = True
+    decides: str = "device"
 
     @property
     def standalone(self) -> bool:
@@ -98,6 +100,7 @@ def register_placer(
     *,
     optimizes: str | None = None,
     needs_solvable: bool = True,
+    decides: str = "device",
     overwrite: bool = False,
 ) -> Callable[[PlacerFn], PlacerFn]:
     """Register ``fn(problem, *, options...)`` as placer ``name``.
@@ -106,6 +109,7 @@ def register_placer(
         name: Name to use in :func:`solve`, :func:`place` and benchmark configs.
         optimizes: See :attr:`Placer.optimizes`.
         needs_solvable: See :attr:`Placer.needs_solvable`.
+        decides: See :attr:`Placer.decides`.
         overwrite: Replace an existing placer of the same name.
     """
 
@@ -113,7 +117,7 @@ def register_placer(
         params = inspect.signature(fn).parameters.values()
         options = {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
         doc = (fn.__doc__ or name).strip().splitlines()[0]
-        placer = Placer(name, fn, optimizes, options, doc, needs_solvable)
+        placer = Placer(name, fn, optimizes, options, doc, needs_solvable, decides)
         PLACERS.register(name, placer, overwrite=overwrite)
         return fn
 
@@ -201,13 +205,14 @@ def solve(
     check_options(placer.fn, options, what=f"placer {name!r}", error=ConfigError,
                   keyword_only=True)  # fmt: skip
     problem = Problem(graph, cluster, objective)
+    _check_decision(placer, problem)
     if placer.needs_solvable:
         check_solvable(problem)
     start = time.perf_counter()
     out = placer.fn(problem, **options)
     solve_time = time.perf_counter() - start
     solution = out if isinstance(out, Solution) else Solution(np.asarray(out))
-    placement = check_placement(solution.placement, graph, cluster.num_devices)
+    placement = problem.model.check(solution.placement)
     sim = problem.model.evaluate(placement, check=False, times=False)
     if not sim.feasible:
         reasons = "; ".join(sim.reasons)
@@ -227,6 +232,17 @@ def solve(
         info=dict(solution.info),
         simulation=sim,
     )
+
+
+def _check_decision(placer: Placer, problem: Problem) -> None:
+    """Placers of devices and placers of configurations (``strategy``) do not mix."""
+    if placer.decides != problem.model.decision:
+        fitting = [p.name for p in PLACERS.values() if p.decides == problem.model.decision]
+        raise ConfigError(
+            f"placer {placer.name!r} chooses a {placer.decides} per node, objective "
+            f"{problem.objective!r} takes a {problem.model.decision} per node; placers that "
+            f"fit: {', '.join(fitting)}"
+        )
 
 
 def place(

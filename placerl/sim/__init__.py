@@ -70,12 +70,17 @@ from placerl.sim import incremental  # noqa: F401  (registers the incremental ob
 from placerl.sim.model import OBJECTIVES, CostModel, parse_objective, simulate
 from placerl.sim.penalty import INFEASIBLE_FACTOR, penalized_runtime
 from placerl.sim.result import SimResult
+from placerl.sim.strategy import StrategyCost, StrategySpace
+
+# isort: split
 
 __all__ = [
     "INFEASIBLE_FACTOR",
     "OBJECTIVES",
     "CostModel",
     "SimResult",
+    "StrategyCost",
+    "StrategySpace",
     "parse_objective",
     "penalized_runtime",
     "simulate",

@@ -29,7 +29,11 @@ OBJECTIVES: Registry[Objective] = Registry("objective", plugins="placerl.objecti
 
 
 def register_objective(
-    name: str, *, options: Callable[..., Any] | None = None, overwrite: bool = False
+    name: str,
+    *,
+    options: Callable[..., Any] | None = None,
+    prepare: Callable[[CostModel], Any] | None = None,
+    overwrite: bool = False,
 ) -> Callable[[Objective], Objective]:
     """Register ``fn(model, placement, times) -> SimResult`` as objective ``name``.
 
@@ -38,10 +42,14 @@ def register_objective(
     ``options``: a factory whose keyword parameters are the objective's options
     (``measured?repeats=3``); :class:`CostModel` builds ``model.objective_options`` with it.
     Objectives without it take no options.
+    ``prepare``: ``fn(model) -> state`` run once per :class:`CostModel` (``model.prepared``).
+    A state with ``decision``, ``choices`` and ``check`` decides something other than devices
+    (``strategy``: a configuration index per node); see :meth:`CostModel.check`.
     """
 
     def wrap(fn: Objective) -> Objective:
         fn.options = options  # type: ignore[attr-defined]
+        fn.prepare = prepare  # type: ignore[attr-defined]
         return OBJECTIVES.register(name, fn, overwrite=overwrite)
 
     return wrap
@@ -161,6 +169,8 @@ class CostModel:
         self.edge_time = np.ascontiguousarray(self.arrays.edge_time)
         self.in_degree = self.arrays.in_degree
         self._has_unsupported = bool(np.isinf(self.durations).any())
+        prepare = getattr(self._objective_fn, "prepare", None)
+        self.prepared = None if prepare is None else prepare(self)
         self._members: list[np.ndarray] | None = None
         self._scratch_ready = False  # step_time's work arrays, made on first use
         grouped = self.arrays.group >= 0
@@ -177,6 +187,29 @@ class CostModel:
         """Number of devices of the cluster."""
         return self.cluster.num_devices
 
+    @property
+    def decision(self) -> str:
+        """What a placement holds per node: ``"device"`` indices, or ``"configuration"``
+        indices under ``strategy``."""
+        return getattr(self.prepared, "decision", "device")
+
+    @property
+    def choices(self) -> np.ndarray:
+        """Number of valid choices of each node (devices, or its configurations)."""
+        own = getattr(self.prepared, "choices", None)
+        return np.full(self.graph.num_nodes, self.num_devices) if own is None else own
+
+    def check(self, placement: Any) -> np.ndarray:
+        """Validate a placement (one choice per node) and return it as ``int64``.
+
+        Raises:
+            PlacementError: See :func:`check_placement`, or the objective's own check.
+        """
+        own = getattr(self.prepared, "check", None)
+        if own is not None:
+            return own(placement)
+        return check_placement(placement, self.graph, self.num_devices)
+
     def evaluate(self, placement: Any, *, check: bool = True, times: bool = True) -> SimResult:
         """Evaluate one placement (a device index per node, in node-index order).
 
@@ -189,7 +222,7 @@ class CostModel:
         if check is not False:
             if check is not True:
                 raise ConfigError(f"check must be True or False, got {check!r}")
-            placement = check_placement(placement, self.graph, self.num_devices)
+            placement = self.check(placement)
         if times is not True and times is not False:
             raise ConfigError(f"times must be True or False, got {times!r}")
         return self._objective_fn(self, placement, times)
@@ -230,7 +263,7 @@ class CostModel:
             raise PlacementError(
                 f"a batch of placements must be 2-D (batch, nodes), got shape {batch.shape}"
             )
-        checked = [check_placement(row, self.graph, self.num_devices) for row in batch]
+        checked = [self.check(row) for row in batch]
         results = [self._objective_fn(self, row, False) for row in checked]
         return (
             np.array([r.runtime for r in results], dtype=np.float64),

@@ -1,0 +1,222 @@
+"""PaSE's dynamic program (Elango 2021): the exact cheapest strategy, vertex by vertex.
+
+The strategy cost is a sum of one term per variable and one per pair of connected
+variables (:class:`~placerl.sim.strategy.StrategyCost`), so it is minimised exactly by
+eliminating the variables one after another in any order. Visiting vertex ``v`` builds a
+table over its *dependent set*, the visited variables that still have unvisited neighbours
+plus ``v`` itself: the cheapest cost of everything visited so far for each of their
+configurations. A variable whose neighbours are all visited is then minimised out of the
+table (its best configuration kept for each configuration of the rest). The table has one
+axis per dependent variable, so the order decides the time and memory: PaSE's order visits
+next the vertex that leaves the fewest variables dependent, while a breadth-first order
+keeps whole layers of a wide network dependent at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from placerl.errors import ConfigError, PlacementError
+from placerl.graph.orders import ORDERS, traversal_order
+from placerl.sim.strategy import StrategyCost
+
+from .api import Solution, register_placer
+from .problem import Problem
+
+#: Table entries (float64) a solve may hold at once by default: 400 MB.
+MAX_TABLE = 50_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class EliminationPlan:
+    """What an order costs the dynamic program, known before solving.
+
+    Attributes:
+        order: Variables in visiting order.
+        dependent: Per step, the variables its table spans (the dependent set).
+        table_sizes: Per step, the table's entries.
+    """
+
+    order: np.ndarray
+    dependent: list[tuple[int, ...]] = field(repr=False)
+    table_sizes: np.ndarray = field(repr=False)
+
+    @property
+    def largest_dependent_set(self) -> int:
+        """Size of the largest dependent set."""
+        return max((len(d) for d in self.dependent), default=0)
+
+    @property
+    def max_table(self) -> int:
+        """Entries of the largest table."""
+        return int(self.table_sizes.max(initial=0))
+
+    @property
+    def total_table(self) -> int:
+        """Entries of all tables together."""
+        return int(self.table_sizes.sum())
+
+
+def neighbours_of(cost: StrategyCost) -> list[set[int]]:
+    """Each variable's neighbours: the variables it shares an edge term with."""
+    out: list[set[int]] = [set() for _ in range(cost.space.num_variables)]
+    for i, j in cost.pairs:
+        out[i].add(j)
+        out[j].add(i)
+    return out
+
+
+def pase_order(neighbours: list[set[int]], counts: np.ndarray) -> np.ndarray:
+    """PaSE's order: repeatedly visit the vertex that leaves the smallest dependent set,
+    measured in table entries (ties: the lower index)."""
+    n = len(neighbours)
+    remaining = np.array([len(x) for x in neighbours])  # unvisited neighbours
+    visited = np.zeros(n, dtype=bool)
+    frontier: set[int] = set()
+    order = []
+    for _ in range(n):
+        candidates = {w for u in frontier for w in neighbours[u] if not visited[w]}
+        pool = candidates or np.flatnonzero(~visited).tolist()
+        v = min(pool, key=lambda w: (_entries_after(w, frontier, neighbours, remaining, counts), w))
+        order.append(v)
+        visited[v] = True
+        for u in neighbours[v]:
+            remaining[u] -= 1
+        frontier = {u for u in frontier | {v} if remaining[u] > 0}
+    return np.array(order, dtype=np.int64)
+
+
+def _entries_after(
+    v: int,
+    frontier: set[int],
+    neighbours: list[set[int]],
+    remaining: np.ndarray,
+    counts: np.ndarray,
+) -> int:
+    """Table entries of the dependent set left after visiting ``v``."""
+    left = [u for u in frontier if remaining[u] > (u in neighbours[v])]
+    if remaining[v] > 0:
+        left.append(v)
+    return math.prod(int(counts[u]) for u in left)
+
+
+def variable_order(cost: StrategyCost, order: str, seed: int = 0) -> np.ndarray:
+    """The variables in ``order``: ``"pase"`` or a registered traversal order of the graph
+    (each variable where its first node comes)."""
+    if order == "pase":
+        counts = np.array([len(c) for c in cost.space.configs])
+        return pase_order(neighbours_of(cost), counts)
+    if order not in ORDERS:
+        raise ConfigError(f"unknown order {order!r}; known: pase, {', '.join(ORDERS)}")
+    nodes = traversal_order(cost.space.graph, order, seed=seed)
+    return np.array(list(dict.fromkeys(cost.space.variable_of[nodes].tolist())), dtype=np.int64)
+
+
+def elimination_plan(cost: StrategyCost, order: np.ndarray) -> EliminationPlan:
+    """Dependent sets and table sizes of eliminating in ``order`` (nothing is solved)."""
+    neighbours = neighbours_of(cost)
+    counts = [len(c) for c in cost.space.configs]
+    remaining = np.array([len(x) for x in neighbours])
+    frontier: list[int] = []
+    dependent, sizes = [], []
+    for v in order:
+        span = (*frontier, int(v))
+        dependent.append(span)
+        sizes.append(math.prod(counts[u] for u in span))
+        for u in neighbours[v]:
+            remaining[u] -= 1
+        frontier = [u for u in span if remaining[u] > 0]
+    return EliminationPlan(np.asarray(order), dependent, np.array(sizes, dtype=np.int64))
+
+
+def _check_order(order: np.ndarray, n: int) -> None:
+    if sorted(order.tolist()) != list(range(n)):
+        raise ConfigError(f"an elimination order must visit each of the {n} variables once")
+
+
+def solve_strategy(
+    cost: StrategyCost, order: np.ndarray, *, max_table: int = MAX_TABLE
+) -> tuple[np.ndarray, float]:
+    """The exact cheapest configuration per variable, eliminating in ``order``.
+
+    Returns:
+        ``(configuration index per variable, its cost in seconds)``.
+
+    Raises:
+        PlacementError: A table would exceed ``max_table`` entries (names the step, its
+            dependent set and the size): the order is too wide for this graph.
+    """
+    order = np.asarray(order, dtype=np.int64)
+    _check_order(order, cost.space.num_variables)
+    plan = elimination_plan(cost, order)
+    if plan.max_table > max_table:
+        step = int(np.argmax(plan.table_sizes))
+        raise PlacementError(
+            f"the dynamic program needs a table of {plan.max_table:.3g} entries at step {step} "
+            f"(a dependent set of {len(plan.dependent[step])} variables), over max_table="
+            f"{max_table:.3g}: use a narrower order (order='pase') or fold repeats"
+        )
+    neighbours = neighbours_of(cost)
+    remaining = np.array([len(x) for x in neighbours])
+    table, axes = np.zeros(()), []
+    eliminated: list[tuple[int, list[int], np.ndarray]] = []
+    for v in order.tolist():
+        table, axes = table[..., None] + cost.unary(v), [*axes, v]
+        for u in neighbours[v]:
+            if u in axes[:-1]:
+                table = table + _pair_on(cost, u, v, axes)
+            remaining[u] -= 1
+        for w in [u for u in axes if remaining[u] == 0]:
+            at = axes.index(w)
+            best = np.argmin(table, axis=at)
+            table = np.take_along_axis(table, np.expand_dims(best, at), at).squeeze(at)
+            axes = axes[:at] + axes[at + 1 :]
+            eliminated.append((w, list(axes), best))
+    per_variable = np.zeros(cost.space.num_variables, dtype=np.int64)
+    for w, rest, best in reversed(eliminated):
+        per_variable[w] = best[tuple(per_variable[u] for u in rest)]
+    return per_variable, float(table)
+
+
+def _pair_on(cost: StrategyCost, u: int, v: int, axes: list[int]) -> np.ndarray:
+    """The edge term of ``u`` and ``v`` shaped to broadcast over ``axes``."""
+    matrix = cost.pairs[(u, v)] if u < v else cost.pairs[(v, u)].T
+    shape = [1] * len(axes)
+    shape[axes.index(u)], shape[axes.index(v)] = matrix.shape
+    if axes.index(u) > axes.index(v):
+        matrix = matrix.T
+    return matrix.reshape(shape)
+
+
+def _strategy_cost(problem: Problem) -> StrategyCost:
+    prepared = problem.model.prepared
+    if not isinstance(prepared, StrategyCost):
+        raise ConfigError(f"this placer needs objective='strategy', got {problem.objective!r}")
+    return prepared
+
+
+@register_placer("pase_dp", optimizes="strategy", needs_solvable=False, decides="configuration")
+def pase_dp(problem: Problem, *, order: str = "pase", max_table: int = MAX_TABLE) -> Solution:
+    """PaSE's dynamic program: the exact cheapest parallelization strategy.
+
+    Options:
+        order: ``pase`` (PaSE's vertex order) or any registered traversal order.
+        max_table: Most table entries held at once; wider orders raise instead.
+    """
+    cost = _strategy_cost(problem)
+    if isinstance(max_table, bool) or not isinstance(max_table, int) or max_table < 1:
+        raise ConfigError(f"max_table must be a positive integer, got {max_table!r}")
+    variables = variable_order(cost, order)
+    plan = elimination_plan(cost, variables)
+    per_variable, value = solve_strategy(cost, variables, max_table=max_table)
+    info = {
+        "order": order,
+        "largest_dependent_set": plan.largest_dependent_set,
+        "max_table": plan.max_table,
+        "total_table": plan.total_table,
+        "variables": cost.space.num_variables,
+    }
+    return Solution(cost.space.expand(per_variable), lower_bound=value, optimal=True, info=info)
