@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.suites:
         cases = [c for c in cases if c.suite in args.suites.split(",")]
     placers = args.placers.split(",") if args.placers else [
-        name for name, placer in PLACERS.items() if placer.standalone
+        name for name, placer in PLACERS.items() if placer.standalone and placer.decides == "device"
     ]
     rows = run(cases, placers, args.objectives.split(","), args.quick)
     text = markdown(rows, placers)

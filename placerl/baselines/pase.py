@@ -202,6 +202,13 @@ def _strategy_cost(problem: Problem) -> StrategyCost:
 def pase_dp(problem: Problem, *, order: str = "pase", max_table: int = MAX_TABLE) -> Solution:
     """PaSE's dynamic program: the exact cheapest parallelization strategy.
 
+    Source: V. Elango, "Pase: Parallelization Strategies for Efficient DNN Training", IPDPS
+    2021 (the dynamic program over vertex configurations and its vertex order), solved here
+    as variable elimination over the strategy cost's node and edge terms.
+
+    Complexity: O(sum over steps of prod(configurations of the dependent set)) time and the
+    largest such table in memory (:class:`EliminationPlan` computes both before solving).
+
     Options:
         order: ``pase`` (PaSE's vertex order) or any registered traversal order.
         max_table: Most table entries held at once; wider orders raise instead.

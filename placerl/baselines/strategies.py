@@ -40,7 +40,12 @@ def _pick(cost: StrategyCost, i: int, wanted: dict[str, int], fallback: dict[str
 @register_placer("data_parallel", needs_solvable=False, decides="configuration")
 def data_parallel(problem: Problem) -> np.ndarray:
     """Data parallelism: every op splits its batch over the devices (the largest degree that
-    divides every batch), parameters replicated."""
+    divides every batch), parameters replicated.
+
+    Source: the standard baseline of PaSE and TAP (Krizhevsky's "one weird trick", 2014).
+
+    Complexity: O(V C) for V variables of at most C configurations.
+    """
     cost = _strategy_cost(problem)
     degree = _batch_degree(cost, cost.space.p)
     per_variable = [_pick(cost, i, {"b": degree}, {}) for i in range(cost.space.num_variables)]
@@ -51,6 +56,12 @@ def data_parallel(problem: Problem) -> np.ndarray:
 def megatron(problem: Problem, *, tensor: int = 0) -> np.ndarray:
     """Megatron-LM: column- then row-parallel linears (MLP and attention), heads split,
     ``tensor``-way; the remaining devices data-parallel.
+
+    Source: M. Shoeybi et al., "Megatron-LM: Training Multi-Billion Parameter Language Models
+    Using Model Parallelism", 2019 (section 3: the MLP's first linear split by columns, the
+    second by rows; attention split by heads).
+
+    Complexity: O(V C + N log N) for V variables of at most C configurations and N nodes.
 
     Options:
         tensor: Tensor-parallel degree (a divisor of the device count); 0 picks the largest

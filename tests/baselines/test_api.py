@@ -27,7 +27,7 @@ from tests.strategies import dags
 OBJECTIVES = ("step_time", "pipeline")
 #: Placers that run without options (not ``policy``, which needs a model, whether or not the
 #: plugin is loaded when the tests are collected).
-STANDALONE = sorted(name for name, placer in PLACERS.items() if placer.standalone)
+STANDALONE = sorted(name for name, p in PLACERS.items() if p.standalone and p.decides == "device")
 FAST_OPTIONS = {"local_search": {"time_limit": 2.0}, "tarnawski_dp": {"time_limit": 10.0}}
 
 
@@ -47,7 +47,7 @@ def test_the_registry_holds_every_placer_of_the_issue():
                             "m_sct", "min_cut", "tarnawski_dp", "local_search", "milp"}  # fmt: skip
 
 
-@pytest.mark.parametrize("name", STANDALONE)
+@pytest.mark.parametrize("name", sorted(n for n, p in PLACERS.items() if p.standalone))
 def test_every_placer_documents_source_and_complexity(name):
     doc = PLACERS[name].fn.__doc__
     assert "Source:" in doc and "Complexity:" in doc
