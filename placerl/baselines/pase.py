@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from placerl.errors import ConfigError, PlacementError
+from placerl.graph.folding import Folding, fold_repeats
 from placerl.graph.orders import ORDERS, traversal_order
 from placerl.sim.strategy import StrategyCost
 
@@ -28,6 +29,46 @@ from .problem import Problem
 
 #: Table entries (float64) a solve may hold at once by default: 400 MB.
 MAX_TABLE = 50_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class Tables:
+    """What the dynamic program minimises: a term per variable and per connected pair.
+
+    Attributes:
+        unary: Per variable, seconds of each of its configurations.
+        pairs: ``(i, j) -> matrix[c_i, c_j]`` for connected variables ``i < j``.
+    """
+
+    unary: list[np.ndarray]
+    pairs: dict[tuple[int, int], np.ndarray]
+
+    @property
+    def counts(self) -> list[int]:
+        """Configurations per variable."""
+        return [len(u) for u in self.unary]
+
+    @classmethod
+    def of(cls, cost: StrategyCost) -> Tables:
+        """The terms of a strategy cost model."""
+        return cls([cost.unary(i) for i in range(cost.space.num_variables)], dict(cost.pairs))
+
+    def folded(self, into: np.ndarray) -> Tables:
+        """The terms with variable ``i`` tied to variable ``into[i]`` (same configuration):
+        each tied variable's terms move onto its representative, renumbered in order."""
+        reps, index = np.unique(into, return_inverse=True)
+        unary = [np.zeros(self.counts[r]) for r in reps]
+        pairs: dict[tuple[int, int], np.ndarray] = {}
+        for i, u in enumerate(self.unary):
+            unary[index[i]] = unary[index[i]] + u
+        for (i, j), matrix in self.pairs.items():
+            a, b = int(index[i]), int(index[j])
+            if a == b:
+                unary[a] = unary[a] + np.diagonal(matrix)
+                continue
+            key, m = ((a, b), matrix) if a < b else ((b, a), matrix.T)
+            pairs[key] = pairs[key] + m if key in pairs else m
+        return Tables(unary, pairs)
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,10 +101,10 @@ class EliminationPlan:
         return int(self.table_sizes.sum())
 
 
-def neighbours_of(cost: StrategyCost) -> list[set[int]]:
+def neighbours_of(tables: Tables) -> list[set[int]]:
     """Each variable's neighbours: the variables it shares an edge term with."""
-    out: list[set[int]] = [set() for _ in range(cost.space.num_variables)]
-    for i, j in cost.pairs:
+    out: list[set[int]] = [set() for _ in tables.unary]
+    for i, j in tables.pairs:
         out[i].add(j)
         out[j].add(i)
     return out
@@ -107,18 +148,18 @@ def variable_order(cost: StrategyCost, order: str, seed: int = 0) -> np.ndarray:
     """The variables in ``order``: ``"pase"`` or a registered traversal order of the graph
     (each variable where its first node comes)."""
     if order == "pase":
-        counts = np.array([len(c) for c in cost.space.configs])
-        return pase_order(neighbours_of(cost), counts)
+        tables = Tables.of(cost)
+        return pase_order(neighbours_of(tables), np.array(tables.counts))
     if order not in ORDERS:
         raise ConfigError(f"unknown order {order!r}; known: pase, {', '.join(ORDERS)}")
     nodes = traversal_order(cost.space.graph, order, seed=seed)
     return np.array(list(dict.fromkeys(cost.space.variable_of[nodes].tolist())), dtype=np.int64)
 
 
-def elimination_plan(cost: StrategyCost, order: np.ndarray) -> EliminationPlan:
+def elimination_plan(tables: Tables, order: np.ndarray) -> EliminationPlan:
     """Dependent sets and table sizes of eliminating in ``order`` (nothing is solved)."""
-    neighbours = neighbours_of(cost)
-    counts = [len(c) for c in cost.space.configs]
+    neighbours = neighbours_of(tables)
+    counts = tables.counts
     remaining = np.array([len(x) for x in neighbours])
     frontier: list[int] = []
     dependent, sizes = [], []
@@ -138,7 +179,7 @@ def _check_order(order: np.ndarray, n: int) -> None:
 
 
 def solve_strategy(
-    cost: StrategyCost, order: np.ndarray, *, max_table: int = MAX_TABLE
+    tables: Tables, order: np.ndarray, *, max_table: int = MAX_TABLE
 ) -> tuple[np.ndarray, float]:
     """The exact cheapest configuration per variable, eliminating in ``order``.
 
@@ -150,8 +191,8 @@ def solve_strategy(
             dependent set and the size): the order is too wide for this graph.
     """
     order = np.asarray(order, dtype=np.int64)
-    _check_order(order, cost.space.num_variables)
-    plan = elimination_plan(cost, order)
+    _check_order(order, len(tables.unary))
+    plan = elimination_plan(tables, order)
     if plan.max_table > max_table:
         step = int(np.argmax(plan.table_sizes))
         raise PlacementError(
@@ -159,15 +200,15 @@ def solve_strategy(
             f"(a dependent set of {len(plan.dependent[step])} variables), over max_table="
             f"{max_table:.3g}: use a narrower order (order='pase') or fold repeats"
         )
-    neighbours = neighbours_of(cost)
+    neighbours = neighbours_of(tables)
     remaining = np.array([len(x) for x in neighbours])
     table, axes = np.zeros(()), []
     eliminated: list[tuple[int, list[int], np.ndarray]] = []
     for v in order.tolist():
-        table, axes = table[..., None] + cost.unary(v), [*axes, v]
+        table, axes = table[..., None] + tables.unary[v], [*axes, v]
         for u in neighbours[v]:
             if u in axes[:-1]:
-                table = table + _pair_on(cost, u, v, axes)
+                table = table + _pair_on(tables, u, v, axes)
             remaining[u] -= 1
         for w in [u for u in axes if remaining[u] == 0]:
             at = axes.index(w)
@@ -175,15 +216,15 @@ def solve_strategy(
             table = np.take_along_axis(table, np.expand_dims(best, at), at).squeeze(at)
             axes = axes[:at] + axes[at + 1 :]
             eliminated.append((w, list(axes), best))
-    per_variable = np.zeros(cost.space.num_variables, dtype=np.int64)
+    per_variable = np.zeros(len(tables.unary), dtype=np.int64)
     for w, rest, best in reversed(eliminated):
         per_variable[w] = best[tuple(per_variable[u] for u in rest)]
     return per_variable, float(table)
 
 
-def _pair_on(cost: StrategyCost, u: int, v: int, axes: list[int]) -> np.ndarray:
+def _pair_on(tables: Tables, u: int, v: int, axes: list[int]) -> np.ndarray:
     """The edge term of ``u`` and ``v`` shaped to broadcast over ``axes``."""
-    matrix = cost.pairs[(u, v)] if u < v else cost.pairs[(v, u)].T
+    matrix = tables.pairs[(u, v)] if u < v else tables.pairs[(v, u)].T
     shape = [1] * len(axes)
     shape[axes.index(u)], shape[axes.index(v)] = matrix.shape
     if axes.index(u) > axes.index(v):
@@ -199,12 +240,15 @@ def _strategy_cost(problem: Problem) -> StrategyCost:
 
 
 @register_placer("pase_dp", optimizes="strategy", needs_solvable=False, decides="configuration")
-def pase_dp(problem: Problem, *, order: str = "pase", max_table: int = MAX_TABLE) -> Solution:
+def pase_dp(
+    problem: Problem, *, order: str = "pase", max_table: int = MAX_TABLE, fold: bool = False
+) -> Solution:
     """PaSE's dynamic program: the exact cheapest parallelization strategy.
 
     Source: V. Elango, "Pase: Parallelization Strategies for Efficient DNN Training", IPDPS
     2021 (the dynamic program over vertex configurations and its vertex order), solved here
-    as variable elimination over the strategy cost's node and edge terms.
+    as variable elimination over the strategy cost's node and edge terms; ``fold``: TAP (Shi
+    et al. 2023), one decision per repeated block.
 
     Complexity: O(sum over steps of prod(configurations of the dependent set)) time and the
     largest such table in memory (:class:`EliminationPlan` computes both before solving).
@@ -212,18 +256,43 @@ def pase_dp(problem: Problem, *, order: str = "pase", max_table: int = MAX_TABLE
     Options:
         order: ``pase`` (PaSE's vertex order) or any registered traversal order.
         max_table: Most table entries held at once; wider orders raise instead.
+        fold: Decide each repeated block (:func:`~placerl.graph.passes.fold_repeats`) once
+            and give its copies the same configurations: exact among such strategies.
     """
     cost = _strategy_cost(problem)
     if isinstance(max_table, bool) or not isinstance(max_table, int) or max_table < 1:
         raise ConfigError(f"max_table must be a positive integer, got {max_table!r}")
-    variables = variable_order(cost, order)
-    plan = elimination_plan(cost, variables)
-    per_variable, value = solve_strategy(cost, variables, max_table=max_table)
+    if not isinstance(fold, bool):
+        raise ConfigError(f"fold must be True or False, got {fold!r}")
+    if fold and order != "pase":
+        raise ConfigError("fold=True solves in PaSE's order (order='pase')")
+    tables, into = Tables.of(cost), np.arange(cost.space.num_variables)
+    if fold:
+        into = tied_variables(cost, fold_repeats(cost.space.graph))
+        tables = tables.folded(into)
+    if order == "pase":
+        variables = pase_order(neighbours_of(tables), np.array(tables.counts))
+    else:
+        variables = variable_order(cost, order)
+    plan = elimination_plan(tables, variables)
+    solved, value = solve_strategy(tables, variables, max_table=max_table)
+    per_variable = solved[np.unique(into, return_inverse=True)[1]]
     info = {
         "order": order,
         "largest_dependent_set": plan.largest_dependent_set,
         "max_table": plan.max_table,
         "total_table": plan.total_table,
-        "variables": cost.space.num_variables,
+        "variables": len(tables.unary),
     }
-    return Solution(cost.space.expand(per_variable), lower_bound=value, optimal=True, info=info)
+    return Solution(cost.space.expand(per_variable), lower_bound=None if fold else value,
+                    optimal=not fold, info=info)  # fmt: skip
+
+
+def tied_variables(cost: StrategyCost, folding: Folding) -> np.ndarray:
+    """For each variable, the variable it takes its configuration from under ``folding``
+    (itself unless its leader sits in a later copy of a block with the same choices)."""
+    space = cost.space
+    rep_node = folding.representative[space.variables]
+    into = space.variable_of[rep_node]
+    same = np.array([len(space.configs[i]) == len(space.configs[j]) for i, j in enumerate(into)])
+    return np.where(same, into, np.arange(space.num_variables))

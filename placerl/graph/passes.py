@@ -1,4 +1,5 @@
-"""Graph passes: the training graph (:func:`with_backward`) and coarsening (:func:`coarsen`).
+"""Graph passes: the training graph (:func:`with_backward`), coarsening (:func:`coarsen`) and
+folding of repeated blocks (:func:`fold_repeats`, in :mod:`placerl.graph.folding`).
 
 :func:`with_backward` adds the backward pass the placement literature places together with the
 forward one (Placeto, Tarnawski et al.): one backward node per forward node, colocated with it.
@@ -25,14 +26,17 @@ import numpy as np
 from placerl._registry import Registry
 from placerl.errors import ConfigError, GraphError, PlacementError
 from placerl.graph.core import CompGraph, Node, check_graph
+from placerl.graph.folding import Folding, fold_repeats
 
 __all__ = [
     "BACKWARD_FACTOR",
     "COARSENINGS",
     "GRAD_SUFFIX",
     "Coarsening",
+    "Folding",
     "coarsen",
     "contract",
+    "fold_repeats",
     "register_coarsening",
     "with_backward",
 ]
