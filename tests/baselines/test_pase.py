@@ -2,7 +2,6 @@
 keeps tables small, and the expert strategies are what their papers describe."""
 
 import itertools
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from torch import nn
 
 from placerl.baselines import place, solve
 from placerl.baselines.pase import (
+    Tables,
     elimination_plan,
     pase_order,
     solve_strategy,
@@ -57,44 +57,25 @@ def test_the_dp_equals_brute_force_on_small_graphs(name, order):
     graph = small_models()[name]
     model = CostModel(graph, CLUSTER, "strategy")
     cost = model.prepared
-    per_variable, value = solve_strategy(cost, variable_order(cost, order))
+    per_variable, value = solve_strategy(Tables.of(cost), variable_order(cost, order))
     assert value == pytest.approx(brute_force(cost), rel=1e-12)
     assert model.evaluate(cost.space.expand(per_variable)).runtime == pytest.approx(value)
 
 
-@dataclass
-class Space:
-    configs: list
-
-
-@dataclass
-class Tables:
-    """Random node and edge terms: the DP's whole interface to the cost model."""
-
-    space: Space
-    tables: list
-    pairs: dict
-
-    def unary(self, i):
-        return self.tables[i]
-
-    def total(self, combo):
-        out = sum(self.tables[i][c] for i, c in enumerate(combo))
-        return out + sum(m[combo[i], combo[j]] for (i, j), m in self.pairs.items())
+def total(tables, combo):
+    out = sum(tables.unary[i][c] for i, c in enumerate(combo))
+    return out + sum(m[combo[i], combo[j]] for (i, j), m in tables.pairs.items())
 
 
 @st.composite
 def random_tables(draw):
     n = draw(st.integers(1, 6))
     counts = draw(st.lists(st.integers(1, 3), min_size=n, max_size=n))
-    seed = draw(st.integers(0, 2**16))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.5]
-    space = Space([[{}] * k for k in counts])
-    space.num_variables = n
-    tables = [rng.integers(0, 5, k).astype(float) for k in counts]  # ties on purpose
+    unary = [rng.integers(0, 5, k).astype(float) for k in counts]  # ties on purpose
     pairs = {(i, j): rng.integers(0, 5, (counts[i], counts[j])).astype(float) for i, j in edges}
-    return Tables(space, tables, pairs), rng.permutation(n)
+    return Tables(unary, pairs), rng.permutation(n)
 
 
 @settings(max_examples=150, deadline=None)
@@ -102,14 +83,29 @@ def random_tables(draw):
 def test_the_dp_is_exact_in_any_order_on_random_tables(case):
     tables, order = case
     per_variable, value = solve_strategy(tables, order)
-    combos = itertools.product(*(range(len(c)) for c in tables.space.configs))
-    assert value == min(tables.total(c) for c in combos)
-    assert tables.total(per_variable) == value
+    combos = itertools.product(*(range(k) for k in tables.counts))
+    assert value == min(total(tables, c) for c in combos)
+    assert total(tables, per_variable) == value
+
+
+@settings(max_examples=100, deadline=None)
+@given(random_tables(), st.data())
+def test_folded_tables_score_tied_strategies_exactly(case, data):
+    tables, _ = case
+    n = len(tables.unary)
+    into = np.array([data.draw(st.sampled_from([i] + [j for j in range(i) if
+                     tables.counts[j] == tables.counts[i]])) for i in range(n)])  # fmt: skip
+    for _ in range(n):  # each variable points lower: follow to a representative of itself
+        into = into[into]
+    folded = tables.folded(into)
+    _, index = np.unique(into, return_inverse=True)
+    for combo in itertools.product(*(range(k) for k in folded.counts)):
+        assert total(folded, combo) == pytest.approx(total(tables, np.array(combo)[index]))
 
 
 def test_pase_order_keeps_dependent_sets_smaller_than_breadth_first():
     model = CostModel("zoo:inception_v3?variant=small", "gpu8_nvlink", "strategy")
-    plans = {o: elimination_plan(model.prepared, variable_order(model.prepared, o))
+    plans = {o: elimination_plan(Tables.of(model.prepared), variable_order(model.prepared, o))
              for o in ("pase", "bfs")}  # fmt: skip
     assert plans["pase"].largest_dependent_set < plans["bfs"].largest_dependent_set
     assert plans["pase"].max_table * 1000 < plans["bfs"].max_table
@@ -212,4 +208,4 @@ def test_megatron_refuses_a_degree_that_does_not_divide_the_devices():
 def test_an_order_that_misses_a_variable_is_refused():
     cost = CostModel(small_models()["mlp"], CLUSTER, "strategy").prepared
     with pytest.raises(ConfigError, match="visit each of the 4 variables once"):
-        solve_strategy(cost, np.array([0, 1, 1, 2]))
+        solve_strategy(Tables.of(cost), np.array([0, 1, 1, 2]))
