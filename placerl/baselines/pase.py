@@ -78,7 +78,7 @@ class EliminationPlan:
     Attributes:
         order: Variables in visiting order.
         dependent: Per step, the variables its table spans (the dependent set).
-        table_sizes: Per step, the table's entries.
+        table_sizes: Per step, the table's entries (floats: a wide order's overflow int64).
     """
 
     order: np.ndarray
@@ -170,7 +170,7 @@ def elimination_plan(tables: Tables, order: np.ndarray) -> EliminationPlan:
         for u in neighbours[v]:
             remaining[u] -= 1
         frontier = [u for u in span if remaining[u] > 0]
-    return EliminationPlan(np.asarray(order), dependent, np.array(sizes, dtype=np.int64))
+    return EliminationPlan(np.asarray(order), dependent, np.array(sizes, dtype=np.float64))
 
 
 def _check_order(order: np.ndarray, n: int) -> None:

@@ -4,8 +4,9 @@ Deep models repeat one block (transformer layers, ResNet bottlenecks, Inception 
 :func:`fold_repeats` groups nodes by their outermost numbered module scope (``layers.3``,
 ``layer2.1``: the names the PyTorch importer keeps in ``attrs['module']``) and keeps the
 groups that are isomorphic copies of one another: the same op types, output shapes,
-parameter counts, FLOPs and bytes read, node for node in definition order, wired by the same
-internal edges. A search then decides the
+parameter counts and FLOPs, node for node in definition order, wired by the same internal
+edges (the edges entering or leaving a copy may differ: the last block's output feeds the
+head). A search then decides the
 first copy of each block only, and :meth:`Folding.expand` gives every other copy the same
 decisions, node for node (TAP, Shi et al. 2023: search once per unique subgraph).
 """
@@ -78,14 +79,11 @@ def _scope_key(module: str) -> tuple[str, int] | None:
 
 
 def _signature(graph: CompGraph, copy: list[int]) -> str:
-    """Op types, output shapes, parameters, FLOPs, bytes read and internal wiring of a copy,
-    hashed."""
+    """Op types, output shapes, parameters, FLOPs and internal wiring of a copy, hashed."""
     position = {v: j for j, v in enumerate(copy)}
     a = graph.arrays
-    reads = np.bincount(a.dst, weights=a.edge_bytes, minlength=a.num_nodes)
     nodes = [(n.op, n.backward, repr(n.attrs.get("shapes")), n.attrs.get("params"),
-              n.attrs.get("flops"), float(reads[v]))
-             for v, n in ((v, graph.nodes[v]) for v in copy)]  # fmt: skip
+              n.attrs.get("flops")) for n in (graph.nodes[v] for v in copy)]  # fmt: skip
     inside = np.isin(a.src, copy) & np.isin(a.dst, copy)
     edges = sorted((position[int(a.src[e])], position[int(a.dst[e])], float(a.edge_bytes[e]))
                    for e in np.flatnonzero(inside))  # fmt: skip
