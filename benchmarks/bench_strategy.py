@@ -34,6 +34,7 @@ from placerl.baselines.pase import (
 )
 from placerl.graph import load_graph
 from placerl.graph.orders import ORDERS
+from placerl.graph.zoo import load_zoo
 from placerl.sim import CostModel
 
 MODELS = {
@@ -44,22 +45,27 @@ MODELS = {
 }
 TRANSFORMERS = ("bert_base", "gpt2_small")
 CLUSTERS = ("gpu8_nvlink", "gpu4_pcie")
+PLACERS = [
+    ("data parallel", "data_parallel", {}),
+    ("Megatron", "megatron", {}),
+    ("PaSE DP", "pase_dp", {}),
+    ("PaSE DP + fold", "pase_dp", {"fold": True}),
+]
 DEPTHS = {
-    "transformer": [(f"{n} layers", f"zoo:transformer?variant=bert_base&layers={n}&training=true")
+    "transformer": [(f"{n} layers", ("transformer", {"variant": "bert_base", "layers": n}))
                     for n in (6, 12, 24, 48)],
-    "resnet": [(f"resnet{d}", f"zoo:resnet50?layers={layers}&training=true")
-               for d, layers in ((50, "3,4,6,3"), (101, "3,4,23,3"), (152, "3,8,36,3"))],
+    "resnet": [(f"resnet{d}", ("resnet50", {"layers": layers}))
+               for d, layers in ((50, (3, 4, 6, 3)), (101, (3, 4, 23, 3)), (152, (3, 8, 36, 3)))],
 }  # fmt: skip
 
 
 def strategies(model: str, cluster: str) -> dict:
     graph = load_graph(MODELS[model])
     row: dict = {"model": model, "cluster": cluster}
-    placers = [("data parallel", "data_parallel", {}), ("PaSE DP", "pase_dp", {}),
-               ("PaSE DP + fold", "pase_dp", {"fold": True})]  # fmt: skip
-    if model in TRANSFORMERS:
-        placers.insert(1, ("Megatron", "megatron", {}))
-    for label, placer, options in placers:
+    for label, placer, options in PLACERS:
+        if placer == "megatron" and model not in TRANSFORMERS:
+            row[f"{label} (ms)"] = "-"  # an expert strategy for transformers only
+            continue
         result = solve(placer, graph, cluster, "strategy", **options)
         row[f"{label} (ms)"] = round(result.runtime * 1e3, 2)
         if placer == "pase_dp":
@@ -96,8 +102,9 @@ def orders(model: str, max_table: int) -> list[dict]:
     return rows
 
 
-def depth(family: str, label: str, spec: str) -> dict:
-    graph = load_graph(spec)
+def depth(family: str, label: str, model: tuple[str, dict]) -> dict:
+    name, config = model
+    graph = load_zoo(name, training=True, **config)
     row: dict = {"family": family, "model": label, "nodes": graph.num_nodes}
     for fold in (False, True):
         result = solve("pase_dp", graph, "gpu8_nvlink", "strategy", fold=fold)
