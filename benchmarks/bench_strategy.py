@@ -3,9 +3,10 @@
 Three tables, all on training graphs of the zoo (forward + backward, gradients all-reduced):
 
 1. **Strategies**: the step time (strategy cost) of data parallelism, Megatron-LM's tensor
-   parallelism and PaSE's DP with and without TAP-style folding, for BERT-base, GPT-2 small,
-   ResNet-50 and Inception-v3 on ``gpu8_nvlink`` and ``gpu4_pcie``; solve times and the
-   parameter and activation memory per device.
+   parallelism, PaSE's DP with and without TAP-style folding and, on the transformers, a GNN
+   policy trained by MaskablePPO on ``placerl/Parallelize-v0`` (folded, ``--rl-steps`` steps,
+   its greedy strategy), for BERT-base, GPT-2 small, ResNet-50 and Inception-v3 on
+   ``gpu8_nvlink`` and ``gpu4_pcie``; solve and training times, memory per device.
 2. **Vertex orders**: the DP's largest dependent set, largest and total table and solve time
    under PaSE's order and every registered traversal order; an order whose largest table
    exceeds ``--max-table`` entries is reported as out of memory (PaSE reports breadth-first
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from _common import markdown_table, write_results
 
+from placerl.agents import make_agent
 from placerl.baselines import solve
 from placerl.baselines.pase import (
     MAX_TABLE,
@@ -32,7 +34,8 @@ from placerl.baselines.pase import (
     solve_strategy,
     variable_order,
 )
-from placerl.graph import load_graph
+from placerl.envs import ParallelizeEnv
+from placerl.graph import CompGraph, load_graph
 from placerl.graph.orders import ORDERS
 from placerl.graph.zoo import load_zoo
 from placerl.sim import CostModel
@@ -59,7 +62,23 @@ DEPTHS = {
 }  # fmt: skip
 
 
-def strategies(model: str, cluster: str) -> dict:
+def trained_policy(graph: CompGraph, cluster: str, steps: int) -> tuple[float, float]:
+    """Step time of a GNN policy's greedy strategy after ``steps`` of MaskablePPO, and the
+    seconds it took."""
+    start = time.perf_counter()
+    env = ParallelizeEnv(graph, cluster, fold=True)
+    agent = make_agent("maskable_ppo", env, "gnn", seed=0, n_steps=256, batch_size=64,
+                       learning_rate=1e-3)  # fmt: skip
+    agent.learn(steps)
+    obs, _ = env.reset(seed=0)
+    done = False
+    while not done:
+        action, _ = agent.predict(obs, action_masks=env.action_masks(), deterministic=True)
+        obs, _, done, _, info = env.step(action)
+    return info["runtime"], time.perf_counter() - start
+
+
+def strategies(model: str, cluster: str, rl_steps: int) -> dict:
     graph = load_graph(MODELS[model])
     row: dict = {"model": model, "cluster": cluster}
     for label, placer, options in PLACERS:
@@ -72,6 +91,11 @@ def strategies(model: str, cluster: str) -> dict:
             row[f"{label} solve (s)"] = round(result.solve_time, 2)
         if label in ("data parallel", "PaSE DP"):
             row[f"{label} memory (GB)"] = round(result.simulation.memory[0] / 1e9, 2)
+    if rl_steps and model in TRANSFORMERS:
+        runtime, seconds = trained_policy(graph, cluster, rl_steps)
+        row["RL policy (ms)"], row["RL training (s)"] = round(runtime * 1e3, 2), round(seconds)
+    else:
+        row["RL policy (ms)"] = row["RL training (s)"] = "-"
     row["DP vs data parallel"] = f"{row['data parallel (ms)'] / row['PaSE DP (ms)']:.2f}x"
     return row
 
@@ -120,13 +144,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one model per table")
     parser.add_argument("--max-table", type=int, default=MAX_TABLE)
+    parser.add_argument("--rl-steps", type=int, default=None,
+                        help="PPO steps per transformer (30000; 2048 in --quick)")  # fmt: skip
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     models = ["bert_base"] if args.quick else list(MODELS)
+    rl_steps = args.rl_steps if args.rl_steps is not None else (2048 if args.quick else 30_000)
     order_models = ["inception_v3"] if args.quick else ["inception_v3", "bert_base", "resnet50"]
     depths = [(f, label, spec) for f, cases in DEPTHS.items() for label, spec in cases]
     tables = {
-        "strategies": [strategies(m, c) for m in models for c in CLUSTERS],
+        "strategies": [strategies(m, c, rl_steps) for m in models for c in CLUSTERS],
         "orders": [r for m in order_models for r in orders(m, args.max_table)],
         "folding": [depth(*case) for case in (depths[:2] if args.quick else depths)],
     }

@@ -19,6 +19,7 @@ ENV_IDS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("placerl/PlacementRefine-v0", "placerl.envs.refine:PlacementRefineEnv", {}),
     ("placerl/PlacementMeasured-v0", "placerl.envs.placement:PlacementEnv", _MEASURED),
     ("placerl/PlacementRefineMeasured-v0", "placerl.envs.refine:PlacementRefineEnv", _MEASURED),
+    ("placerl/Parallelize-v0", "placerl.envs.parallelize:ParallelizeEnv", {}),
     ("placerl/SanityChain-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "chain"}),
     ("placerl/SanityBranches-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "branches"}),
     ("placerl/SanityMemory-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "memory"}),

@@ -2,10 +2,12 @@
 
 * ``placerl/Placement-v0`` - construct a placement node by node in a traversal order.
 * ``placerl/PlacementRefine-v0`` - Placeto's MDP: refine a full placement node by node.
+* ``placerl/Parallelize-v0`` - choose each op's parallelization configuration (PaSE's problem).
 * ``placerl/Sanity*-v0`` - tiny problems with known optima for tests and learning checks.
 * :class:`StartFromBest` - Placeto's schedule: each episode from the best placement so far.
 """
 
+from placerl.envs.parallelize import ParallelizeEnv
 from placerl.envs.placement import PlacementEnv
 from placerl.envs.refine import INITIAL_PLACEMENTS, PlacementRefineEnv
 from placerl.envs.rewards import REWARDS, register_reward
@@ -16,6 +18,7 @@ __all__ = [
     "INITIAL_PLACEMENTS",
     "REWARDS",
     "SANITY_PROBLEMS",
+    "ParallelizeEnv",
     "PlacementEnv",
     "PlacementRefineEnv",
     "StartFromBest",

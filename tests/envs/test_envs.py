@@ -19,11 +19,12 @@ from placerl.graph import CompGraph, load_graph
 from placerl.graph.orders import ORDERS
 from placerl.sim import simulate
 
-# The measured ids run real models on worker processes: tests/measure/test_envs.py checks them.
+# The measured ids run real models on worker processes: tests/measure/test_envs.py checks them;
+# Parallelize-v0 decides configurations, not devices: tests/envs/test_parallelize.py.
 IDS = sorted(
     env_id
     for env_id, spec in gym.registry.items()
-    if env_id.startswith("placerl/") and not spec.nondeterministic
+    if env_id.startswith("placerl/") and not spec.nondeterministic and "Parallelize" not in env_id
 )
 SMALL = "synthetic:layered?n=12&seed=1"
 

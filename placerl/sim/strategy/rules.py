@@ -131,6 +131,10 @@ def _channel_dims(out: Shape, operands: Sequence[Shape]) -> dict[str, int]:
     return {"b": b, "n": f}
 
 
+def _token_dims(out: Shape, operands: Sequence[Shape]) -> dict[str, int]:
+    return _bsf(out)
+
+
 def _batch_dims(out: Shape, operands: Sequence[Shape]) -> dict[str, int]:
     return {"b": roles_of(out)[0]}
 
@@ -151,7 +155,7 @@ register_op_rule(  # left operand split by rows, right operand (keys, values) wh
     OpRule("matmul", _heads_dims, HEADS, (HEADS, {"b": ("b",), "f": ("h",)})),
     ["matmul", "bmm", "scaled_dot_product_attention"],
 )
-register_op_rule(OpRule("elementwise", lambda out, ops: _bsf(out), TOKENS, (TOKENS,)), [
+register_op_rule(OpRule("elementwise", _token_dims, TOKENS, (TOKENS,)), [
     "add", "add_", "sub", "mul", "mul_", "div", "relu", "relu_", "gelu", "tanh", "sigmoid",
     "silu", "hardtanh", "hardtanh_", "dropout", "masked_fill", "where", "pow", "rsqrt", "neg",
     "exp", "clamp", "erf",
@@ -164,7 +168,7 @@ register_op_rule(OpRule("batch_norm", _channel_dims, CHANNELS, (CHANNELS,), weig
 register_op_rule(OpRule("softmax", _heads_dims, HEADS, (HEADS,)), ["softmax", "log_softmax"])
 register_op_rule(OpRule("pool", _channel_dims, CHANNELS, (CHANNELS,)),
                  ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"])  # fmt: skip
-register_op_rule(OpRule("embedding", lambda out, ops: _bsf(out), TOKENS, (ROWS,), weight=("n",)),
+register_op_rule(OpRule("embedding", _token_dims, TOKENS, (ROWS,), weight=("n",)),
                  ["embedding"])  # fmt: skip
 BATCH = {"b": ("b",)}
 register_op_rule(OpRule("recurrent", _batch_dims, BATCH, (BATCH,)), ["lstm", "gru", "rnn_tanh"])
