@@ -94,6 +94,7 @@ def env_for(settings: dict[str, Any], problem: Problem) -> Any:
         raise ConfigError("the policy was trained with a callable order; it cannot be rebuilt")
     kwargs = {k: settings[k] for k in ("order", "order_seed", "memory", "observation",
                                        "max_nodes", "max_edges")}  # fmt: skip
+    kwargs["fold"] = settings.get("fold", False)  # policies saved before folding existed
     if settings["env"] == "refine":
         kwargs.update(initial=settings["initial"], passes=settings["passes"])
         cls = PlacementRefineEnv

@@ -61,6 +61,7 @@ class PlacementEnvBase(gym.Env):
         max_edges: int | None = None,
         order_seed: int = 0,
         observation: str = "graph",
+        fold: bool = False,
         render_mode: str | None = None,
     ) -> None:
         if memory not in MEMORY_MODES:
@@ -73,6 +74,9 @@ class PlacementEnvBase(gym.Env):
             raise ConfigError(
                 f"render_mode must be 'ansi', 'rgb_array' or None, got {render_mode!r}"
             )
+        if not isinstance(fold, bool):
+            raise ConfigError(f"fold must be True or False, got {fold!r}")
+        self.fold = fold
         parse_objective(objective)  # fail fast on an unknown objective or option
         resolve_order(order)  # ... and order
         self.order_seed = check_int(order_seed, "order_seed")
@@ -127,6 +131,7 @@ class PlacementEnvBase(gym.Env):
             "reward": self.reward_fn.name,
             "memory": self.memory,
             "observation": self.observation,
+            "fold": self.fold,
             "max_nodes": self.max_nodes,
             "max_edges": self.max_edges,
             **self._extra_settings(),
@@ -140,7 +145,7 @@ class PlacementEnvBase(gym.Env):
         if index not in self._cases:
             self._cases[index] = GraphCase.build(
                 self.graphs[index], self.cluster, self.objective, self.order, self.order_seed,
-                self.references[index],
+                self.references[index], self.fold,
             )  # fmt: skip
         return self._cases[index]
 

@@ -15,6 +15,7 @@ from placerl.baselines.references import Reference, reference
 from placerl.cluster import Cluster
 from placerl.envs.device_features import DeviceTables
 from placerl.graph import CompGraph
+from placerl.graph.folding import fold_repeats
 from placerl.graph.orders import traversal_order
 from placerl.sim import CostModel
 
@@ -40,6 +41,7 @@ class GraphCase:
     graph: CompGraph
     model: CostModel
     order: np.ndarray
+    steps: np.ndarray
     row_of: np.ndarray
     static: np.ndarray
     edge_rows: np.ndarray
@@ -61,7 +63,8 @@ class GraphCase:
 
     @classmethod
     def build(cls, graph: CompGraph, cluster: Cluster, objective: str, order: Any,
-              order_seed: int, reference_spec: str | Reference) -> GraphCase:  # fmt: skip
+              order_seed: int, reference_spec: str | Reference,
+              fold: bool = False) -> GraphCase:  # fmt: skip
         """Compute everything about ``graph`` that its episodes share.
 
         Args:
@@ -72,6 +75,9 @@ class GraphCase:
             order_seed: Seed of the random orders.
             reference_spec: A placer spec (computed through the shared reference cache) or a
                 precomputed :class:`~placerl.baselines.references.Reference` for this graph.
+            fold: Tie every copy of a repeated block (:func:`~placerl.graph.passes.fold_repeats`)
+                to its first copy: the episode visits first copies only (``steps``), and a
+                node's unit (``members``) holds its colocation group and its copies.
         """
         model = CostModel(graph, cluster, objective)
         a = graph.arrays
@@ -87,6 +93,11 @@ class GraphCase:
         static[:, OUT_DEGREE] = (a.out_degree / max(degree, 1))[order_idx]
         static[:, POSITION] = np.arange(graph.num_nodes) / max(graph.num_nodes - 1, 1)
         members = model.colocation_members()
+        steps = np.arange(graph.num_nodes)
+        if fold:
+            representative = fold_repeats(graph).representative
+            members = _tied(members, representative)
+            steps = np.flatnonzero(representative[order_idx] == order_idx)
         if isinstance(reference_spec, Reference):
             reference_spec.check_matches(graph, cluster, objective)
             ref = reference_spec
@@ -96,6 +107,7 @@ class GraphCase:
             graph=graph,
             model=model,
             order=order_idx,
+            steps=steps,
             row_of=row_of,
             static=static,
             edge_rows=np.stack([row_of[a.src], row_of[a.dst]]),
@@ -105,3 +117,23 @@ class GraphCase:
             reference=ref,
             device_tables=DeviceTables.build(graph, cluster, model.durations, members),
         )
+
+
+def _tied(members: list[np.ndarray], representative: np.ndarray) -> list[np.ndarray]:
+    """Units joining colocation groups and the copies of each node (union-find)."""
+    parent = np.arange(len(members))
+
+    def root(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for v, group in enumerate(members):
+        for u in (*group.tolist(), int(representative[v])):
+            a, b = root(v), root(u)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    roots = np.array([root(v) for v in range(len(members))])
+    units = {r: np.flatnonzero(roots == r) for r in np.unique(roots)}
+    return [units[r] for r in roots]

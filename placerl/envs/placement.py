@@ -67,7 +67,9 @@ class PlacementEnv(PlacementEnvBase):
     (a placer spec such as ``single_device``, ``heft`` or ``local_search?time_limit=2``,
     computed once through the shared cache of :mod:`placerl.baselines.references`; or a
     precomputed :class:`~placerl.baselines.references.Reference`, one per graph),
-    ``max_nodes`` / ``max_edges``, ``order_seed``, ``render_mode`` (``ansi``, ``rgb_array``).
+    ``max_nodes`` / ``max_edges``, ``order_seed``, ``fold`` (visit only the first copy of each
+    repeated block found by :func:`~placerl.graph.passes.fold_repeats`; placing one of its
+    nodes places the same node of every copy), ``render_mode`` (``ansi``, ``rgb_array``).
     Every argument is checked at construction.
 
     ``reset(seed=s)`` gives the same episode whatever happened before in the env object;
@@ -86,8 +88,8 @@ class PlacementEnv(PlacementEnvBase):
         self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
         self._t, self._row = 0, None
         self._before = case.reference_runtime
-        self._set_current(0)
-        first = int(case.order[0])
+        self._set_current(int(case.steps[0]))
+        first = int(case.order[case.steps[0]])
         self._set_mask(first, self._mask_or_runnable(first))
         return self._observation(), self._info(None, False)
 
@@ -95,13 +97,14 @@ class PlacementEnv(PlacementEnvBase):
         self._check_running()
         case = self.case
         device = self._device(action)
-        members = self._move_group(int(case.order[self._t]), device)
+        members = self._move_group(int(case.order[case.steps[self._t]]), device)
         self._device_state.schedule(members, device, self.placement)
         self._t += 1
-        done = self._t == case.graph.num_nodes
+        done = self._t == len(case.steps)
         if not done:
-            self._set_current(self._t)
-            v = int(case.order[self._t])
+            row = int(case.steps[self._t])
+            self._set_current(row)
+            v = int(case.order[row])
             self._set_mask(v, self._mask_for(v))
             if self.memory == "mask" and not self._mask.any():
                 return self._stuck()

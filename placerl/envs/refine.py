@@ -116,8 +116,8 @@ class PlacementRefineEnv(PlacementEnvBase):
         self._t = 0
         self._incremental = case.model.incremental(self.placement)  # pipeline: O(degree) moves
         self._before = self._simulate()
-        self._focus(0)
-        first = int(case.order[0])
+        self._focus(int(case.steps[0]))
+        first = int(case.order[case.steps[0]])
         self._set_mask(first, self._mask_or_runnable(first))
         return self._observation(), self._info(self._before, False)
 
@@ -125,18 +125,19 @@ class PlacementRefineEnv(PlacementEnvBase):
         self._check_running()
         case = self.case
         device = self._device(action)
-        n = case.graph.num_nodes
-        v = int(case.order[self._t % n])
+        n = len(case.steps)
+        v = int(case.order[case.steps[self._t % n]])
         after = self._before  # a node left where it is changes nothing: no new simulation
         if self.placement[v] != device:
-            self._move_group(v, device)
+            moved = self._move_group(v, device)
             if self._incremental is not None:
-                self._incremental.move(v, device)
+                for u in moved:  # one colocation group at a time (several when folded)
+                    self._incremental.move(int(u), device)
             after = self._simulate()
         self._t += 1
         done, extra = self._t == self.passes * n, {}
         if not done:
-            self._focus(self._t % n)
+            self._focus(int(case.steps[self._t % n]))
             if self.memory == "mask" and not self._mask.any():  # no device can take the node
                 after, done, extra = self._stuck_runtime(), True, {"infeasible": True}
         reward = self.reward_fn(case.reference_runtime, self._before, after, done)

@@ -11,11 +11,12 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-import placerl  # noqa: F401  (registers the ids)
+import placerl  # registers the ids
 from placerl.cluster import homogeneous
 from placerl.envs import SANITY_PROBLEMS, PlacementEnv, PlacementRefineEnv
 from placerl.envs.rewards import INFEASIBLE_FACTOR
 from placerl.graph import CompGraph, load_graph
+from placerl.graph.folding import fold_repeats
 from placerl.graph.orders import ORDERS
 from placerl.sim import simulate
 
@@ -364,3 +365,25 @@ def test_graph_lists_sample_one_graph_per_episode():
     assert env.max_nodes == 32
     seen = {env.reset(seed=s)[1]["graph"] for s in range(12)}
     assert len(seen) == 3
+
+
+@pytest.mark.parametrize("objective", ["step_time", "pipeline"])
+@pytest.mark.parametrize("env_id", ["placerl/Placement-v0", "placerl/PlacementRefine-v0"])
+def test_fold_visits_first_copies_only_and_ties_every_copy(env_id, objective):
+    graph = load_graph("zoo:transformer?variant=bert_tiny&training=true")
+    env = make(env_id, graph=graph, objective=objective, fold=True)
+    gym_check_env(env.unwrapped, skip_render_check=True)
+    trace, _, info = rollout(env, seed=2)
+    folding = fold_repeats(graph)
+    assert len(trace) - 1 == folding.num_decisions  # one step per node of the folded graph
+    copies = next(iter(folding.blocks.values()))
+    for copy in copies[1:]:
+        np.testing.assert_array_equal(info["placement"][copy], info["placement"][copies[0]])
+    full = simulate(graph, info["placement"], "gpu4_pcie", objective)
+    assert info["runtime"] == pytest.approx(full.runtime, rel=1e-9)
+    assert env.unwrapped.settings()["fold"] is True
+
+
+def test_fold_must_be_a_bool():
+    with pytest.raises(placerl.errors.ConfigError, match="fold must be True or False, got 1"):
+        make("placerl/Placement-v0", fold=1)
