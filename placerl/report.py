@@ -27,9 +27,24 @@ from placerl.train import is_evaluation
 KEYS = ["graph", "cluster", "objective", "order", "agent", "variant"]
 
 #: Config fields that do not make runs different experiments: the seed and the bookkeeping.
-NOT_VARIANT = {"graph", "cluster", "objective", "order", "algo", "extractor", "seed", "placer",
-               "out_dir", "resume", "device", "progress_bar", "baselines", "eval_every",
-               "eval_samples", "checkpoint_every"}
+NOT_VARIANT = {
+    "graph",
+    "cluster",
+    "objective",
+    "order",
+    "algo",
+    "extractor",
+    "seed",
+    "placer",
+    "out_dir",
+    "resume",
+    "device",
+    "progress_bar",
+    "baselines",
+    "eval_every",
+    "eval_samples",
+    "checkpoint_every",
+}
 
 
 def load_runs(folders: Sequence[str | Path]) -> Any:

@@ -258,6 +258,10 @@ def pase_dp(
         max_table: Most table entries held at once; wider orders raise instead.
         fold: Decide each repeated block (:func:`~placerl.graph.passes.fold_repeats`) once
             and give its copies the same configurations: exact among such strategies.
+
+    The DP minimises time and ignores memory: a strategy over some device's memory is
+    returned infeasible (with a warning from :func:`solve`) and not claimed optimal; its
+    value stays a lower bound.
     """
     cost = _strategy_cost(problem)
     if isinstance(max_table, bool) or not isinstance(max_table, int) or max_table < 1:
@@ -277,6 +281,9 @@ def pase_dp(
     plan = elimination_plan(tables, variables)
     solved, value = solve_strategy(tables, variables, max_table=max_table)
     per_variable = solved[np.unique(into, return_inverse=True)[1]]
+    strategy = cost.space.expand(per_variable)
+    # The DP minimises time and ignores memory: a strategy over memory is not claimed optimal.
+    feasible = problem.model.evaluate(strategy, check=False).feasible
     info = {
         "order": order,
         "largest_dependent_set": plan.largest_dependent_set,
@@ -284,8 +291,8 @@ def pase_dp(
         "total_table": plan.total_table,
         "variables": len(tables.unary),
     }
-    return Solution(cost.space.expand(per_variable), lower_bound=None if fold else value,
-                    optimal=not fold, info=info)  # fmt: skip
+    return Solution(strategy, lower_bound=None if fold else value,
+                    optimal=feasible and not fold, info=info)  # fmt: skip
 
 
 def tied_variables(cost: StrategyCost, folding: Folding) -> np.ndarray:

@@ -24,8 +24,12 @@ def config_index(configs: list[dict[str, int]], wanted: dict[str, int]) -> int |
 
 
 def _batch_degree(cost: StrategyCost, p: int) -> int:
-    """The largest divisor of ``p`` that divides every variable's batch (``b``) size."""
-    sizes = [d["b"] for d in cost.space.dims if d.get("b", 1) > 1]
+    """The largest divisor of ``p`` that divides the batch of every model input (ops whose
+    first axis is not the batch, like position embeddings, then stay whole)."""
+    space = cost.space
+    inputs = [d for d, rule in zip(space.dims, space.rules, strict=True)
+              if rule is not None and rule.name == "input"]  # fmt: skip
+    sizes = [d["b"] for d in inputs or space.dims if d.get("b", 1) > 1]
     return max(f for f in divisors(p) if all(s % f == 0 for s in sizes))
 
 
@@ -65,13 +69,13 @@ def megatron(problem: Problem, *, tensor: int = 0) -> np.ndarray:
 
     Options:
         tensor: Tensor-parallel degree (a divisor of the device count); 0 picks the largest
-            that divides every attention's heads.
+            that divides every attention's heads (1 when there are none).
     """
     cost = _strategy_cost(problem)
     p = cost.space.p
     if tensor == 0:
         heads = [d["h"] for d in cost.space.dims if d.get("h", 1) > 1]
-        tensor = max(f for f in divisors(p) if all(h % f == 0 for h in heads))
+        tensor = max(f for f in divisors(p) if all(h % f == 0 for h in heads)) if heads else 1
     if isinstance(tensor, bool) or not isinstance(tensor, int) or tensor < 1 or p % tensor:
         raise ConfigError(f"tensor must divide the {p} devices, got {tensor!r}")
     data = max(f for f in divisors(p // tensor) if f <= _batch_degree(cost, p) and

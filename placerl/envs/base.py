@@ -24,7 +24,8 @@ from placerl.envs.rewards import INFEASIBLE_FACTOR, REWARDS
 from placerl.errors import ConfigError, EpisodeError, PlacementError
 from placerl.graph import CompGraph, load_graph
 from placerl.graph.orders import resolve_order
-from placerl.sim import SimResult, parse_objective, penalized_runtime
+from placerl.sim import SimResult, penalized_runtime
+from placerl.sim.model import objective_decides
 
 MEMORY_MODES = ("mask", "penalty")
 
@@ -77,7 +78,11 @@ class PlacementEnvBase(gym.Env):
         if not isinstance(fold, bool):
             raise ConfigError(f"fold must be True or False, got {fold!r}")
         self.fold = fold
-        parse_objective(objective)  # fail fast on an unknown objective or option
+        if objective_decides(objective) != "device":
+            raise ConfigError(
+                f"objective {objective!r} chooses a {objective_decides(objective)} per node, not "
+                "a device: use placerl/Parallelize-v0 for parallelization strategies"
+            )
         resolve_order(order)  # ... and order
         self.order_seed = check_int(order_seed, "order_seed")
         self.reward_fn = REWARDS[reward]

@@ -117,7 +117,7 @@ def _csr(keys: np.ndarray, values: np.ndarray, group: np.ndarray) -> tuple[np.nd
     counts = np.bincount(keys, minlength=n)
     leader_ptr = np.concatenate([[0], np.cumsum(counts)])
     sorted_values = values[order]
-    rows = [sorted_values[leader_ptr[g]:leader_ptr[g + 1]] for g in group]
+    rows = [sorted_values[leader_ptr[g] : leader_ptr[g + 1]] for g in group]
     ptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
     flat = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     return ptr, flat.astype(np.int64)
@@ -158,22 +158,22 @@ class DeviceFeatureState:
         t = self.tables
         d = len(self.load)
         arrival, transfer = np.zeros(d), np.zeros(d)
-        src = t.in_src[t.in_ptr[node]:t.in_ptr[node + 1]]
+        src = t.in_src[t.in_ptr[node] : t.in_ptr[node + 1]]
         if len(src):
             devices = placement[src]
             placed = devices >= 0
-            edges = t.in_edge[t.in_ptr[node]:t.in_ptr[node + 1]][placed]
+            edges = t.in_edge[t.in_ptr[node] : t.in_ptr[node + 1]][placed]
             times = t.transfer_times(edges, devices[placed], to=True)
             transfer += times.sum(axis=0)
             ready = self.finish[src[placed]]
             known = ~np.isnan(ready)
             if known.any():
                 arrival = (ready[known, None] + times[known]).max(axis=0)
-        dst = t.out_dst[t.out_ptr[node]:t.out_ptr[node + 1]]
+        dst = t.out_dst[t.out_ptr[node] : t.out_ptr[node + 1]]
         if len(dst):
             devices = placement[dst]
             placed = devices >= 0
-            edges = t.out_edge[t.out_ptr[node]:t.out_ptr[node + 1]][placed]
+            edges = t.out_edge[t.out_ptr[node] : t.out_ptr[node + 1]][placed]
             transfer += t.transfer_times(edges, devices[placed], to=False).sum(axis=0)
         return arrival, transfer
 

@@ -125,7 +125,14 @@ class ParallelizeEnv(gym.Env):
         self.order_seed = check_int(order_seed, "order_seed")
         space = self.cost.space
         counts = np.array([len(c) for c in space.configs])
-        self.num_slots = _padding(slots, [int(counts.max())], "slots")
+        self.num_slots = check_int(slots, "slots", minimum=1) if slots is not None else 0
+        if self.num_slots < counts.max():
+            if slots is not None:
+                raise ConfigError(
+                    f"slots={slots} is fewer than the most configurations of a variable "
+                    f"({counts.max()})"
+                )
+            self.num_slots = int(counts.max())
         self.max_nodes = _padding(max_nodes, [self.graph.num_nodes], "max_nodes")
         self.max_edges = _padding(max_edges, [self.graph.num_edges], "max_edges")
         self._counts = counts
@@ -208,6 +215,8 @@ class ParallelizeEnv(gym.Env):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         if seed is not None:
             seed = check_int(seed, "reset seed")
+        if options and "graph" in options:
+            raise ConfigError("Parallelize-v0 holds one graph: reset option 'graph' is not taken")
         _check_reset_options(options, ())
         super().reset(seed=seed)
         g = self.graph

@@ -210,4 +210,3 @@ class ThreadPool:
     def running(self) -> bool:
         """Whether the devices are loaded."""
         return bool(self._runners)
-

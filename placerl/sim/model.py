@@ -33,6 +33,7 @@ def register_objective(
     *,
     options: Callable[..., Any] | None = None,
     prepare: Callable[[CostModel], Any] | None = None,
+    decides: str = "device",
     overwrite: bool = False,
 ) -> Callable[[Objective], Objective]:
     """Register ``fn(model, placement, times) -> SimResult`` as objective ``name``.
@@ -43,13 +44,15 @@ def register_objective(
     (``measured?repeats=3``); :class:`CostModel` builds ``model.objective_options`` with it.
     Objectives without it take no options.
     ``prepare``: ``fn(model) -> state`` run once per :class:`CostModel` (``model.prepared``).
-    A state with ``decision``, ``choices`` and ``check`` decides something other than devices
-    (``strategy``: a configuration index per node); see :meth:`CostModel.check`.
+    ``decides``: what a placement holds per node, ``"device"`` or another choice
+    (``"configuration"`` for ``strategy``), whose prepared state then has ``choices`` and
+    ``check`` (see :meth:`CostModel.check`).
     """
 
     def wrap(fn: Objective) -> Objective:
         fn.options = options  # type: ignore[attr-defined]
         fn.prepare = prepare  # type: ignore[attr-defined]
+        fn.decides = decides  # type: ignore[attr-defined]
         return OBJECTIVES.register(name, fn, overwrite=overwrite)
 
     return wrap
@@ -72,6 +75,13 @@ def parse_objective(spec: str) -> tuple[str, Any]:
         return name, None
     check_options(factory, options, what=f"objective {name!r}", error=ConfigError)
     return name, factory(**options)
+
+
+def objective_decides(spec: str) -> str:
+    """What objective ``spec`` takes per node: ``"device"`` or its own choice (see
+    :func:`register_objective`)."""
+    name, _ = parse_objective(spec)
+    return getattr(OBJECTIVES[name], "decides", "device")
 
 
 #: Objectives whose value can be updated move by move: name -> ``cls(model, placement)``.
@@ -191,7 +201,7 @@ class CostModel:
     def decision(self) -> str:
         """What a placement holds per node: ``"device"`` indices, or ``"configuration"``
         indices under ``strategy``."""
-        return getattr(self.prepared, "decision", "device")
+        return objective_decides(self.objective)
 
     @property
     def choices(self) -> np.ndarray:

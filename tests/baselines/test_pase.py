@@ -2,6 +2,7 @@
 keeps tables small, and the expert strategies are what their papers describe."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from placerl.baselines import place, solve
+from placerl.baselines import InfeasiblePlacementWarning, place, solve
 from placerl.baselines.pase import (
     Tables,
     elimination_plan,
@@ -21,6 +22,7 @@ from placerl.baselines.pase import (
 from placerl.cluster import homogeneous
 from placerl.errors import ConfigError, PlacementError
 from placerl.graph import load_graph
+from placerl.graph.passes import with_backward
 from placerl.graph.torch_import import from_module
 from placerl.sim import CostModel
 
@@ -209,3 +211,31 @@ def test_an_order_that_misses_a_variable_is_refused():
     cost = CostModel(small_models()["mlp"], CLUSTER, "strategy").prepared
     with pytest.raises(ConfigError, match="visit each of the 4 variables once"):
         solve_strategy(Tables.of(cost), np.array([0, 1, 1, 2]))
+
+
+def test_a_strategy_over_memory_is_not_claimed_optimal():
+    # The fastest strategy splits the linear by columns but keeps the big input whole.
+    graph = with_backward(from_module(nn.Linear(64, 64), (torch.randn(4096, 64),), training=True))
+    unsplit = CostModel(graph, CLUSTER, "strategy").evaluate(np.zeros(4, dtype=int))
+    tight = homogeneous(4, bandwidth=1e9, latency=1e-5, memory=0.6 * unsplit.memory[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasiblePlacementWarning)
+        result = solve("pase_dp", graph, tight, "strategy")
+    assert not result.feasible and not result.optimal
+    assert result.lower_bound == pytest.approx(result.runtime)
+
+
+def test_megatron_without_attention_heads_is_data_parallel():
+    graph = small_models()["mlp"]
+    assert np.array_equal(place("megatron", graph, CLUSTER, "strategy"),
+                          place("data_parallel", graph, CLUSTER, "strategy"))  # fmt: skip
+
+
+def test_data_parallel_takes_the_batch_of_the_model_inputs():
+    graph = load_graph("zoo:transformer?variant=bert_tiny&batch=8&seq_len=6&training=true")
+    strategy = place("data_parallel", graph, CLUSTER, "strategy")
+    space = CostModel(graph, CLUSTER, "strategy").prepared.space
+    linears = [v for v in space.variables if graph.nodes[v].op == "linear"]
+    assert all(space.config(v, strategy[v])["b"] == 4 for v in linears)
+    position = graph.index("position_embeddings/embedding")  # [6, 16]: no batch axis
+    assert space.config(position, strategy[position])["b"] == 1

@@ -124,7 +124,7 @@ def test_bad_actions_and_steps_outside_an_episode_are_refused():
     [
         ({"reference": "heft"}, "reference must be one of .*data_parallel.*got 'heft'"),
         ({"fold": "yes"}, "fold must be True or False, got 'yes'"),
-        ({"slots": 3}, "slots=3 is smaller than the largest graph"),
+        ({"slots": 3}, r"slots=3 is fewer than the most configurations of a variable \(14\)"),
         ({"order": "sideways"}, "unknown traversal order 'sideways'"),
     ],
 )
@@ -155,3 +155,15 @@ def test_gnn_and_lstm_policies_learn_a_near_optimal_strategy(extractor):
         action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
         obs, _, done, _, info = env.step(action)
     assert info["runtime"] <= 1.1 * optimum
+
+
+def test_parallelize_holds_one_graph():
+    env = ParallelizeEnv(TINY)
+    with pytest.raises(ConfigError, match="reset option 'graph' is not taken"):
+        env.reset(options={"graph": 1})
+
+
+def test_the_placement_envs_refuse_the_strategy_objective():
+    message = "objective 'strategy' chooses a configuration per node, not a device: use placerl/"
+    with pytest.raises(ConfigError, match=message):
+        gym.make("placerl/Placement-v0", graph=TINY, objective="strategy")

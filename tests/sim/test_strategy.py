@@ -14,9 +14,10 @@ from placerl.devices import LAUNCH_OVERHEAD
 from placerl.errors import ConfigError, GraphError, PlacementError
 from placerl.graph import CompGraph
 from placerl.graph.passes import with_backward
-from placerl.graph.torch_import import from_module
+from placerl.graph.torch_import import OPTIMIZER_STATES, from_module
 from placerl.sim import CostModel, StrategySpace
 from placerl.sim.strategy import configurations
+from placerl.sim.strategy.cost import STATE_COPIES
 
 BW, LAT = 1e9, 1e-5
 CLUSTER = homogeneous(4, bandwidth=BW, latency=LAT)
@@ -125,12 +126,18 @@ def test_training_all_reduces_gradients_over_the_replicas_and_pays_edges_twice(l
         + compute(model.durations[training.index("linear/grad"), 0], 4)
     )
     assert both > model.durations[v, 0]
+    # 2 replicas all-reduce half the gradients; the 2 column halves all-reduce the input's
+    # gradient (8 x 16 floats = 512 bytes, a half batch each: 256).
     hybrid = model.evaluate(strategy_for(model, {"linear": {"b": 2, "n": 2}}))
-    assert hybrid.comm[0] == pytest.approx(all_reduce(2, weight_bytes / 2))
-    row = model.evaluate(strategy_for(model, {"linear": {"k": 4}}))  # forward and backward
-    assert row.comm[0] == pytest.approx(2 * all_reduce(4, 8 * 32 * 4))
+    assert hybrid.comm[0] == pytest.approx(all_reduce(2, weight_bytes / 2) + all_reduce(2, 256))
+    # Row-parallel: the output's partial sums forward; the input gradient is already split.
+    row = model.evaluate(strategy_for(model, {"linear": {"k": 4}}))
+    assert row.comm[0] == pytest.approx(all_reduce(4, 8 * 32 * 4))
+    # Column-parallel: nothing forward; the input gradient's partial sums backward.
+    column = model.evaluate(strategy_for(model, {"linear": {"n": 4}}))
+    assert column.comm[0] == pytest.approx(all_reduce(4, 512))
     moved = model.evaluate(strategy_for(model, {"input": {"b": 4}, "linear": {"n": 4}}))
-    assert moved.comm[0] == pytest.approx(2 * (1e-5 + 384 / 1e9))  # no replicas: no gradients
+    assert moved.comm[0] == pytest.approx(2 * (1e-5 + 384 / 1e9) + all_reduce(4, 512))
 
 
 def test_followers_take_their_producers_configuration_and_layout():
@@ -161,6 +168,43 @@ def test_memory_per_device_shards_parameters_by_their_split(linear):
     assert model.evaluate(strategy_for(model, {"linear": {"n": 4}})).memory[0] == whole / 4
     tight = homogeneous(4, memory=whole / 2, bandwidth=BW, latency=LAT)
     assert not CostModel(linear, tight, "strategy").evaluate(np.zeros(2, int)).feasible
+
+
+def test_training_memory_shards_parameter_state_and_splits_saved_activations():
+    graph = with_backward(from_module(nn.Linear(16, 32), (torch.randn(8, 16),), training=True))
+    model = CostModel(graph, CLUSTER, "strategy")
+    state, saved = (16 * 32 + 32) * 4 * STATE_COPIES, 8 * 32 * 4
+    assert graph.nodes[graph.index("linear")].mem_bytes == state + saved
+    memory = {name: model.evaluate(strategy_for(model, {"linear": config})).memory[0]
+              for name, config in {"whole": {}, "data": {"b": 4}, "row": {"k": 2},
+                                   "column": {"n": 4}}.items()}  # fmt: skip
+    inputs = graph.nodes[graph.index("input")].mem_bytes  # the input's saved copy, unsplit
+    assert memory["whole"] == state + saved + inputs
+    assert memory["data"] == state + saved / 4 + inputs  # replicated state, a quarter batch
+    assert memory["row"] == state / 2 + saved + inputs  # the whole output on every device
+    assert memory["column"] == state / 4 + saved / 4 + inputs
+    assert STATE_COPIES == 2 + OPTIMIZER_STATES
+
+
+def test_one_producer_feeding_two_operands_is_charged_for_both():
+    class Square(nn.Module):
+        def forward(self, x):
+            r = torch.relu(x)
+            return r @ r
+
+    class Pair(nn.Module):
+        def forward(self, x, y):
+            return torch.relu(x) @ torch.relu(y)
+
+    square = from_module(Square(), (torch.randn(2, 8, 8),))
+    pair = from_module(Pair(), (torch.randn(2, 8, 8), torch.randn(2, 8, 8)))
+    costs = []
+    for graph in (square, pair):
+        model = CostModel(graph, CLUSTER, "strategy")
+        wanted = {n: {"s": 2} for n in graph.names if n.startswith(("relu", "matmul"))}
+        costs.append(model.evaluate(strategy_for(model, wanted)).comm[0])
+    # The right operand needs all rows: half of a relu's 2 x 8 x 8 floats moves either way.
+    assert costs[0] == costs[1] == pytest.approx(1e-5 + 256 / 1e9)
 
 
 # ------------------------------------------------------------------------- bad input
@@ -194,6 +238,22 @@ def test_a_follower_must_take_its_variables_configuration():
     with pytest.raises(PlacementError, match="follows '0/linear' and must take its "
                                              "configuration 1, got 0"):  # fmt: skip
         model.evaluate([0, 1, 0])
+
+
+def test_graphs_whose_flops_sit_in_ops_without_a_rule_are_refused():
+    graph = from_module(nn.Sequential(nn.Linear(8, 8), nn.ReLU()), (torch.randn(4, 8),),
+                        granularity="module")  # fmt: skip
+    message = r"split rules for ops holding only 0% .* ops without a rule: Linear"
+    with pytest.raises(GraphError, match=message):
+        CostModel(graph, CLUSTER, "strategy")
+
+
+def test_a_backward_node_without_its_forward_node_is_named():
+    data = with_backward(from_module(nn.Linear(2, 2), (torch.randn(1, 2),))).to_dict()
+    for node in data["nodes"]:
+        node.get("attrs", {}).pop("forward", None)
+    with pytest.raises(GraphError, match="backward node 'linear/grad' names no forward node"):
+        CostModel(CompGraph.from_dict(data), CLUSTER, "strategy")
 
 
 def test_mixed_devices_are_refused():

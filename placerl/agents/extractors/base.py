@@ -69,7 +69,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
     def device_rows(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """``(B, D, device_dim)``: placed compute and memory shares, then the HEFT features."""
         nodes = obs["nodes"]
-        onehot = nodes[..., NUM_BASE_FEATURES:NUM_BASE_FEATURES + self.num_devices]  # (B, N, D)
+        onehot = nodes[..., NUM_BASE_FEATURES : NUM_BASE_FEATURES + self.num_devices]  # (B, N, D)
         weights = nodes[..., [COST, MEM_BYTES]]  # (B, N, 2)
         totals = weights.sum(dim=1, keepdim=True).clamp_min(1e-9)  # (B, 1, 2)
         shares = torch.einsum("bnd,bnk->bdk", onehot, weights / totals)

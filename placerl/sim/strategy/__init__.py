@@ -36,7 +36,7 @@ def _prepare(model: CostModel) -> StrategyCost:
     return StrategyCost(model.graph, model.cluster, model.durations[:, 0])
 
 
-@register_objective("strategy", prepare=_prepare)
+@register_objective("strategy", prepare=_prepare, decides="configuration")
 def _strategy(model: CostModel, placement: np.ndarray, times: bool) -> SimResult:
     cost: Any = model.prepared
     return cost.evaluate(placement, model.objective)

@@ -7,9 +7,11 @@ edges, the cost PaSE's dynamic program minimises:
 
 * **node**: its compute divided over the parts, except the kernel launch every part pays
   (:data:`~placerl.devices.LAUNCH_OVERHEAD`; backward nodes' time counted with their forward
-  node), plus the communication inside it: an all-reduce of the output's partial sums
-  over the reduction parts (forward and, in training, backward), and in training graphs a
-  ring all-reduce of the gradients of its parameters over the parts that replicate them;
+  node), plus the communication inside it: an all-reduce of the output's partial sums over the
+  reduction parts (``k``: a row-parallel linear); in training graphs also, in the backward
+  pass, an all-reduce of the input gradient's partial sums over the output-feature parts
+  (``n``: a column-parallel linear) and a ring all-reduce of the parameters' gradients over
+  the parts that replicate them;
 * **edge**: redistribution when the consumer needs the tensor split differently than its
   producer left it. A consumer device needs its block, ``bytes / parts``, and already holds
   the fraction ``prod(min(1, need_r / have_r))`` of it over the roles ``r`` (aligned blocks);
@@ -17,8 +19,10 @@ edges, the cost PaSE's dynamic program minimises:
   device. Training graphs pay each edge twice (activations forward, gradients backward).
 
 A ring all-reduce of ``V`` bytes over ``m`` devices takes ``2 (m - 1) / m * V / bandwidth +
-2 (m - 1) * latency``. Memory per device: each node's ``mem_bytes`` divided by the parts that
-shard its parameters (by all its parts when it has none).
+2 (m - 1) * latency``. Memory per device: each node's parameter state (``params`` times the
+parameter size, times :data:`STATE_COPIES` in training) divided by the parts that shard the
+parameters, plus the rest of its ``mem_bytes`` (activations saved for backward) divided by the
+parts that split its output.
 """
 
 from __future__ import annotations
@@ -33,8 +37,14 @@ from placerl.devices import LAUNCH_OVERHEAD
 from placerl.errors import ConfigError
 from placerl.graph import CompGraph
 from placerl.sim.result import SimResult
-from placerl.sim.strategy.rules import ROLES, split_of
+from placerl.sim.strategy.rules import ROLES, OpRule, split_of
 from placerl.sim.strategy.space import StrategySpace
+
+#: Copies of each trainable parameter a training graph keeps (weights, gradients, Adam's two
+#: moments), as the PyTorch importer counts them (``2 + torch_import.OPTIMIZER_STATES``).
+STATE_COPIES = 4
+#: Bytes per element of the dtypes the importer records (others: 4).
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4}
 
 
 @dataclass(frozen=True)
@@ -95,8 +105,6 @@ class StrategyCost:
             ``i < j``.
     """
 
-    decision = "configuration"
-
     def __init__(self, graph: CompGraph, cluster: Cluster, durations: np.ndarray) -> None:
         check_identical(cluster)
         self.space = space = StrategySpace(graph, cluster.num_devices)
@@ -126,24 +134,37 @@ class StrategyCost:
             parts = self._parts(i)
             launch = min(self._durations[v], LAUNCH_OVERHEAD)
             self.compute[i] += launch + (self._durations[v] - launch) / parts
-            params = space.graph.nodes[v].attrs.get("params", 0)
-            shards = self._parts(i, rule.weight) if rule and params else parts
-            self.memory[i] += a.mem_bytes[v] / shards
+            self.memory[i] += self._memory_of(v, i, rule)
             if rule is not None and v == space.variables[i]:
                 self.comm[i] += self._collectives(i, v)
+
+    def _memory_of(self, v: int, i: int, rule: OpRule | None) -> np.ndarray:
+        """Bytes node ``v`` keeps per device under each configuration of its variable ``i``."""
+        node = self.space.graph.nodes[v]
+        copies = STATE_COPIES if self.training else 1
+        state = min(node.attrs.get("params", 0) * _itemsize(node.attrs) * copies, node.mem_bytes)
+        if rule is None:
+            return np.full(len(self.space.configs[i]), node.mem_bytes)
+        shards = self._parts(i, rule.weight)
+        split = np.array([math.prod(split_of(rule.output, c)) for c in self.space.configs[i]])
+        return state / shards + (node.mem_bytes - state) / split
 
     def _collectives(self, i: int, v: int) -> np.ndarray:
         """Seconds of the collectives inside leader node ``v`` per configuration."""
         space, net = self.space, self.network
         rule = space.rules[i]
         node = space.graph.nodes[v]
-        passes = 2 if self.training else 1
         weight_bytes = node.attrs.get("params", 0) * _itemsize(node.attrs)
+        a = space.graph.arrays
+        in_bytes = float(a.edge_bytes[a.pred_edge[a.pred_ptr[v] : a.pred_ptr[v + 1]]].sum())
         out = np.zeros(len(space.configs[i]))
         for c, config in enumerate(space.configs[i]):
             parts = math.prod(config.values())
             partial = math.prod(config.get(d, 1) for d in rule.reduce)
-            out[c] = passes * net.all_reduce(partial, node.out_bytes * partial / parts)
+            out[c] = net.all_reduce(partial, node.out_bytes * partial / parts)
+            if self.training:
+                partial = math.prod(config.get(d, 1) for d in rule.grad_reduce)
+                out[c] += net.all_reduce(partial, in_bytes * partial / parts)
             if self.training and weight_bytes:
                 replicas = math.prod(config.get(d, 1) for d in rule.data_dims)
                 shards = math.prod(config.get(d, 1) for d in rule.weight)
@@ -175,9 +196,11 @@ class StrategyCost:
                 continue  # backward edges: counted twice on the forward ones
             i, j = space.variable_of[u], space.variable_of[v]
             have = layouts[i][:, None, :]
-            need = self._needs(j, v, space.operands[v].index(u))[None, :, :]
-            held = np.minimum(1.0, need / have).prod(axis=-1)
-            moved = a.edge_bytes[e] / need.prod(axis=-1) * (1.0 - held)
+            moved = np.zeros((len(space.configs[i]), len(space.configs[j])))
+            for position in self._positions(j, v, u):
+                need = self._needs(j, v, position)[None, :, :]
+                held = np.minimum(1.0, need / have).prod(axis=-1)
+                moved = np.maximum(moved, a.edge_bytes[e] / need.prod(axis=-1) * (1.0 - held))
             seconds = passes * self.network.transfer(moved)
             if i == j:
                 self.comm[i] += np.diagonal(seconds)
@@ -185,6 +208,16 @@ class StrategyCost:
                 self._add_pair(i, j, seconds)
             else:
                 self._add_pair(j, i, seconds.T)
+
+    def _positions(self, j: int, v: int, u: int) -> list[int]:
+        """Operand positions producer ``u`` feeds in node ``v``: its own, or every one when
+        ``v`` has fewer producers than operands (one producer feeding two: ``x @ x``; the graph
+        keeps one edge per producer, so the largest movement is charged)."""
+        operands = self.space.operands[v]
+        rule = self.space.rules[j]
+        if rule is not None and v == self.space.variables[j] and len(operands) < len(rule.inputs):
+            return list(range(len(rule.inputs)))
+        return [operands.index(u)]
 
     def _add_pair(self, i: int, j: int, seconds: np.ndarray) -> None:
         if (i, j) in self.pairs:
@@ -253,4 +286,4 @@ class StrategyCost:
 def _itemsize(attrs: dict) -> int:
     """Bytes per parameter: the node's output dtype's (4 for ``float32``)."""
     dtypes = attrs.get("dtypes") or ["float32"]
-    return int(np.dtype(dtypes[0]).itemsize) if dtypes[0] in np.sctypeDict else 4
+    return ITEMSIZE.get(dtypes[0], 4)

@@ -57,6 +57,8 @@ class OpRule:
             whose splits the operand must be split by along it.
         weight: Dims that shard the op's parameters; the others replicate them.
         reduce: Dims whose split leaves partial sums of the output, all-reduced inside the op.
+        grad_reduce: Dims whose split leaves partial sums of the input's gradient, all-reduced
+            in the backward pass (the output features of a column-parallel linear).
     """
 
     name: str
@@ -65,6 +67,7 @@ class OpRule:
     inputs: tuple[Mapping[str, tuple[str, ...]], ...]
     weight: tuple[str, ...] = ()
     reduce: tuple[str, ...] = ()
+    grad_reduce: tuple[str, ...] = ()
 
     def operand(self, position: int) -> Mapping[str, tuple[str, ...]]:
         """The role mapping of operand ``position``."""
@@ -109,7 +112,10 @@ def _operand(operands: Sequence[Shape], position: int, op: str) -> Shape:
 
 
 def _linear_dims(out: Shape, operands: Sequence[Shape]) -> dict[str, int]:
-    return {**_bsf(out), "k": int(_operand(operands, 0, "linear")[-1])}
+    """Features are the last axis at any rank; the axes between batch and features are ``s``."""
+    rows = math.prod(int(x) for x in out[1:-1]) if len(out) > 2 else 1
+    return {"b": int(out[0]) if len(out) > 1 else 1, "s": rows, "n": int(out[-1]),
+            "k": int(_operand(operands, 0, "linear")[-1])}  # fmt: skip
 
 
 def _conv_dims(out: Shape, operands: Sequence[Shape]) -> dict[str, int]:
@@ -142,12 +148,12 @@ def _batch_dims(out: Shape, operands: Sequence[Shape]) -> dict[str, int]:
 TOKENS = {"b": ("b",), "s": ("s",), "f": ("n",)}
 register_op_rule(
     OpRule("linear", _linear_dims, TOKENS, ({"b": ("b",), "s": ("s",), "f": ("k",)},),
-           weight=("n", "k"), reduce=("k",)),
+           weight=("n", "k"), reduce=("k",), grad_reduce=("n",)),
     ["linear", "addmm"],
 )  # fmt: skip
 register_op_rule(
     OpRule("conv", _conv_dims, {"b": ("b",), "f": ("n",)}, ({"b": ("b",), "f": ("k",)},),
-           weight=("n", "k"), reduce=("k",)),
+           weight=("n", "k"), reduce=("k",), grad_reduce=("n",)),
     ["conv2d", "conv1d", "conv3d", "convolution"],
 )  # fmt: skip
 HEADS = {"b": ("b",), "s": ("s",), "f": ("h",)}

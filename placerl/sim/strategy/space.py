@@ -42,8 +42,8 @@ def _shapes(graph: CompGraph, v: int) -> list[list[int]]:
     if not shapes:
         raise GraphError(
             f"node {graph.names[v]!r} has no recorded shape (attrs['shapes']); the strategy "
-            "objective needs the op shapes the PyTorch importer records (load_graph('zoo:...') "
-            "or from_module)"
+            "objective needs the op shapes the PyTorch importer records (zoo graphs or "
+            "from_module, not coarsened: merged nodes have no single shape)"
         )
     return shapes
 
@@ -69,7 +69,10 @@ class StrategySpace:
         p = self.p
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
             raise ConfigError(f"the number of devices p must be a positive integer, got {p!r}")
+        for v in np.flatnonzero(self.forward):
+            _shapes(self.graph, int(v))
         self.leader  # noqa: B018  (analyse now: bad graphs fail at construction)
+        self._check_coverage()
 
     @cached_property
     def forward(self) -> np.ndarray:
@@ -94,7 +97,14 @@ class StrategySpace:
         twin = {}
         for v in range(g.num_nodes):
             if not self.forward[v]:
-                twin[v] = g.index(g.nodes[v].attrs["forward"])
+                forward = g.nodes[v].attrs.get("forward")
+                if forward not in g.names:
+                    raise GraphError(
+                        f"backward node {g.names[v]!r} names no forward node of the graph "
+                        f"(attrs['forward'] = {forward!r}); build training graphs with "
+                        "with_backward"
+                    )
+                twin[v] = g.index(forward)
         for v in _forward_topological(g, self.forward):
             rule = rule_of(g.nodes[v].op)
             producers = self.operands[v]
@@ -105,6 +115,20 @@ class StrategySpace:
         for v, f in twin.items():
             leader[v] = leader[f]
         return leader
+
+    def _check_coverage(self) -> None:
+        """Refuse graphs whose FLOPs mostly sit in ops without a rule (module-granularity
+        graphs name ops by class: ``Linear``, ``Conv2d``)."""
+        g = self.graph
+        flops = np.array([float(n.attrs.get("flops", 0) or 0) for n in g.nodes]) * self.forward
+        ruled = np.array([rule_of(n.op) is not None for n in g.nodes])
+        if flops.sum() > 0 and flops[ruled].sum() < 0.5 * flops.sum():
+            ops = sorted({g.nodes[v].op for v in np.flatnonzero(~ruled & (flops > 0))})
+            raise GraphError(
+                f"the strategy objective has split rules for ops holding only "
+                f"{flops[ruled].sum() / flops.sum():.0%} of {g.name!r}'s FLOPs; ops without a "
+                f"rule: {', '.join(ops[:8])} (import with granularity='op', or register_op_rule)"
+            )
 
     @cached_property
     def variables(self) -> np.ndarray:
