@@ -288,14 +288,7 @@ class PlacementEnvBase(gym.Env):
         return self._mask.copy()
 
     def _observation(self) -> dict[str, np.ndarray]:
-        return {
-            "nodes": self._nodes.copy(),
-            "edge_index": self._edges.copy(),
-            "edge_mask": self._edge_mask.copy(),
-            "node_mask": self._node_mask.copy(),
-            "current": self._current.copy(),
-            "devices": self._devices.copy(),
-        }
+        return observation_of(self)
 
     def _stuck_runtime(self) -> float:
         """The runtime of an episode no device can continue (see the envs' Episode end)."""
@@ -334,6 +327,19 @@ class PlacementEnvBase(gym.Env):
 
         renderer = render_ansi if self.render_mode == "ansi" else render_rgb
         return renderer(self.case, self.placement, self.cluster)
+
+
+def observation_of(env: Any) -> dict[str, np.ndarray]:
+    """Fresh copies of an env's observation arrays (``_nodes``, ``_edges``, ``_edge_mask``,
+    ``_node_mask``, ``_current``, ``_devices``), keyed as the observation space."""
+    return {
+        "nodes": env._nodes.copy(),
+        "edge_index": env._edges.copy(),
+        "edge_mask": env._edge_mask.copy(),
+        "node_mask": env._node_mask.copy(),
+        "current": env._current.copy(),
+        "devices": env._devices.copy(),
+    }
 
 
 # ------------------------------------------------------------------ argument checks

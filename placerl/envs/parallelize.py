@@ -14,7 +14,7 @@ from placerl._options import check_int
 from placerl.baselines import PLACERS, solve
 from placerl.baselines.pase import tied_variables
 from placerl.cluster import Cluster, load_cluster
-from placerl.envs.base import _check_reset_options, _padding
+from placerl.envs.base import _check_reset_options, _padding, observation_of
 from placerl.envs.case import (
     COST,
     CURRENT,
@@ -293,14 +293,7 @@ class ParallelizeEnv(gym.Env):
         return self._mask.copy()
 
     def _observation(self) -> dict[str, np.ndarray]:
-        return {
-            "nodes": self._nodes.copy(),
-            "edge_index": self._edges.copy(),
-            "edge_mask": self._edge_mask.copy(),
-            "node_mask": self._node_mask.copy(),
-            "current": self._current.copy(),
-            "devices": self._devices.copy(),
-        }
+        return observation_of(self)
 
     def _info(self, runtime: float | None, done: bool) -> dict[str, Any]:
         info: dict[str, Any] = {
