@@ -4,7 +4,8 @@ All three evaluate the same random placements of layered synthetic graphs (4 dev
 run, so the ratios are meaningful on a noisy machine: ``evaluate`` (a prepared
 :class:`~placerl.sim.CostModel`, what envs and placers call), ``simulate`` (the one-shot form,
 which builds the cost model each call) and the reference. Times are also given in nanoseconds
-per (node + edge), the unit the simulator's cost scales with.
+per (node + edge), the unit the simulator's cost scales with. ``outside kernel`` is the share of
+``evaluate`` (placement check included) spent outside the compiled step-time kernel's call.
 
 Usage: ``python benchmarks/bench_sim.py [--quick]``.
 """
@@ -18,7 +19,7 @@ from _common import best_time, markdown_table, write_results
 
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
-from placerl.sim import CostModel, reference, simulate
+from placerl.sim import CostModel, kernels, reference, simulate
 
 CLUSTERS = ("placeto?n_devices=4", "gpu4_pcie")
 
@@ -39,6 +40,10 @@ def measure(n: int, objective: str, cluster_spec: str) -> dict:
 
     size = graph.num_nodes + graph.num_edges
     t_eval = best_time(timed(model.evaluate), repeat=5, number=max(1, 50_000 // n))
+    outside = "-"
+    if objective == "step_time":
+        t_kernel = best_time(timed(kernel_call(model)), repeat=5, number=max(1, 50_000 // n))
+        outside = f"{1 - t_kernel / t_eval:.0%}"
     t_sim = best_time(timed(lambda p: simulate(graph, p, cluster, objective)), repeat=5,
                       number=max(1, 5_000 // n))  # fmt: skip
     # The best of 5 for every timing: on a shared machine the minimum is the stable statistic.
@@ -53,7 +58,25 @@ def measure(n: int, objective: str, cluster_spec: str) -> dict:
         "simulate ns/(n+e)": round(t_sim * 1e9 / size, 1),
         "reference ns/(n+e)": round(t_ref * 1e9 / size),
         "speedup (evaluate)": f"{t_ref / t_eval:.0f}x",
+        "outside kernel": outside,
     }
+
+
+def kernel_call(model: CostModel):
+    """The step-time kernel called as ``evaluate`` calls it, alone (its arguments prepared)."""
+    a, c = model.arrays, model.cluster
+    floats, ints, start, finish = model.scratch()
+    busy, comm, memory, peak, excess = model._device_arrays()
+
+    def call(placement):
+        return kernels.step_time(
+            placement, model.durations, model.in_degree, a.succ_ptr, a.succ, a.succ_edge,
+            a.pred_ptr, a.pred, model.edge_time, a.edge_bytes, a.out_bytes, c.bandwidth,
+            c.latency, model.comm_model, c.transfer_gap, c.op_gap, a.mem_bytes, model.capacity,
+            floats, ints, start, finish, busy, comm, memory, peak, excess,
+        )  # fmt: skip
+
+    return call
 
 
 def main() -> None:

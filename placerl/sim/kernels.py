@@ -467,6 +467,16 @@ def pipeline_move(members, device, placement, durations, succ_ptr, succ, succ_ed
 
 
 @njit(cache=True)
+def all_below(values, bound):
+    """Whether every entry of ``values`` lies in ``[0, bound)`` (placement checks: one compiled
+    pass instead of two numpy reductions)."""
+    for x in values:  # noqa: SIM110  (a loop numba compiles; no generator)
+        if x < 0 or x >= bound:
+            return False
+    return True
+
+
+@njit(cache=True)
 def resident_memory(placement, mem_bytes, capacity, memory, peak, excess):
     """:func:`_memory` on its own, for placements no kernel simulates (unsupported kinds)."""
     _memory(placement, mem_bytes, capacity, memory, peak, excess)

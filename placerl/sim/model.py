@@ -114,6 +114,10 @@ def check_placement(placement: Any, graph: CompGraph, num_devices: int) -> np.nd
     """
     arr = np.asarray(placement)
     n = graph.num_nodes
+    # The common case (envs, placers): one compiled pass instead of the full diagnosis.
+    fast = arr.dtype == np.int64 and arr.shape == (n,) and arr.flags.c_contiguous and n > 0
+    if fast and kernels.all_below(arr, num_devices):
+        return arr
     if arr.ndim != 1 or arr.shape[0] != n:
         raise PlacementError(
             f"placement has shape {arr.shape}; expected ({n},): "
@@ -218,7 +222,7 @@ class CostModel:
         own = getattr(self.prepared, "check", None)
         if own is not None:
             return own(placement)
-        return check_placement(placement, self.graph, self.num_devices)
+        return check_placement(placement, self.graph, self.cluster.num_devices)
 
     def evaluate(self, placement: Any, *, check: bool = True, times: bool = True) -> SimResult:
         """Evaluate one placement (a device index per node, in node-index order).
@@ -317,10 +321,11 @@ class CostModel:
         busy, comm, memory, peak, excess = arrays
         split = self.split_groups(placement)
         unsupported = self.unsupported(placement)
-        return SimResult(
+        return SimResult.of(
             objective=self.objective,
             runtime=float(runtime),
-            feasible=not (split or unsupported or excess.any()),
+            # count_nonzero: a fifth of ndarray.any()'s overhead on a few devices (hot path)
+            feasible=not (split or unsupported or np.count_nonzero(excess)),
             busy=busy,
             comm=comm,
             memory=memory,
@@ -333,8 +338,8 @@ class CostModel:
 
     def _device_arrays(self) -> tuple[np.ndarray, ...]:
         """Fresh ``(busy, comm, memory, peak, excess)`` arrays for one evaluation."""
-        block = np.empty((5, self.num_devices))
-        return tuple(block)
+        d = self.cluster.num_devices
+        return np.empty(d), np.empty(d), np.empty(d), np.empty(d), np.empty(d)
 
     def scratch(self) -> tuple[np.ndarray, ...]:
         """``(floats, ints, start, finish)``: the step-time kernel's work arrays, made once.
