@@ -29,6 +29,21 @@ def _scaled(values: np.ndarray) -> np.ndarray:
     return values / top if top > 0 else np.zeros_like(values)
 
 
+def static_features(graph: CompGraph, order: np.ndarray) -> np.ndarray:
+    """Columns ``COST`` .. ``POSITION`` of the ``nodes`` observation, rows in ``order``
+    (the other columns zero)."""
+    a = graph.arrays
+    degree = np.maximum(a.in_degree, a.out_degree).max()
+    static = np.zeros((graph.num_nodes, NUM_BASE_FEATURES), dtype=np.float32)
+    static[:, COST] = _scaled(a.cost)[order]
+    static[:, OUT_BYTES] = _scaled(a.out_bytes)[order]
+    static[:, MEM_BYTES] = _scaled(a.mem_bytes)[order]
+    static[:, IN_DEGREE] = (a.in_degree / max(degree, 1))[order]
+    static[:, OUT_DEGREE] = (a.out_degree / max(degree, 1))[order]
+    static[:, POSITION] = np.arange(graph.num_nodes) / max(graph.num_nodes - 1, 1)
+    return static
+
+
 @dataclass(frozen=True, eq=False)
 class GraphCase:
     """Everything about one graph that episodes reuse, built once per graph and never changed.
@@ -84,14 +99,7 @@ class GraphCase:
         order_idx = traversal_order(graph, order, seed=order_seed)
         row_of = np.empty_like(order_idx)
         row_of[order_idx] = np.arange(graph.num_nodes)
-        degree = np.maximum(a.in_degree, a.out_degree).max()
-        static = np.zeros((graph.num_nodes, NUM_BASE_FEATURES), dtype=np.float32)
-        static[:, COST] = _scaled(a.cost)[order_idx]
-        static[:, OUT_BYTES] = _scaled(a.out_bytes)[order_idx]
-        static[:, MEM_BYTES] = _scaled(a.mem_bytes)[order_idx]
-        static[:, IN_DEGREE] = (a.in_degree / max(degree, 1))[order_idx]
-        static[:, OUT_DEGREE] = (a.out_degree / max(degree, 1))[order_idx]
-        static[:, POSITION] = np.arange(graph.num_nodes) / max(graph.num_nodes - 1, 1)
+        static = static_features(graph, order_idx)
         members = model.colocation_members()
         steps = np.arange(graph.num_nodes)
         if fold:

@@ -16,15 +16,10 @@ from placerl.baselines.pase import tied_variables
 from placerl.cluster import Cluster, load_cluster
 from placerl.envs.base import _check_reset_options, _padding, observation_of
 from placerl.envs.case import (
-    COST,
     CURRENT,
-    IN_DEGREE,
-    MEM_BYTES,
     NUM_BASE_FEATURES,
-    OUT_BYTES,
-    OUT_DEGREE,
     PLACED,
-    POSITION,
+    static_features,
 )
 from placerl.envs.device_features import CLIP
 from placerl.envs.rewards import REWARDS
@@ -166,15 +161,7 @@ class ParallelizeEnv(gym.Env):
         firsts = dict.fromkeys(space.variable_of[order].tolist())
         #: The variables to decide, in visiting order.
         self.sequence = np.array([i for i in firsts if decides[i]], dtype=np.int64)
-        degree = max(int(np.maximum(a.in_degree, a.out_degree).max()), 1)
-        static = np.zeros((g.num_nodes, NUM_BASE_FEATURES), dtype=np.float32)
-        for column, values in ((COST, a.cost), (OUT_BYTES, a.out_bytes), (MEM_BYTES, a.mem_bytes)):
-            top = values.max()
-            static[:, column] = (values / top if top > 0 else 0 * values)[order]
-        static[:, IN_DEGREE] = (a.in_degree / degree)[order]
-        static[:, OUT_DEGREE] = (a.out_degree / degree)[order]
-        static[:, POSITION] = np.arange(g.num_nodes) / max(g.num_nodes - 1, 1)
-        self._static = static
+        self._static = static_features(g, order)
         self._edge_rows = np.stack([self._row_of[a.src], self._row_of[a.dst]])
         # Each node's decided variable: its own, or the first copy's under folding.
         self._decider = self._into[space.variable_of]

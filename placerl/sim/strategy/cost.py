@@ -116,15 +116,21 @@ class StrategyCost:
         self.comm = [np.zeros(len(c)) for c in space.configs]
         self.memory = [np.zeros(len(c)) for c in space.configs]
         self.pairs: dict[tuple[int, int], np.ndarray] = {}
+        self._part_cache: dict[tuple[int, tuple[str, ...] | None], np.ndarray] = {}
         self._fill_nodes()
         self._fill_edges()
         self._flatten()
 
     # --------------------------------------------------------------------- building
     def _parts(self, i: int, dims: tuple[str, ...] | None = None) -> np.ndarray:
-        """Per configuration of variable ``i``: the product of its factors over ``dims``."""
-        return np.array([math.prod(f for d, f in c.items() if dims is None or d in dims)
-                         for c in self.space.configs[i]], dtype=np.float64)  # fmt: skip
+        """Per configuration of variable ``i``: the product of its factors over ``dims``
+        (computed once per variable and dims: every node of a variable asks)."""
+        key = (i, dims)
+        if key not in self._part_cache:
+            self._part_cache[key] = np.array(
+                [math.prod(f for d, f in c.items() if dims is None or d in dims)
+                 for c in self.space.configs[i]], dtype=np.float64)  # fmt: skip
+        return self._part_cache[key]
 
     def _fill_nodes(self) -> None:
         space, a = self.space, self.space.graph.arrays
@@ -146,7 +152,7 @@ class StrategyCost:
         if rule is None:
             return np.full(len(self.space.configs[i]), node.mem_bytes)
         shards = self._parts(i, rule.weight)
-        split = np.array([math.prod(split_of(rule.output, c)) for c in self.space.configs[i]])
+        split = self._parts(i, tuple(d for dims in rule.output.values() for d in dims))
         return state / shards + (node.mem_bytes - state) / split
 
     def _collectives(self, i: int, v: int) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 
 from placerl.errors import ConfigError, GraphError, PlacementError
 from placerl.graph import CompGraph
+from placerl.graph.orders import traversal_order
 from placerl.sim.strategy.rules import DIMS, OpRule, rule_of
 
 
@@ -105,7 +106,8 @@ class StrategySpace:
                         "with_backward"
                     )
                 twin[v] = g.index(forward)
-        for v in _forward_topological(g, self.forward):
+        topo = traversal_order(g, "topo")
+        for v in topo[self.forward[topo]]:  # producers before consumers
             rule = rule_of(g.nodes[v].op)
             producers = self.operands[v]
             if rule is None and producers:
@@ -235,19 +237,3 @@ class StrategySpace:
         rule = self.rules[i]
         family = "constant" if rule is None else rule.name
         return f"{family} over {self.dims[i] or 'nothing'} with p={self.p}"
-
-
-def _forward_topological(graph: CompGraph, forward: np.ndarray) -> list[int]:
-    """Forward nodes in a topological order (producers before consumers)."""
-    a = graph.arrays
-    pending = a.in_degree.copy()
-    ready = [v for v in range(graph.num_nodes) if pending[v] == 0 and forward[v]]
-    order = []
-    while ready:
-        v = ready.pop()
-        order.append(v)
-        for w in graph.successors(v):
-            pending[w] -= 1
-            if pending[w] == 0 and forward[w]:
-                ready.append(w)
-    return order
