@@ -6,6 +6,7 @@ number of steps with the envs in process (``dummy``) and in subprocesses (``subp
 reports steps per second of training (no evaluations), side by side in one run.
 
     python benchmarks/bench_training_speed.py            # about 5 minutes on 2 cores
+    python benchmarks/bench_training_speed.py --devices cpu,cuda   # policy on CPU and GPU
 
 Results go to ``benchmarks/results/training_speed.{json,md}``.
 """
@@ -28,30 +29,45 @@ SIZES = (100, 300)
 VEC_ENVS = ("dummy", "subproc")
 
 
-def throughput(extractor: str, nodes: int, vec_env: str, steps: int) -> float:
-    """Env steps per second of ``steps`` training steps (PPO updates included)."""
+def throughput(extractor: str, nodes: int, vec_env: str, steps: int, device: str) -> float:
+    """Env steps per second of ``steps`` training steps (PPO updates included), the policy on
+    torch ``device``."""
     result = train({"graph": f"synthetic:layered?n={nodes}&seed=0",
                     "cluster": "placeto?n_devices=4", "extractor": extractor,
                     "vec_env": vec_env, "total_steps": steps, "eval_every": 0,
-                    "checkpoint_every": 0, "baselines": []})  # fmt: skip
+                    "checkpoint_every": 0, "baselines": [], "device": device})  # fmt: skip
     return result.timings["steps_per_s"]
+
+
+def resolve_device(name: str) -> str:
+    """SB3's ``auto``, spelled out for the table: ``cuda`` where there is one, else ``cpu``."""
+    import torch
+
+    return ("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=4_096, help="training steps per run")
+    parser.add_argument(
+        "--devices", default="auto", help="comma-separated torch devices of the policy: cpu, cuda"
+    )
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
     rows, start = [], time.perf_counter()
+    devices = [resolve_device(d) for d in args.devices.split(",")]
     for nodes in SIZES:
         for extractor in EXTRACTORS:
-            speeds = {v: throughput(extractor, nodes, v, args.steps) for v in VEC_ENVS}
-            row = {"extractor": extractor, "nodes": nodes,
-                   **{f"{v} steps/s": round(s) for v, s in speeds.items()}}  # fmt: skip
-            rows.append(row)
-            print(row, flush=True)
+            for device in devices:
+                speeds = {v: throughput(extractor, nodes, v, args.steps, device) for v in VEC_ENVS}
+                row = {"extractor": extractor, "nodes": nodes, "device": device,
+                       **{f"{v} steps/s": round(s) for v, s in speeds.items()}}  # fmt: skip
+                rows.append(row)
+                print(row, flush=True)
     threads = f" --threads {args.threads}" if args.threads else ""
+    if args.devices != "auto":
+        threads += f" --devices {args.devices}"
     note = (f"Command: `python benchmarks/bench_training_speed.py{threads}` ({args.steps} steps "
             f"per run, 4 envs; {time.perf_counter() - start:.0f} s in all). MaskablePPO with "
             "placerl's defaults (n_steps 256, batch 256, 4 epochs), updates included.")

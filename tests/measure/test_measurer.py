@@ -92,12 +92,15 @@ def test_transfer_times_grow_with_size(resnet_measurer):
 
 # ------------------------------------------------------------------------------ bad input
 def test_a_device_the_machine_lacks_lists_the_available_ones(resnet):
-    cluster = Cluster((Device("cpu:0", "cpu"), Device("gpu:0", "gpu")))
+    gpus = torch.cuda.device_count()  # one GPU more than this machine has, wherever it runs
+    names = ["cpu:0", *(f"gpu:{i}" for i in range(gpus + 1))]
+    cluster = Cluster(tuple(Device(name, name[:3]) for name in names))
     measurer = Measurer(resnet, cluster)
     placement = np.zeros(resnet.num_nodes, dtype=int)
-    placement[5] = 1
-    with pytest.raises(PlacementError, match=r"on device 1 \(gpu:0, kind gpu\), which this "
-                       r"machine lacks; available here: 0 \(cpu:0\)"):  # fmt: skip
+    placement[5] = gpus + 1
+    here = ", ".join(f"{i} \\({name}\\)" for i, name in enumerate(names[:-1]))
+    with pytest.raises(PlacementError, match=rf"on device {gpus + 1} \(gpu:{gpus}, kind gpu\), "
+                       rf"which this machine lacks; available here: {here}$"):  # fmt: skip
         measurer.measure(placement)
     measurer.close()
 
