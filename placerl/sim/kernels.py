@@ -7,6 +7,14 @@ because numba passes arrays to a non-inlined call with reference counting, which
 than the work; :mod:`placerl.sim.reference`
 is the slow, readable twin they are tested against. Kernels take the placement and the
 precomputed arrays of a :class:`~placerl.sim.CostModel` and fill caller-provided output arrays.
+
+Measured side by side at 10k nodes and not kept, each within noise of this version (so the
+next attempt can start elsewhere): 4-ary heaps; per-channel FIFO lists instead of the copy
+heap; a sorted ready queue instead of its heap; branch-free heap comparisons; starting an op
+at the end of its gap within the round that frees its device (it halves the rounds under
+``placeto`` and saves no time); numpy's error model (no division checks). A perf profile spreads
+the time over heap comparisons (~16%), the transfer-time loop (~20%) and memory bookkeeping
+(22% of the kernel under ``placeto``, 45% under ``links``), with no single hot spot.
 """
 
 from __future__ import annotations
