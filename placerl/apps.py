@@ -74,7 +74,8 @@ def summary_table(result: TrainResult) -> str:
     else:
         title = f"placerl-train: {result.steps} steps, {result.timings['train']:.0f} s of training"
         mine = "policy"
-    table = Table(title=title)
+    table = Table(title=title, caption=f"{mine} speedup: each row's runtime over the {mine}'s "
+                  f"(above 1x: the {mine} is faster)")  # fmt: skip
     for column in ("graph", "placer", "runtime (ms)", f"{mine} speedup"):
         table.add_column(column, justify="left" if column in ("graph", "placer") else "right")
     for outcome in result.graphs:
