@@ -2,7 +2,6 @@
 
 import itertools
 import math
-import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -19,6 +18,7 @@ from placerl.graph import CompGraph, load_graph
 from placerl.graph.folding import fold_repeats
 from placerl.graph.orders import ORDERS
 from placerl.sim import simulate
+from tests.envs import assert_clone_resumes
 
 # The measured ids run real models on worker processes: tests/measure/test_envs.py checks them;
 # Parallelize-v0 decides configurations, not devices: tests/envs/test_parallelize.py.
@@ -83,13 +83,7 @@ def test_pickle_round_trip_mid_episode(env_id):
     env = make(env_id)
     env.reset(seed=3)
     env.step(0)
-    clone = pickle.loads(pickle.dumps(env))
-    for action in (1, 0, 1):
-        out_a, out_b = env.step(action), clone.step(action)
-        assert out_a[1] == out_b[1]
-        np.testing.assert_array_equal(out_a[0]["nodes"], out_b[0]["nodes"])
-        if out_a[2]:
-            break
+    assert_clone_resumes(env, (1, 0, 1))
 
 
 def test_vector_envs_and_wrappers():

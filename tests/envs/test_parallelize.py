@@ -1,6 +1,5 @@
 """placerl/Parallelize-v0: checkers, determinism, the strategy it builds, bad input, learning."""
 
-import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -18,6 +17,7 @@ from placerl.errors import ConfigError, EpisodeError, PlacementError
 from placerl.graph.folding import fold_repeats
 from placerl.graph.passes import with_backward
 from placerl.graph.torch_import import from_module
+from tests.envs import assert_clone_resumes
 
 ID = "placerl/Parallelize-v0"
 TINY = "zoo:transformer?variant=bert_tiny&training=true"
@@ -52,11 +52,7 @@ def test_same_seed_same_episode_and_pickles_mid_episode():
     env = gym.make(ID, graph=TINY)
     env.reset(seed=0)
     env.step(1)
-    clone = pickle.loads(pickle.dumps(env))
-    for action in (0, 1, 2):
-        x, y = env.step(action), clone.step(action)
-        assert x[1] == y[1]
-        np.testing.assert_array_equal(x[0]["nodes"], y[0]["nodes"])
+    assert_clone_resumes(env, (0, 1, 2))
 
 
 def test_an_episode_decides_every_variable_once_and_scores_its_strategy():
