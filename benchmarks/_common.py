@@ -47,8 +47,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_run_options(args: argparse.Namespace) -> None:
-    """Set torch's thread count when ``--threads`` was given."""
+    """Set torch's thread count when ``--threads`` was given (also through
+    ``OMP_NUM_THREADS``, which :func:`placerl.train.train`'s automatic count follows)."""
     if args.threads:
+        import os
+
         import torch
 
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
         torch.set_num_threads(args.threads)

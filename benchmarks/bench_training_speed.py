@@ -1,42 +1,115 @@
-"""Training throughput: env steps per second of MaskablePPO, updates included, per extractor.
+"""Training throughput: env steps per second of MaskablePPO, updates included, per extractor,
+beside the raw env's steps per second in the same run.
 
 For each extractor (GNN, LSTM, MLP) on ``synthetic:layered`` graphs of 100 and 300 nodes
-(``placeto?n_devices=4``, construct env, placerl's PPO defaults, 4 envs) it trains a fixed
-number of steps with the envs in process (``dummy``) and in subprocesses (``subproc``) and
-reports steps per second of training (no evaluations), side by side in one run.
+(``placeto?n_devices=4``, construct env, placerl's defaults: ``n_envs`` envs, 1,024 steps
+per rollout, 4 epochs of minibatches of 256) it trains a fixed number of steps with the envs
+in process (``dummy``) and in subprocesses (``subproc``) and reports steps per second of
+training (no evaluations), the share of that time spent in PPO updates (the rest collects
+rollouts), and the raw env's steps per second (random valid actions, no policy).
 
-    python benchmarks/bench_training_speed.py            # about 5 minutes on 2 cores
+    python benchmarks/bench_training_speed.py                 # about 4 minutes on 2 cores
     python benchmarks/bench_training_speed.py --devices cpu,cuda   # policy on CPU and GPU
+    python benchmarks/bench_training_speed.py --n-envs 4,32   # compare env counts
+    python benchmarks/bench_training_speed.py --busy 1        # beside a process busy on a core
+    python benchmarks/bench_training_speed.py --busy 1 --rollout-threads 1
 
-Results go to ``benchmarks/results/training_speed.{json,md}``.
+Results go to ``benchmarks/results/training_speed.{json,md}`` (``training_speed_busy`` with
+``--busy``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import multiprocessing
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
-from placerl.train import train
+from placerl.envs import PlacementEnv
+from placerl.train import TrainConfig, train
 
 EXTRACTORS = ("gnn", "lstm", "mlp")
 SIZES = (100, 300)
 VEC_ENVS = ("dummy", "subproc")
+CLUSTER = "placeto?n_devices=4"
 
 
-def throughput(extractor: str, nodes: int, vec_env: str, steps: int, device: str) -> float:
-    """Env steps per second of ``steps`` training steps (PPO updates included), the policy on
-    torch ``device``."""
-    result = train({"graph": f"synthetic:layered?n={nodes}&seed=0",
-                    "cluster": "placeto?n_devices=4", "extractor": extractor,
-                    "vec_env": vec_env, "total_steps": steps, "eval_every": 0,
-                    "checkpoint_every": 0, "baselines": [], "device": device})  # fmt: skip
-    return result.timings["steps_per_s"]
+def graph(nodes: int) -> str:
+    return f"synthetic:layered?n={nodes}&seed=0"
+
+
+class PhaseClock(BaseCallback):
+    """Seconds spent collecting rollouts; the rest of ``learn`` is PPO updates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollout_s, self._start = 0.0, 0.0
+
+    def _on_rollout_start(self) -> None:
+        self._start = time.perf_counter()
+
+    def _on_rollout_end(self) -> None:
+        self.rollout_s += time.perf_counter() - self._start
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def throughput(extractor: str, nodes: int, vec_env: str, steps: int, device: str,
+               n_envs: int, rollout_threads: int = 0) -> tuple[float, float, int]:  # fmt: skip
+    """Env steps per second of ``steps`` training steps (PPO updates included), the share of
+    the time in updates, and torch's thread count."""
+    clock = PhaseClock()
+    result = train({"graph": graph(nodes), "cluster": CLUSTER, "extractor": extractor,
+                    "vec_env": vec_env, "total_steps": steps, "eval_every": 0, "n_envs": n_envs,
+                    "checkpoint_every": 0, "baselines": [], "device": device,
+                    "rollout_threads": rollout_threads}, callbacks=[clock])  # fmt: skip
+    train_s = result.timings["train"]
+    return result.timings["steps_per_s"], 1 - clock.rollout_s / train_s, int(
+        result.timings["torch_threads"]
+    )
+
+
+def raw_env_speed(nodes: int, steps: int = 5_000) -> float:
+    """Steps per second of the construct env alone, random valid actions."""
+    env = PlacementEnv(graph=graph(nodes), cluster=CLUSTER)
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    start = time.perf_counter()
+    for _ in range(steps):
+        valid = np.flatnonzero(env.action_masks())
+        if env.step(int(valid[rng.integers(len(valid))]))[2]:
+            env.reset()
+    return steps / (time.perf_counter() - start)
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+@contextlib.contextmanager
+def busy_cores(count: int) -> Iterator[None]:
+    """``count`` processes that each keep a core busy (a shared machine), stopped after."""
+    spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(count)]
+    for process in spinners:
+        process.start()
+    try:
+        yield
+    finally:
+        for process in spinners:
+            process.terminate()
 
 
 def resolve_device(name: str) -> str:
@@ -46,36 +119,63 @@ def resolve_device(name: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name
 
 
+def rows_for(nodes: int, extractor: str, device: str, n_envs: int, steps: int,
+             env_speed: float, rollout_threads: int) -> dict[str, Any]:  # fmt: skip
+    """One table row: both vector envs on one configuration."""
+    row: dict[str, Any] = {"extractor": extractor, "nodes": nodes, "device": device,
+                           "n_envs": n_envs}  # fmt: skip
+    for vec_env in VEC_ENVS:
+        speed, update_share, threads = throughput(extractor, nodes, vec_env, steps, device,
+                                                  n_envs, rollout_threads)  # fmt: skip
+        row[f"{vec_env} steps/s"] = round(speed)
+        row[f"{vec_env} updates"] = f"{update_share:.0%}"
+    row["raw env steps/s"] = round(env_speed)
+    row["torch threads"] = threads
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=4_096, help="training steps per run")
+    parser.add_argument("--steps", type=int, default=8_192, help="training steps per run")
     parser.add_argument(
         "--devices", default="auto", help="comma-separated torch devices of the policy: cpu, cuda"
     )
+    parser.add_argument("--n-envs", default=str(TrainConfig.n_envs),
+                        help="comma-separated env counts (default: placerl's)")  # fmt: skip
+    parser.add_argument("--extractors", default=",".join(EXTRACTORS))
+    parser.add_argument("--rollout-threads", type=int, default=0,
+                        help="torch threads while collecting rollouts (0: as in updates)")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="processes kept busy beside the runs (a shared machine)")  # fmt: skip
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
     devices = [resolve_device(d) for d in args.devices.split(",")]
+    env_counts = [int(n) for n in args.n_envs.split(",")]
     for device in devices:  # untimed: compiles the numba kernels (cached after) and starts CUDA
-        throughput(EXTRACTORS[0], SIZES[0], VEC_ENVS[0], 256, device)
+        throughput(EXTRACTORS[0], SIZES[0], VEC_ENVS[0], 256, device, 4)
     rows, start = [], time.perf_counter()
-    for nodes in SIZES:
-        for extractor in EXTRACTORS:
-            for device in devices:
-                speeds = {v: throughput(extractor, nodes, v, args.steps, device) for v in VEC_ENVS}
-                row = {"extractor": extractor, "nodes": nodes, "device": device,
-                       **{f"{v} steps/s": round(s) for v, s in speeds.items()}}  # fmt: skip
-                rows.append(row)
-                print(row, flush=True)
-    threads = f" --threads {args.threads}" if args.threads else ""
-    if args.devices != "auto":
-        threads += f" --devices {args.devices}"
-    note = (f"Command: `python benchmarks/bench_training_speed.py{threads}` ({args.steps} steps "
-            f"per run, 4 envs; {time.perf_counter() - start:.0f} s in all). MaskablePPO with "
-            "placerl's defaults (n_steps 256, batch 256, 4 epochs), updates included.")
-    write_results("training_speed", rows, args.out)
+    with busy_cores(args.busy):
+        for nodes in SIZES:
+            env_speed = raw_env_speed(nodes)
+            for extractor in args.extractors.split(","):
+                for device in devices:
+                    for n_envs in env_counts:
+                        rows.append(rows_for(nodes, extractor, device, n_envs, args.steps,
+                                             env_speed, args.rollout_threads))  # fmt: skip
+                        print(rows[-1], flush=True)
+    options = "".join(f" --{name.replace('_', '-')} {getattr(args, name)}"
+                      for name in ("threads", "devices", "n_envs", "extractors",
+                                   "rollout_threads", "busy")
+                      if getattr(args, name) != parser.get_default(name))  # fmt: skip
+    note = (f"Command: `python benchmarks/bench_training_speed.py{options}` ({args.steps} steps "
+            f"per run; {time.perf_counter() - start:.0f} s in all). MaskablePPO with placerl's "
+            "defaults (1,024 steps per rollout split over the envs, minibatches of 256, 4 "
+            "epochs), updates included; `updates`: their share of the training time.")
+    name = "training_speed" + ("_busy" if args.busy else "")
+    write_results(name, rows, args.out)
     text = f"{note}\n\n{markdown_table(rows)}\n"
-    (Path(args.out) / "training_speed.md").write_text(text)
+    (Path(args.out) / f"{name}.md").write_text(text)
     print(f"\n{text}")
 
 

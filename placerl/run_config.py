@@ -148,6 +148,8 @@ class RunConfig:
     baselines: list[str] = field(default_factory=lambda: ["single_device", "random", "heft"])
     resume: bool = True
     device: str = "auto"
+    threads: int = 0
+    rollout_threads: int = 1
     progress_bar: bool = True
     force: bool = False
 
@@ -182,6 +184,7 @@ def to_train_config(run: RunConfig, out_dir: str | None) -> TrainConfig:
         keep_best=run.keep_best, eval_samples=run.eval_samples,
         checkpoint_every=run.checkpoint_every, baselines=tuple(run.baselines),
         out_dir=out_dir, resume=run.resume and out_dir is not None, device=run.device,
+        threads=run.threads, rollout_threads=run.rollout_threads,
         progress_bar=run.progress_bar,
     )  # fmt: skip
 

@@ -199,3 +199,33 @@ class TimeBudget(BaseCallback):
     def _on_step(self) -> bool:
         self.expired = self.seconds > 0 and self.clock() >= self.seconds
         return not self.expired
+
+
+class PhaseThreads(BaseCallback):
+    """Torch's intra-op threads per phase: ``rollout`` while collecting rollouts (one forward
+    pass of a small batch per step, where each parallel region costs more than it saves, and
+    stalls when another process holds a core) and ``update`` during the PPO updates."""
+
+    def __init__(self, rollout: int, update: int) -> None:
+        super().__init__()
+        self.rollout, self.update = rollout, update
+
+    def enter_rollout(self) -> None:
+        """Switch to the rollout threads (also for evaluations outside ``learn``)."""
+        torch.set_num_threads(self.rollout)
+
+    def enter_update(self) -> None:
+        """Switch to the update threads."""
+        torch.set_num_threads(self.update)
+
+    def _on_training_start(self) -> None:  # the first evaluation comes before any rollout
+        self.enter_rollout()
+
+    def _on_rollout_start(self) -> None:
+        self.enter_rollout()
+
+    def _on_rollout_end(self) -> None:
+        self.enter_update()
+
+    def _on_step(self) -> bool:
+        return True

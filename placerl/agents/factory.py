@@ -37,13 +37,17 @@ from placerl.errors import ConfigError
 #: PPO in the alternating local optimum of ``branches`` for all three seeds.
 PPO_DEFAULTS: dict[str, Any] = {
     "learning_rate": 1e-3,
-    "n_steps": 256,
     "batch_size": 256,
     "n_epochs": 4,
     "gamma": 1.0,
     "gae_lambda": 0.95,
     "ent_coef": 0.0,
 }
+
+#: Env steps per PPO rollout, all envs together (4 envs x 256 steps before envs were batched):
+#: ``n_steps`` per env is this over the env count, so the updates see the same data whatever
+#: the number of envs (see ``benchmarks/bench_learning_per_step.py``).
+PPO_ROLLOUT = 1024
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,9 @@ class Algorithm:
         policies: Policy (class path or SB3 policy name) per head.
         masks: The algorithm uses the env's action masks.
         defaults: Hyperparameters placerl passes unless overridden.
+        rollout: Env steps per rollout, all envs together: unless ``n_steps`` is given,
+            each env takes ``rollout / n_envs`` (rounded up), so that adding envs batches
+            the policy's forward pass without changing how many steps each update sees.
     """
 
     name: str
@@ -65,6 +72,7 @@ class Algorithm:
     policies: Mapping[str, str]
     masks: bool
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    rollout: int = 0
 
     def load(self) -> type:
         """The SB3 algorithm class."""
@@ -88,15 +96,15 @@ _HEADS = "placerl.agents.heads"
 for _algo in (
     Algorithm("maskable_ppo", "sb3_contrib", "MaskablePPO",
               {"devices": f"{_HEADS}:MaskableDevicePolicy", "mlp": "MultiInputPolicy"},
-              masks=True, defaults=PPO_DEFAULTS),
+              masks=True, defaults=PPO_DEFAULTS, rollout=PPO_ROLLOUT),
     Algorithm("ppo", "stable_baselines3", "PPO",
               {"devices": f"{_HEADS}:DevicePolicy", "mlp": "MultiInputPolicy"},
-              masks=False, defaults=PPO_DEFAULTS),
+              masks=False, defaults=PPO_DEFAULTS, rollout=PPO_ROLLOUT),
     Algorithm("a2c", "stable_baselines3", "A2C",
               {"devices": f"{_HEADS}:DevicePolicy", "mlp": "MultiInputPolicy"},
               masks=False, defaults={"gamma": 1.0, "n_steps": 32, "learning_rate": 1e-3}),
     Algorithm("recurrent_ppo", "sb3_contrib", "RecurrentPPO", {"mlp": "MultiInputLstmPolicy"},
-              masks=False, defaults=PPO_DEFAULTS),
+              masks=False, defaults=PPO_DEFAULTS, rollout=PPO_ROLLOUT),
 ):  # fmt: skip
     ALGORITHMS.register(_algo.name, _algo)
 
@@ -166,6 +174,8 @@ def make_agent(
         kwargs["features_extractor_class"] = extractor_cls
         kwargs["features_extractor_kwargs"] = dict(extractor_kwargs or {})
     options = {**spec.defaults, **hyperparams}
+    if spec.rollout and "n_steps" not in options:
+        options["n_steps"] = -(-spec.rollout // _num_envs(env))
     check_options(cls.__init__, options, what=f"algorithm {algo!r}", error=ConfigError,
                   given=_GIVEN)  # fmt: skip
     if "batch_size" in options and "n_steps" in options:

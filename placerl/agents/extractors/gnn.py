@@ -52,7 +52,11 @@ def _gin(in_dim: int, out_dim: int) -> nn.Module:
 
 
 class _TwoWayLayer(nn.Module):
-    """One round: a layer along the edges and one against them, concatenated and mixed."""
+    """One round: a layer along the edges and one against them, concatenated and mixed.
+
+    It computes new embeddings for the first ``outputs`` rows of ``h`` only (the rows a later
+    round still needs), reading messages from every row.
+    """
 
     def __init__(self, layer: str, hidden: int) -> None:
         super().__init__()
@@ -60,10 +64,22 @@ class _TwoWayLayer(nn.Module):
         self.backward_conv = GNN_LAYERS[layer](hidden, hidden)
         self.mix = nn.Linear(2 * hidden, hidden)
 
-    def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        both = torch.cat([self.forward_conv(h, edge_index),
-                          self.backward_conv(h, edge_index.flip(0))], dim=1)  # fmt: skip
-        return h + torch.relu(self.mix(torch.relu(both)))
+    def forward(self, h: torch.Tensor, edge_index: torch.Tensor,
+                outputs: int | None = None) -> torch.Tensor:  # fmt: skip
+        """``(outputs, hidden)``: the next embedding of rows ``0..outputs-1`` (default: all).
+
+        Args:
+            h: ``(rows, hidden)`` embeddings.
+            edge_index: ``(2, E)`` producer and consumer rows.
+            outputs: Rows to update; edges that reach none of them are dropped.
+        """
+        outputs = h.shape[0] if outputs is None else outputs
+        pair = (h, h[:outputs])  # PyG's bipartite form: messages from all rows to the first ones
+        along = edge_index[:, edge_index[1] < outputs]
+        against = edge_index.flip(0)[:, edge_index[0] < outputs]
+        both = torch.cat([self.forward_conv(pair, along), self.backward_conv(pair, against)],
+                         dim=1)  # fmt: skip
+        return h[:outputs] + torch.relu(self.mix(torch.relu(both)))
 
 
 class GnnExtractor(PlacementExtractor):
@@ -91,31 +107,44 @@ class GnnExtractor(PlacementExtractor):
         nodes, node_mask = obs["nodes"], obs["node_mask"]
         batch, num_nodes = node_mask.shape
         flat_nodes = nodes.reshape(batch * num_nodes, -1)
+        first = self.embed(nodes)  # (B, N, hidden): every node's first embedding
+        pooled = torch.einsum("bnh,bn->bh", first, node_mask)
+        pooled = pooled / node_mask.sum(dim=1, keepdim=True).clamp_min(1)
         offsets = torch.arange(batch, device=nodes.device) * num_nodes
         edges = obs["edge_index"].long() + offsets[:, None, None]  # rows of the flat batch
         edges = edges.transpose(0, 1)[:, obs["edge_mask"] > 0.5]  # (2, real edges)
         current = obs["current"].argmax(dim=1) + offsets
-        keep = _neighbourhood(current, edges, batch * num_nodes, len(self.rounds))
-        new_index = torch.cumsum(keep.long(), 0) - 1
-        sub_edges = new_index[edges[:, keep[edges[0]] & keep[edges[1]]]]
-        h = self.embed(flat_nodes[keep])
-        for layer in self.rounds:
-            h = layer(h, sub_edges)
-        first = self.embed(nodes)  # (B, N, hidden): every node's first embedding
-        pooled = torch.einsum("bnh,bn->bh", first, node_mask)
-        pooled = pooled / node_mask.sum(dim=1, keepdim=True).clamp_min(1)
-        return torch.cat([h[new_index[current]], pooled], dim=1)
+        rows, sub_edges, within = _neighbourhood(current, edges, batch * num_nodes,
+                                                 len(self.rounds))  # fmt: skip
+        h = self.embed(flat_nodes[rows])  # cheaper to recompute than to index (backward)
+        for r, layer in enumerate(self.rounds):  # round r updates the nodes a later one reads
+            h = layer(h, sub_edges, outputs=within[len(self.rounds) - 1 - r])
+        return torch.cat([h, pooled], dim=1)  # the seeds are the first rows, in batch order
 
 
 def _neighbourhood(seeds: torch.Tensor, edges: torch.Tensor, num_nodes: int,
-                   hops: int) -> torch.Tensor:  # fmt: skip
-    """Boolean mask of the nodes within ``hops`` edges of ``seeds``, edges taken both ways."""
-    keep = torch.zeros(num_nodes, dtype=torch.bool, device=seeds.device)
-    keep[seeds] = True
+                   hops: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:  # fmt: skip
+    """The nodes within ``hops`` edges of ``seeds`` (edges taken both ways), nearest first.
+
+    Returns:
+        ``rows``: the nodes, sorted by hop distance (the seeds first, in their given order);
+        ``edges``: the edges between them, renumbered to positions in ``rows``;
+        ``within``: ``within[k]`` is the number of nodes at most ``k`` hops away, so the
+        nodes a message-passing round must update are a prefix of ``rows``.
+    """
+    far = hops + 1
+    distance = torch.full((num_nodes,), far, dtype=torch.long, device=seeds.device)
+    distance[seeds] = 0
     src, dst = edges
-    for _ in range(hops):
-        grown = keep.clone()
-        grown[dst[keep[src]]] = True
-        grown[src[keep[dst]]] = True
-        keep = grown
-    return keep
+    for k in range(1, hops + 1):
+        reached = distance < k
+        step = torch.zeros(num_nodes, dtype=torch.bool, device=seeds.device)
+        step[dst[reached[src]]] = True
+        step[src[reached[dst]]] = True
+        distance = torch.where(step & (distance > k), k, distance)
+    counts = torch.bincount(distance, minlength=far + 1)[:far].cumsum(0).tolist()
+    rows = torch.sort(distance, stable=True).indices[: counts[-1]]
+    position = torch.full((num_nodes,), -1, dtype=torch.long, device=seeds.device)
+    position[rows] = torch.arange(len(rows), device=seeds.device)
+    inside = (distance[src] < far) & (distance[dst] < far)
+    return rows, position[edges[:, inside]], counts
