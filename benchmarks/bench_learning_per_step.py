@@ -8,6 +8,8 @@ and reused: envs side by side (``n_envs`` x ``n_steps`` per rollout), PPO epochs
 
     python benchmarks/bench_learning_per_step.py                # about 15 minutes on 2 cores
     python benchmarks/bench_learning_per_step.py --variants before,default --seeds 0,1
+    python benchmarks/bench_learning_per_step.py --variants 8x128_3ep --append   # add one
+    python benchmarks/bench_learning_per_step.py --report   # table and plot of the saved runs
 
 Results go to ``benchmarks/results/learning_per_step.{json,md,png}``: the table gives per
 variant and graph the final greedy ratio, the mean over the curve (area under it: how fast it
@@ -17,6 +19,7 @@ learns), the best evaluation, and training seconds.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -34,12 +37,14 @@ GRAPHS = ("synthetic:layered?n=100&seed=0", "synthetic:cifar10?seed=0")
 CLUSTER = "placeto?n_devices=4"
 
 #: Rollout layouts: envs, steps per env per rollout, PPO epochs, minibatch size.
+_PPO = {"n_epochs": 4, "batch_size": 256}
 VARIANTS: dict[str, dict[str, Any]] = {
-    "before": {"n_envs": 4, "hyperparams": {"n_steps": 256, "n_epochs": 4, "batch_size": 256}},
-    "16x64": {"n_envs": 16, "hyperparams": {"n_steps": 64, "n_epochs": 4, "batch_size": 256}},
-    "32x32": {"n_envs": 32, "hyperparams": {"n_steps": 32, "n_epochs": 4, "batch_size": 256}},
-    "16x64_2ep": {"n_envs": 16, "hyperparams": {"n_steps": 64, "n_epochs": 2,
-                                                 "batch_size": 256}},
+    "before": {"n_envs": 4, "hyperparams": {"n_steps": 256, **_PPO}},
+    "8x128": {"n_envs": 8, "hyperparams": {"n_steps": 128, **_PPO}},
+    "16x64": {"n_envs": 16, "hyperparams": {"n_steps": 64, **_PPO}},
+    "32x32": {"n_envs": 32, "hyperparams": {"n_steps": 32, **_PPO}},
+    "8x128_3ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, "n_epochs": 3,
+                                                "batch_size": 256}},
     "default": {},  # placerl's defaults, whatever they are when this runs
 }
 
@@ -58,6 +63,18 @@ def run(variant: str, graph: str, seed: int, steps: int, every: int) -> dict[str
             "train_s": result.timings["train"]}  # fmt: skip
 
 
+def previous_runs(out: Path) -> list[dict[str, Any]]:
+    """The runs of an earlier invocation (``--append``)."""
+    path = out / "learning_per_step.json"
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def previous_commands(out: Path) -> list[str]:
+    """The commands that made the runs ``--append`` keeps."""
+    path = out / "learning_per_step_commands.txt"
+    return path.read_text().splitlines() if path.is_file() else []
+
+
 def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per variant and graph: final, mean-over-curve and best ratios (seed means)."""
     rows = []
@@ -68,6 +85,7 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             train_s = float(np.mean([r["train_s"] for r in mine]))
             rows.append({"variant": variant, "graph": graph.split(":")[1], "seeds": len(mine),
                          "final": round(float(curves[:, -1].mean()), 3),
+                         "final median": round(float(np.median(curves[:, -1])), 3),
                          "curve mean": round(float(curves.mean()), 3),
                          "best": round(float(curves.min(axis=1).mean()), 3),
                          "train s": round(train_s, 1)})  # fmt: skip
@@ -99,10 +117,15 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variants", default="before,16x64,32x32,16x64_2ep")
+    parser.add_argument("--variants", default="before,8x128,16x64,32x32")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--steps", type=int, default=16_000)
     parser.add_argument("--every", type=int, default=1_000, help="evaluation interval")
+    parser.add_argument("--append", action="store_true",
+                        help="keep the runs already in the results (same steps and interval), "
+                             "replacing those of the same variant, graph and seed")
+    parser.add_argument("--report", action="store_true",
+                        help="train nothing: the table and plot of the saved runs")  # fmt: skip
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
@@ -110,24 +133,38 @@ def main() -> None:
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
         parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    start, runs = time.perf_counter(), []
+    out = Path(args.out)
+    start, runs = time.perf_counter(), previous_runs(out) if args.append else []
+    if args.report:
+        report(previous_runs(out), previous_commands(out), out)
+        return
     for variant in variants:
         for graph in GRAPHS:
             for seed in (int(s) for s in args.seeds.split(",")):
+                runs = [r for r in runs if (r["variant"], r["graph"], r["seed"])
+                        != (variant, graph, seed)]  # fmt: skip
                 runs.append(run(variant, graph, seed, args.steps, args.every))
                 print({k: runs[-1][k] for k in ("variant", "graph", "seed")},
                       f"final {runs[-1]['ratio'][-1]:.3f}", flush=True)  # fmt: skip
-    rows = summarize(runs)
-    out = Path(args.out)
     write_results("learning_per_step", runs, out)
-    plot(runs, out / "learning_per_step.png")
     threads = f" --threads {args.threads}" if args.threads else ""
-    note = (f"Command: `python benchmarks/bench_learning_per_step.py --variants {args.variants} "
-            f"--seeds {args.seeds} --steps {args.steps}{threads}` "
-            f"({time.perf_counter() - start:.0f} s in all). GNN, MaskablePPO, {CLUSTER}; ratios "
-            "are greedy runtime / HEFT's (below 1: better), means over seeds; `curve mean` "
-            f"averages every evaluation (every {args.every} steps, from step 0).")  # fmt: skip
-    text = f"{note}\n\n{markdown_table(rows)}\n"
+    command = (f"python benchmarks/bench_learning_per_step.py --variants {args.variants} "
+               f"--seeds {args.seeds} --steps {args.steps}{threads}"
+               f"{' --append' if args.append else ''}  # {time.perf_counter() - start:.0f} s")
+    commands = [*previous_commands(out), command] if args.append else [command]
+    (out / "learning_per_step_commands.txt").write_text("\n".join(commands) + "\n")
+    report(runs, commands, out)
+
+
+def report(runs: list[dict[str, Any]], commands: list[str], out: Path) -> None:
+    """Write and print the table (``learning_per_step.md``) and the plot of ``runs``."""
+    plot(runs, out / "learning_per_step.png")
+    steps, every = runs[0]["steps"][-1], runs[0]["steps"][1] - runs[0]["steps"][0]
+    note = (f"GNN, MaskablePPO, {CLUSTER}, {steps} steps; ratios are greedy runtime / HEFT's "
+            "(below 1: better), means over seeds; `curve mean` averages every evaluation "
+            f"(every {every} steps, from step 0). Made by:\n\n```\n" + "\n".join(commands)
+            + "\n```")  # fmt: skip
+    text = f"{note}\n\n{markdown_table(summarize(runs))}\n"
     (out / "learning_per_step.md").write_text(text)
     print(f"\n{text}")
 

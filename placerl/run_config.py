@@ -139,7 +139,7 @@ class RunConfig:
     seed: int = 0
     total_steps: int = 20_000
     time_limit_s: float = 0.0
-    n_envs: int = 4
+    n_envs: int = 8
     vec_env: str = "dummy"
     eval_every: int = 2_000
     eval_samples: int = 8

@@ -97,7 +97,7 @@ class TrainConfig:
     hyperparams: Mapping[str, Any] = field(default_factory=dict)
     total_steps: int = 20_000
     time_limit_s: float = 0.0
-    n_envs: int = 4
+    n_envs: int = 8
     vec_env: str = "dummy"
     seed: int = 0
     warm_start: str | None = None

@@ -21,13 +21,19 @@ import torch
 from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from torch import nn
+from torch.nn import functional as F
 
 from placerl.agents.extractors.base import PlacementExtractor, mlp
 from placerl.errors import ConfigError
 
 
 class _PerDevice(nn.Module):
-    """Encode each ``(context, device row)`` pair with one shared MLP: ``(B, D, hidden)``."""
+    """Encode each ``(context, device row)`` pair with one shared MLP: ``(B, D, hidden)``.
+
+    The first layer's context part is the same for every device, so it is computed once per
+    sample and broadcast over the rows (the same result as applying the MLP to each pair,
+    with about a quarter of the work on 4 devices).
+    """
 
     def __init__(self, context_dim: int, device_dim: int, hidden: int) -> None:
         super().__init__()
@@ -37,8 +43,13 @@ class _PerDevice(nn.Module):
     def forward(self, latent: torch.Tensor) -> torch.Tensor:
         context = latent[:, : self.context_dim]
         rows = latent[:, self.context_dim :].reshape(latent.shape[0], -1, self.device_dim)
-        context = context[:, None, :].expand(-1, rows.shape[1], -1)
-        return self.net(torch.cat([context, rows], dim=-1))
+        first, *rest = self.net[0]
+        weight = first.weight
+        hidden = (F.linear(context, weight[:, : self.context_dim])[:, None, :]
+                  + F.linear(rows, weight[:, self.context_dim :], first.bias))  # fmt: skip
+        for layer in (*rest, self.net[1]):
+            hidden = layer(hidden)
+        return hidden
 
 
 class DeviceScorer(nn.Module):

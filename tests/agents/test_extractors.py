@@ -124,3 +124,14 @@ def test_cuda_matches_cpu(env, name):
         cpu = extractor(batch)
         gpu = extractor.cuda()({k: v.cuda() for k, v in batch.items()}).cpu()
     torch.testing.assert_close(cpu, gpu, rtol=1e-3, atol=1e-4)
+
+
+def test_device_heads_share_the_context_part_of_their_first_layer():
+    """Computing the context's share of the first layer once per sample gives the same
+    encodings as the shared MLP applied to every (context, device row) pair."""
+    torch.manual_seed(0)
+    head = DeviceScorer(6, 3, 16)
+    context, rows = torch.randn(5, 6), torch.randn(5, 4, 3)
+    pairs = torch.cat([context[:, None, :].expand(-1, 4, -1), rows], dim=-1)
+    expected = head.score(head.encode.net(pairs)).squeeze(-1)
+    torch.testing.assert_close(head(torch.cat([context, rows.flatten(1)], dim=1)), expected)
