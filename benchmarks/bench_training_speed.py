@@ -11,11 +11,10 @@ rollouts), and the raw env's steps per second (random valid actions, no policy).
     python benchmarks/bench_training_speed.py                 # about 4 minutes on 2 cores
     python benchmarks/bench_training_speed.py --devices cpu,cuda   # policy on CPU and GPU
     python benchmarks/bench_training_speed.py --n-envs 4,32   # compare env counts
-    python benchmarks/bench_training_speed.py --busy 1        # beside a process busy on a core
-    python benchmarks/bench_training_speed.py --busy 1 --rollout-threads 1
+    python benchmarks/bench_training_speed.py --busy 1        # thread settings, one core busy
 
 Results go to ``benchmarks/results/training_speed.{json,md}`` (``training_speed_busy`` with
-``--busy``).
+``--busy``, ``..._n_envs`` with ``--n-envs``).
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
+from placerl.agents.threads import available_cores
 from placerl.envs import PlacementEnv
 from placerl.train import TrainConfig, train
 
@@ -67,14 +67,16 @@ class PhaseClock(BaseCallback):
 
 
 def throughput(extractor: str, nodes: int, vec_env: str, steps: int, device: str,
-               n_envs: int, rollout_threads: int = 0) -> tuple[float, float, int]:  # fmt: skip
+               n_envs: int, rollout_threads: int = 1,
+               threads: int = 0) -> tuple[float, float, int]:  # fmt: skip
     """Env steps per second of ``steps`` training steps (PPO updates included), the share of
-    the time in updates, and torch's thread count."""
+    the time in updates, and torch's thread count in the updates."""
     clock = PhaseClock()
     result = train({"graph": graph(nodes), "cluster": CLUSTER, "extractor": extractor,
                     "vec_env": vec_env, "total_steps": steps, "eval_every": 0, "n_envs": n_envs,
                     "checkpoint_every": 0, "baselines": [], "device": device,
-                    "rollout_threads": rollout_threads}, callbacks=[clock])  # fmt: skip
+                    "rollout_threads": rollout_threads, "threads": threads},
+                   callbacks=[clock])  # fmt: skip
     train_s = result.timings["train"]
     return result.timings["steps_per_s"], 1 - clock.rollout_s / train_s, int(
         result.timings["torch_threads"]
@@ -112,6 +114,27 @@ def busy_cores(count: int) -> Iterator[None]:
             process.terminate()
 
 
+#: Thread settings compared on a busy machine: (label, rollout_threads, threads), where ``all``
+#: is every core of the process and 0 placerl's automatic count (less the cores others keep busy).
+THREAD_SETTINGS = (("all cores in both phases (torch's default)", 0, "all"),
+                   ("all in updates, one in rollouts", 1, "all"),
+                   ("automatic (placerl's default)", 1, 0))  # fmt: skip
+
+
+def busy_rows(nodes: int, extractor: str, device: str, n_envs: int,
+              steps: int) -> list[dict[str, Any]]:  # fmt: skip
+    """Rows of the busy-machine comparison: each thread setting, envs in process."""
+    rows = []
+    for label, rollout_threads, threads in THREAD_SETTINGS:
+        count = available_cores() if threads == "all" else threads
+        speed, update_share, used = throughput(extractor, nodes, "dummy", steps, device, n_envs,
+                                               rollout_threads, count)  # fmt: skip
+        rows.append({"extractor": extractor, "nodes": nodes, "torch threads": label,
+                     "update threads": used, "steps/s": round(speed),
+                     "updates": f"{update_share:.0%}"})  # fmt: skip
+    return rows
+
+
 def resolve_device(name: str) -> str:
     """SB3's ``auto``, spelled out for the table: ``cuda`` where there is one, else ``cpu``."""
     import torch
@@ -143,10 +166,12 @@ def main() -> None:
     parser.add_argument("--n-envs", default=str(TrainConfig.n_envs),
                         help="comma-separated env counts (default: placerl's)")  # fmt: skip
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
-    parser.add_argument("--rollout-threads", type=int, default=0,
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="graph sizes (nodes)")
+    parser.add_argument("--rollout-threads", type=int, default=1,
                         help="torch threads while collecting rollouts (0: as in updates)")
     parser.add_argument("--busy", type=int, default=0,
-                        help="processes kept busy beside the runs (a shared machine)")  # fmt: skip
+                        help="processes kept busy beside the runs (a shared machine); compares "
+                             "thread settings instead of vector envs")  # fmt: skip
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
@@ -156,23 +181,30 @@ def main() -> None:
         throughput(EXTRACTORS[0], SIZES[0], VEC_ENVS[0], 256, device, 4)
     rows, start = [], time.perf_counter()
     with busy_cores(args.busy):
-        for nodes in SIZES:
+        for nodes in (int(n) for n in args.sizes.split(",")):
             env_speed = raw_env_speed(nodes)
             for extractor in args.extractors.split(","):
                 for device in devices:
                     for n_envs in env_counts:
-                        rows.append(rows_for(nodes, extractor, device, n_envs, args.steps,
-                                             env_speed, args.rollout_threads))  # fmt: skip
-                        print(rows[-1], flush=True)
+                        if args.busy:
+                            new = busy_rows(nodes, extractor, device, n_envs, args.steps)
+                        else:
+                            new = [rows_for(nodes, extractor, device, n_envs, args.steps,
+                                            env_speed, args.rollout_threads)]  # fmt: skip
+                        rows += new
+                        print(*new, sep="\n", flush=True)
     options = "".join(f" --{name.replace('_', '-')} {getattr(args, name)}"
-                      for name in ("threads", "devices", "n_envs", "extractors",
-                                   "rollout_threads", "busy")
+                      for name in ("steps", "threads", "devices", "n_envs", "extractors",
+                                   "sizes", "rollout_threads", "busy")
                       if getattr(args, name) != parser.get_default(name))  # fmt: skip
     note = (f"Command: `python benchmarks/bench_training_speed.py{options}` ({args.steps} steps "
             f"per run; {time.perf_counter() - start:.0f} s in all). MaskablePPO with placerl's "
             "defaults (1,024 steps per rollout split over the envs, minibatches of 256, 4 "
             "epochs), updates included; `updates`: their share of the training time.")
-    name = "training_speed" + ("_busy" if args.busy else "")
+    if args.busy:
+        note += f" {args.busy} other process(es) kept a core busy throughout; envs in process."
+    name = ("training_speed" + ("_busy" if args.busy else "")
+            + ("_n_envs" if args.n_envs != parser.get_default("n_envs") else ""))  # fmt: skip
     write_results(name, rows, args.out)
     text = f"{note}\n\n{markdown_table(rows)}\n"
     (Path(args.out) / f"{name}.md").write_text(text)

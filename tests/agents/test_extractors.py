@@ -135,3 +135,20 @@ def test_device_heads_share_the_context_part_of_their_first_layer():
     pairs = torch.cat([context[:, None, :].expand(-1, 4, -1), rows], dim=-1)
     expected = head.score(head.encode.net(pairs)).squeeze(-1)
     torch.testing.assert_close(head(torch.cat([context, rows.flatten(1)], dim=1)), expected)
+
+
+def test_neighbourhood_lists_the_nearest_nodes_first():
+    """Nodes sorted by hop distance (edges both ways), seeds first, with the prefix counts the
+    pruned rounds read: round r updates only the nodes a later round still needs."""
+    from placerl.agents.extractors.gnn import _neighbourhood
+
+    # two disjoint chains 0-1-2-3-4 and 5-6-7-8-9 (as one flat batch), seeds 2 and 9
+    edges = torch.tensor([[0, 1, 2, 3, 5, 6, 7, 8], [1, 2, 3, 4, 6, 7, 8, 9]])
+    rows, sub_edges, within = _neighbourhood(torch.tensor([2, 9]), edges, 10, hops=2)
+    assert rows[:2].tolist() == [2, 9]
+    assert within == [2, 5, 8]  # seeds; then 1, 3, 8; then 0, 4, 7
+    assert set(rows[2:5].tolist()) == {1, 3, 8} and set(rows[5:].tolist()) == {0, 4, 7}
+    assert 5 not in rows.tolist() and 6 not in rows.tolist()  # 3 and 4 hops from seed 9
+    # the kept edges, renumbered, are the original edges between kept nodes
+    kept = {(int(rows[a]), int(rows[b])) for a, b in sub_edges.t().tolist()}
+    assert kept == {(0, 1), (1, 2), (2, 3), (3, 4), (7, 8), (8, 9)}

@@ -1,5 +1,6 @@
 """Torch threads: the cores a process may use, the count training takes, and the phases."""
 
+import pytest
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -34,15 +35,51 @@ def test_available_cores_is_capped_by_the_quota(monkeypatch):
     assert threads.available_cores() == 64
 
 
-def test_training_threads_follow_the_request_then_omp_then_the_cores(monkeypatch):
+def test_training_threads_follow_the_request_then_omp_then_the_free_cores(monkeypatch):
+    monkeypatch.setattr(threads, "_affinity", lambda: set(range(6)))
     monkeypatch.setattr(threads, "available_cores", lambda: 6)
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 0.2)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert threads.training_threads(3) == 3
     assert threads.training_threads(0) == 6
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 2.4)  # two cores taken by others
+    assert threads.training_threads(0) == 4
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 9.0)
+    assert threads.training_threads(0) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "2")  # a launcher running jobs side by side
     assert threads.training_threads(0) == 2
     monkeypatch.setenv("OMP_NUM_THREADS", "many")
-    assert threads.training_threads(0) == 6
+    assert threads.training_threads(0) == 1
+
+
+def test_the_load_is_ignored_under_a_quota(monkeypatch):
+    """Under a CPU quota the CPUs are shared by design: their load is not this process's."""
+    monkeypatch.setattr(threads, "_affinity", lambda: set(range(64)))
+    monkeypatch.setattr(threads, "available_cores", lambda: 16)
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 40.0)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert threads.training_threads(0) == 16
+
+
+def test_cpu_times_sum_the_process_cpus(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  9 9 9 9 9 9 9 9 0 0\n"
+                    "cpu0 10 0 5 80 5 0 0 0 0 0\n"
+                    "cpu1 50 0 10 40 0 0 0 0 0 0\n"
+                    "cpu2 1 1 1 1 1 1 1 1 0 0\nintr 5\n")  # fmt: skip
+    assert threads._cpu_times({0, 1}, stat) == (75, 200)  # idle and iowait are not busy
+    assert threads._cpu_times({7}, stat) is None
+    assert threads._cpu_times({0}, tmp_path / "absent") is None
+
+
+def test_busy_elsewhere_subtracts_this_process(monkeypatch):
+    ticks = iter([(100, 1000), (190, 1100)])  # 90 of 100 ticks busy on 2 CPUs: 1.8 cores
+    clock = iter([5.0, 5.03])  # this process used 0.03 s of CPU in the 0.1 s window
+    monkeypatch.setattr(threads, "_affinity", lambda: {0, 1})
+    monkeypatch.setattr(threads, "_cpu_times", lambda cpus: next(ticks))
+    monkeypatch.setattr(threads.time, "process_time", lambda: next(clock))
+    monkeypatch.setattr(threads.time, "sleep", lambda s: None)
+    assert threads.busy_elsewhere(0.1) == pytest.approx(1.8 - 0.3)
 
 
 def test_env_workers_run_single_threaded(monkeypatch):
