@@ -6,10 +6,11 @@ every layer passes messages both along the edges (from producers) and against th
 consumers) and concatenates the two.
 
 After ``k`` rounds the current node's embedding depends only on the nodes within ``k`` hops
-of it (either direction), so the rounds run on that neighbourhood alone: the same embedding,
-measured 5-10x less work than all nodes on 100-300-node graphs, where message passing over
-whole graphs made PPO updates the bottleneck. The graph embedding pools the first embedding
-of every node.
+of it (either direction), so the rounds run on that neighbourhood alone, and round ``r``
+updates only the nodes within ``k - 1 - r`` hops, the ones a later round still reads: the same
+embedding as message passing over whole graphs, which made PPO updates the bottleneck (about 5x
+fewer node updates than every round over the whole neighbourhood on 100-300-node graphs, half
+the update time). The graph embedding pools the first embedding of every node.
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ def _neighbourhood(seeds: torch.Tensor, edges: torch.Tensor, num_nodes: int,
     """The nodes within ``hops`` edges of ``seeds`` (edges taken both ways), nearest first.
 
     Returns:
-        ``rows``: the nodes, sorted by hop distance (the seeds first, in their given order);
+        ``rows``: the nodes, sorted by hop distance, then by index (so the seeds come first,
+        in sample order for one seed per sample of a flat batch);
         ``edges``: the edges between them, renumbered to positions in ``rows``;
         ``within``: ``within[k]`` is the number of nodes at most ``k`` hops away, so the
         nodes a message-passing round must update are a prefix of ``rows``.
