@@ -1,7 +1,7 @@
 """Learning per env step under rollout layouts: does batching more envs (or fewer PPO epochs)
 cost policy quality?
 
-Each variant trains the GNN policy (MaskablePPO) on each graph for a few seeds, evaluating
+Each variant trains a policy (MaskablePPO, GNN by default) on each graph for a few seeds, evaluating
 greedily every ``--every`` steps; a curve point is the greedy runtime over HEFT's (below 1:
 better than HEFT), the mean of the seeds. Variants differ only in how the steps are collected
 and reused: envs side by side (``n_envs`` x ``n_steps`` per rollout), PPO epochs, minibatch.
@@ -49,18 +49,23 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def run(variant: str, graph: str, seed: int, steps: int, every: int) -> dict[str, Any]:
+def run(variant: str, graph: str, seed: int, steps: int, every: int,
+        extractor: str = "gnn") -> dict[str, Any]:  # fmt: skip
     """One training run: the curve of greedy runtime over HEFT's."""
-    config = {"graph": graph, "cluster": CLUSTER, "extractor": "gnn", "total_steps": steps,
+    config = {"graph": graph, "cluster": CLUSTER, "extractor": extractor, "total_steps": steps,
               "eval_every": every, "checkpoint_every": 0, "baselines": ["heft"], "seed": seed,
               "keep_best": False, **VARIANTS[variant]}  # fmt: skip
     result = train(config)
     (outcome,) = result.graphs
     heft = outcome.baselines["heft"]
-    return {"variant": variant, "graph": graph, "seed": seed,
+    return {"variant": variant, "extractor": extractor, "graph": graph, "seed": seed,
             "steps": [p["step"] for p in result.curve],
             "ratio": [p["runtimes"][0] / heft for p in result.curve],
             "train_s": result.timings["train"]}  # fmt: skip
+
+
+def _key(run: dict[str, Any]) -> tuple[str, str, str, int]:
+    return run["variant"], run.get("extractor", "gnn"), run["graph"], run["seed"]
 
 
 def previous_runs(out: Path) -> list[dict[str, Any]]:
@@ -78,12 +83,15 @@ def previous_commands(out: Path) -> list[str]:
 def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per variant and graph: final, mean-over-curve and best ratios (seed means)."""
     rows = []
-    for variant in dict.fromkeys(r["variant"] for r in runs):
+    for variant, extractor in dict.fromkeys(_key(r)[:2] for r in runs):
         for graph in dict.fromkeys(r["graph"] for r in runs):
-            mine = [r for r in runs if r["variant"] == variant and r["graph"] == graph]
+            mine = [r for r in runs if _key(r)[:3] == (variant, extractor, graph)]
+            if not mine:
+                continue
             curves = np.array([r["ratio"] for r in mine])
             train_s = float(np.mean([r["train_s"] for r in mine]))
-            rows.append({"variant": variant, "graph": graph.split(":")[1], "seeds": len(mine),
+            rows.append({"variant": variant, "extractor": extractor,
+                         "graph": graph.split(":")[1], "seeds": len(mine),
                          "final": round(float(curves[:, -1].mean()), 3),
                          "final median": round(float(np.median(curves[:, -1])), 3),
                          "curve mean": round(float(curves.mean()), 3),
@@ -102,11 +110,13 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
     graphs = list(dict.fromkeys(r["graph"] for r in runs))
     fig, axes = plt.subplots(1, len(graphs), figsize=(6 * len(graphs), 4), squeeze=False)
     for ax, graph in zip(axes[0], graphs, strict=True):
-        for variant in dict.fromkeys(r["variant"] for r in runs):
-            mine = [r for r in runs if r["variant"] == variant and r["graph"] == graph]
+        for variant, extractor in dict.fromkeys(_key(r)[:2] for r in runs):
+            mine = [r for r in runs if _key(r)[:3] == (variant, extractor, graph)]
+            if not mine:
+                continue
             curves = np.array([r["ratio"] for r in mine])
             steps = mine[0]["steps"]
-            ax.plot(steps, curves.mean(axis=0), label=variant)
+            ax.plot(steps, curves.mean(axis=0), label=f"{extractor} {variant}")
             ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), alpha=0.15)
         ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
         ax.set(title=graph, xlabel="env steps", ylabel="greedy runtime / HEFT")
@@ -119,6 +129,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", default="before,8x128,16x64,32x32")
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--extractor", default="gnn", help="gnn, lstm or mlp")
     parser.add_argument("--steps", type=int, default=16_000)
     parser.add_argument("--every", type=int, default=1_000, help="evaluation interval")
     parser.add_argument("--append", action="store_true",
@@ -141,15 +152,16 @@ def main() -> None:
     for variant in variants:
         for graph in GRAPHS:
             for seed in (int(s) for s in args.seeds.split(",")):
-                runs = [r for r in runs if (r["variant"], r["graph"], r["seed"])
-                        != (variant, graph, seed)]  # fmt: skip
-                runs.append(run(variant, graph, seed, args.steps, args.every))
+                key = (variant, args.extractor, graph, seed)
+                runs = [r for r in runs if _key(r) != key]
+                runs.append(run(variant, graph, seed, args.steps, args.every, args.extractor))
                 print({k: runs[-1][k] for k in ("variant", "graph", "seed")},
-                      f"final {runs[-1]['ratio'][-1]:.3f}", flush=True)  # fmt: skip
+                      f"final {runs[-1]['ratio'][-1]:.3f}", flush=True)
     write_results("learning_per_step", runs, out)
     threads = f" --threads {args.threads}" if args.threads else ""
     command = (f"python benchmarks/bench_learning_per_step.py --variants {args.variants} "
                f"--seeds {args.seeds} --steps {args.steps}{threads}"
+               f"{f' --extractor {args.extractor}' if args.extractor != 'gnn' else ''}"
                f"{' --append' if args.append else ''}  # {time.perf_counter() - start:.0f} s")
     commands = [*previous_commands(out), command] if args.append else [command]
     (out / "learning_per_step_commands.txt").write_text("\n".join(commands) + "\n")
@@ -160,7 +172,7 @@ def report(runs: list[dict[str, Any]], commands: list[str], out: Path) -> None:
     """Write and print the table (``learning_per_step.md``) and the plot of ``runs``."""
     plot(runs, out / "learning_per_step.png")
     steps, every = runs[0]["steps"][-1], runs[0]["steps"][1] - runs[0]["steps"][0]
-    note = (f"GNN, MaskablePPO, {CLUSTER}, {steps} steps; ratios are greedy runtime / HEFT's "
+    note = (f"MaskablePPO, {CLUSTER}, {steps} steps; ratios are greedy runtime / HEFT's "
             "(below 1: better), means over seeds; `curve mean` averages every evaluation "
             f"(every {every} steps, from step 0). Made by:\n\n```\n" + "\n".join(commands)
             + "\n```")  # fmt: skip

@@ -37,6 +37,7 @@ from placerl.errors import ConfigError
 #: PPO in the alternating local optimum of ``branches`` for all three seeds.
 PPO_DEFAULTS: dict[str, Any] = {
     "learning_rate": 1e-3,
+    "n_steps": 256,
     "batch_size": 256,
     "n_epochs": 4,
     "gamma": 1.0,
@@ -44,9 +45,9 @@ PPO_DEFAULTS: dict[str, Any] = {
     "ent_coef": 0.0,
 }
 
-#: Env steps per PPO rollout, all envs together (4 envs x 256 steps before envs were batched):
-#: ``n_steps`` per env is this over the env count, so the updates see the same data whatever
-#: the number of envs (see ``benchmarks/bench_learning_per_step.py``).
+#: The most env steps in a PPO rollout, all envs together (4 envs x 256 steps): with more envs,
+#: each takes its share (8 envs x 128), so that batching the policy's forward pass over envs
+#: leaves the updates as they were (see ``benchmarks/bench_learning_per_step.py``).
 PPO_ROLLOUT = 1024
 
 
@@ -61,9 +62,10 @@ class Algorithm:
         policies: Policy (class path or SB3 policy name) per head.
         masks: The algorithm uses the env's action masks.
         defaults: Hyperparameters placerl passes unless overridden.
-        rollout: Env steps per rollout, all envs together: unless ``n_steps`` is given,
-            each env takes ``rollout / n_envs`` (rounded up), so that adding envs batches
-            the policy's forward pass without changing how many steps each update sees.
+        rollout: The most env steps per rollout, all envs together: unless ``n_steps`` is
+            given, each env takes the default ``n_steps`` or ``rollout / n_envs`` (rounded
+            up), whichever is fewer, so that adding envs batches the policy's forward pass
+            without changing how many steps each update sees.
     """
 
     name: str
@@ -174,8 +176,8 @@ def make_agent(
         kwargs["features_extractor_class"] = extractor_cls
         kwargs["features_extractor_kwargs"] = dict(extractor_kwargs or {})
     options = {**spec.defaults, **hyperparams}
-    if spec.rollout and "n_steps" not in options:
-        options["n_steps"] = -(-spec.rollout // _num_envs(env))
+    if spec.rollout and "n_steps" not in hyperparams:
+        options["n_steps"] = min(options["n_steps"], -(-spec.rollout // _num_envs(env)))
     check_options(cls.__init__, options, what=f"algorithm {algo!r}", error=ConfigError,
                   given=_GIVEN)  # fmt: skip
     if "batch_size" in options and "n_steps" in options:

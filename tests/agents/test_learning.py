@@ -53,12 +53,13 @@ def test_identity_style_the_fast_device_is_learned():
 @pytest.mark.slow
 @pytest.mark.parametrize("extractor", ["gnn", "lstm"])
 def test_trained_policy_beats_random_and_round_robin(extractor):
-    from placerl.baselines.references import reference
+    """The training recipe (train()'s defaults: 8 envs, greedy evaluations, the best
+    evaluation's weights kept) on an 80-node graph."""
+    from placerl.train import train
 
-    graph = "synthetic:layered?n=80&seed=0"
-    env = PlacementEnv(graph=graph, cluster="placeto?n_devices=4")
-    model = make_agent("maskable_ppo", env, extractor, seed=0)
-    model.learn(20_000)
-    learned = rollout(model, PlacementEnv(graph=graph, cluster="placeto?n_devices=4")).runtime
-    for placer in ("random", "round_robin"):
-        assert learned < reference(env.graphs[0], env.cluster, "step_time", placer).score
+    result = train({"graph": "synthetic:layered?n=80&seed=0", "cluster": "placeto?n_devices=4",
+                    "extractor": extractor, "total_steps": 20_000, "seed": 0,
+                    "baselines": ["random", "round_robin"]})  # fmt: skip
+    (outcome,) = result.graphs
+    for placer, runtime in outcome.baselines.items():
+        assert outcome.final_runtime < runtime, placer
