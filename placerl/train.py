@@ -76,11 +76,12 @@ class TrainConfig:
         resume: Continue from ``out_dir/checkpoint`` if there is one.
         device: Torch device.
         threads: Torch's intra-op threads in this process (0: automatic, the cores the
-            process may use; see :mod:`placerl.agents.threads`). Subprocess env workers
-            always take one.
+            process may use less those other processes keep busy; see
+            :mod:`placerl.agents.threads`). Subprocess env workers always take one.
         rollout_threads: Threads while collecting rollouts and evaluating (0: ``threads``).
-            One, the default, costs about 5% on a quiet machine and saves 10x or more on a
-            busy one, where a small batch's parallel regions wait for threads without a core.
+            One, the default, cost about 5% on a quiet machine and doubled the speed beside a
+            busy process (``bench_training_speed.py --busy 1``), where a small batch's
+            parallel regions wait for threads without a core.
         progress_bar: Show SB3's progress bar.
     """
 
