@@ -31,7 +31,7 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
         graphs: A graph spec or a list of them.
         cluster: A cluster spec.
         placer: A placer spec (``heft``, ``local_search?init=heft&time_limit=5``,
-            ``policy?path=runs/x/model.zip&samples=8``).
+            ``policy?path=runs/x/model.zip&search=sample&budget=2000``).
         objective: ``step_time`` or ``pipeline``.
         baselines: Placer specs to compare with (through the shared reference cache).
         out_dir: Where ``result.json`` goes (``None``: nowhere).

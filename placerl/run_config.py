@@ -195,7 +195,8 @@ class EvalRunConfig:
 
     Attributes:
         placer: A placer spec; a trained policy is ``policy?path=<model.zip>`` (add
-            ``&samples=8`` for the best of 8 sampled rollouts too).
+            ``&search=local&budget=2000`` for a search at inference, counted in simulator
+            evaluations; :mod:`placerl.agents.search`).
         objective: ``step_time`` or ``pipeline``.
         baselines: Placer specs to compare with.
         force: Run even if the run directory already holds a ``result.json``.

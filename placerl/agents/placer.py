@@ -45,27 +45,41 @@ def _load(path: str, mtime: int, device: str) -> Any:
     return ALGORITHMS[settings["algo"]].load().load(path, device=device)
 
 
-def policy_placer(path: str | os.PathLike[str], *, samples: int = 0, seed: int = 0,
-                  device: str = "auto") -> Callable[[Problem], np.ndarray]:  # fmt: skip
+def policy_placer(
+    path: str | os.PathLike[str],
+    *,
+    search: str = "greedy",
+    budget: int = 0,
+    seed: int = 0,
+    device: str = "auto",
+) -> Callable[[Problem], np.ndarray]:
     """A placer that runs a trained policy on any graph whose padding fits.
 
     Args:
         path: The model zip.
-        samples: Also sample this many stochastic rollouts and keep the best placement.
-        seed: Seed of the rollouts.
+        search: A search at inference (:data:`placerl.agents.search.SEARCHES`: ``greedy``,
+            ``sample``, ``local``, ``active``).
+        budget: The search's budget in simulator evaluations (0: its own end).
+        seed: Seed of the search.
         device: Torch device for the policy.
 
     Returns:
-        ``placer(problem) -> placement``: greedy with masks (plus the samples) on the env the
-        policy was trained with, rebuilt for the problem's graph, cluster and objective.
+        ``placer(problem) -> placement``: the search's best placement, on the env the policy was
+        trained with, rebuilt for the problem's graph, cluster and objective.
+
+    Raises:
+        ConfigError: No such model, an unknown search or a bad budget (before any work).
     """
+    from placerl.agents.search import check_search
+
+    check_search(search, budget)
     model = load_model(path, device)
 
     def run(problem: Problem) -> np.ndarray:
-        from placerl.agents.episodes import best_rollout
+        from placerl.agents.search import run_search
 
         env = env_for(model.placerl_settings, problem)
-        return best_rollout(model, env, samples=samples, seed=seed)[1].placement
+        return run_search(model, env, search, budget=budget, seed=seed).placement
 
     return run
 
@@ -104,6 +118,7 @@ def env_for(settings: dict[str, Any], problem: Problem) -> Any:
 
 
 @register_placer("policy", optimizes="any", needs_solvable=True)
-def policy(problem: Problem, *, path: str, samples: int = 0, seed: int = 0) -> np.ndarray:
-    """A trained policy (model zip of placerl.train), greedy with masks."""
-    return policy_placer(path, samples=samples, seed=seed, device="cpu")(problem)
+def policy(problem: Problem, *, path: str, search: str = "greedy", budget: int = 0,
+           seed: int = 0) -> np.ndarray:  # fmt: skip
+    """A trained policy (model zip of placerl.train), with a search at inference."""
+    return policy_placer(path, search=search, budget=budget, seed=seed, device="cpu")(problem)

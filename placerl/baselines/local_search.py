@@ -25,6 +25,7 @@ def local_search(
     init: Any = "m_topo",
     max_rounds: int = 50,
     time_limit: float = 10.0,
+    max_evaluations: int = 0,
     seed: int = 0,
 ) -> Solution:
     """Hill climbing: move one colocation unit at a time to the device that scores best.
@@ -32,7 +33,8 @@ def local_search(
     Each round visits the units in a seeded random order; for each it tries every other device
     that can run it and keeps the best move if it improves the score (feasible first, then the
     simulated runtime under the problem's objective). Stops at a local optimum, after
-    ``max_rounds`` rounds or ``time_limit`` seconds. Parts need not be contiguous.
+    ``max_rounds`` rounds, ``time_limit`` seconds or ``max_evaluations`` simulator
+    evaluations. Parts need not be contiguous.
 
     Source: the local-search baseline of Tarnawski et al., NeurIPS 2020 (single-node moves,
     best improvement), here on any objective of the simulator.
@@ -45,40 +47,92 @@ def local_search(
         init: A placer name whose placement to start from, or a placement.
         max_rounds: Rounds over all units at most.
         time_limit: Seconds at most (the round in progress finishes its current unit).
+        max_evaluations: Simulator evaluations at most, the start's included (0: no limit):
+            the budget at which searches are compared (``policy?search=local&budget=...``).
         seed: Seed of the visiting order.
     """
     max_rounds = _checks.positive_int(_NAME, "max_rounds", max_rounds)
     time_limit = _checks.positive_float(_NAME, "time_limit", time_limit)
+    max_evaluations = _checks.non_negative_int(_NAME, "max_evaluations", max_evaluations)
     rng = np.random.default_rng(_checks.seed(_NAME, seed))
-    deadline = time.perf_counter() + time_limit
-    units = problem.units
     start = _initial(problem, init)
-    start = start[[int(m[0]) for m in units.members]][units.of_node]  # units move whole
+    return hill_climb(problem, start, rng=rng, max_rounds=max_rounds,
+                      deadline=time.perf_counter() + time_limit,
+                      max_evaluations=max_evaluations)  # fmt: skip
+
+
+def hill_climb(
+    problem: Problem,
+    start: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    max_rounds: int = 50,
+    deadline: float = np.inf,
+    max_evaluations: int = 0,
+    preferences: np.ndarray | None = None,
+) -> Solution:
+    """Single-unit moves from ``start`` until a local optimum or a limit (see :func:`local_search`).
+
+    Args:
+        problem: The problem.
+        start: The placement to start from (units move whole: each takes its first member's
+            device).
+        rng: Draws the units' visiting order when there are no ``preferences``.
+        max_rounds: Rounds over all units at most.
+        deadline: ``time.perf_counter()`` value to stop at.
+        max_evaluations: Simulator evaluations at most, the start's included (0: no limit).
+        preferences: Scores ``(nodes, devices)``, e.g. a policy's probabilities. With them a
+            round visits the units least sure of their device first (lowest preference for
+            the current one), tries devices in decreasing preference and takes the first
+            move that improves (first improvement: the order decides which move is taken).
+            Without them: a random unit order and the best move of each unit.
+
+    Returns:
+        The final placement, with ``rounds`` and ``evaluations`` in its info.
+    """
+    units = problem.units
+    leaders = np.array([int(m[0]) for m in units.members])
+    start = np.asarray(start)[leaders][units.of_node]  # units move whole
     moves = problem.model.incremental(start) or _FullMoves(problem, start)
     result = moves.result()
     score = (not result.feasible, result.runtime)
     evaluations, rounds = 1, 0
-    while rounds < max_rounds and time.perf_counter() < deadline:
+    limit = max_evaluations or np.inf
+    unit_scores = None if preferences is None else np.asarray(preferences)[leaders]
+    while rounds < max_rounds and time.perf_counter() < deadline and evaluations < limit:
         rounds += 1
         improved = False
-        for u in rng.permutation(len(units)):
-            if time.perf_counter() > deadline:
+        for u in _visiting_order(rng, unit_scores, moves.placement[leaders]):
+            if time.perf_counter() > deadline or evaluations >= limit:
                 break
-            leader = int(units.members[u][0])
+            leader = int(leaders[u])
             current = best = int(moves.placement[leader])
-            for d in np.flatnonzero(np.isfinite(units.durations[u])):
-                if d == current:
+            runnable = np.flatnonzero(np.isfinite(units.durations[u]))
+            if unit_scores is not None:
+                runnable = runnable[np.argsort(-unit_scores[u, runnable], kind="stable")]
+            for d in runnable:
+                if d == current or evaluations >= limit:
                     continue
                 feasible, runtime = moves.try_move(leader, int(d))
                 evaluations += 1
                 if _better((not feasible, runtime), score):
                     score, best, improved = (not feasible, runtime), int(d), True
+                    if unit_scores is not None:
+                        break
             if best != current:
                 moves.move(leader, best)
         if not improved:
             break
     info = {"rounds": rounds, "evaluations": evaluations}
     return Solution(np.array(moves.placement), info=info)
+
+
+def _visiting_order(rng: np.random.Generator, unit_scores: np.ndarray | None,
+                    current: np.ndarray) -> np.ndarray:  # fmt: skip
+    """A seeded random permutation, or the units by their preference for where they are."""
+    if unit_scores is None:
+        return rng.permutation(len(current))
+    return np.argsort(unit_scores[np.arange(len(current)), current], kind="stable")
 
 
 def _initial(problem: Problem, init: Any) -> np.ndarray:

@@ -120,6 +120,9 @@ class PlacementEnvBase(gym.Env):
         )
         self.case: GraphCase | None = None
         self.graph_index = 0
+        #: Simulator evaluations this env has made, over all its episodes: the unit in which
+        #: search at inference and ``local_search`` are compared at equal budget.
+        self.simulations = 0
         self._running = False
 
     def settings(self) -> dict[str, Any]:
@@ -296,7 +299,9 @@ class PlacementEnvBase(gym.Env):
         return (INFEASIBLE_FACTOR + 1) * self.case.reference_runtime
 
     def _score(self, result: SimResult) -> float:
-        """The runtime rewards see (penalized when infeasible); remembers the feasibility."""
+        """The runtime rewards see (penalized when infeasible); remembers the feasibility and
+        counts the simulation."""
+        self.simulations += 1
         self._feasible = result.feasible
         return penalized_runtime(result, self.case.reference_runtime)
 

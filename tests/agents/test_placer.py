@@ -28,7 +28,7 @@ def test_policy_is_a_placer_in_the_result_schema(model_path):
     assert len(result.placement) == 12
     # another graph that fits the padding
     other = solve("policy", "synthetic:layered?n=10&seed=5", "placeto?n_devices=2",
-                  path=str(model_path), samples=2)  # fmt: skip
+                  path=str(model_path), search="sample", budget=40)  # fmt: skip
     assert len(other.placement) == 10
 
 

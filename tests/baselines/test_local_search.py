@@ -57,3 +57,71 @@ def test_bad_limits_are_named():
     graph, cluster = load_graph("msr:bert24_inference"), Cluster.from_msr("bert24_inference")
     with pytest.raises(ConfigError, match="local_search: option 'time_limit' must be a number > 0"):
         solve("local_search", graph, cluster, time_limit=0)
+
+
+@pytest.mark.parametrize("objective", ["step_time", "pipeline"])
+@pytest.mark.parametrize("budget", [1, 7, 40])
+def test_max_evaluations_is_a_hard_budget(objective, budget):
+    graph, cluster = load_graph("synthetic:cifar10?n=60&seed=0"), Cluster.preset("gpu4_pcie")
+    result = solve("local_search", graph, cluster, objective, max_evaluations=budget)
+    assert result.info["evaluations"] == budget
+    unlimited = solve("local_search", graph, cluster, objective)
+    assert unlimited.info["evaluations"] > 40
+
+
+def _problem(objective="step_time"):
+    from placerl.baselines.problem import Problem
+
+    graph = load_graph("synthetic:layered?n=30&seed=2")
+    return Problem(graph, Cluster.preset("gpu4_pcie"), objective)
+
+
+def _score(problem, placement):
+    result = problem.model.evaluate(np.asarray(placement), check=False, times=False)
+    return (not result.feasible, result.runtime)
+
+
+@pytest.mark.parametrize("objective", ["step_time", "pipeline"])
+def test_preferences_climb_to_a_local_optimum(objective):
+    from placerl.baselines.local_search import hill_climb
+
+    problem = _problem(objective)
+    start = np.zeros(problem.graph.num_nodes, dtype=int)
+    preferences = np.random.default_rng(0).dirichlet(np.ones(4), size=problem.graph.num_nodes)
+    solution = hill_climb(problem, start, rng=np.random.default_rng(0), max_rounds=10**6,
+                          preferences=preferences)  # fmt: skip
+    final = _score(problem, solution.placement)
+    assert final < _score(problem, start)
+    for node in range(problem.graph.num_nodes):  # no single move improves
+        for device in range(4):
+            moved = solution.placement.copy()
+            moved[node] = device
+            assert _score(problem, moved) >= (final[0], final[1] * (1 - 1e-9))
+
+
+def test_preferences_decide_the_first_move():
+    """First improvement in the policy's order: the top device of the least sure unit."""
+    from placerl.baselines.local_search import hill_climb
+
+    problem = _problem()
+    start = np.zeros(problem.graph.num_nodes, dtype=int)
+    base = _score(problem, start)
+    improving = [(v, d) for v in range(problem.graph.num_nodes) for d in (1, 2, 3)
+                 if _score(problem, np.where(np.arange(len(start)) == v, d, start)) < base]
+    node, device = improving[-1]
+    preferences = np.full((len(start), 4), 0.25)
+    preferences[:, 0] = 0.9  # every unit is sure of device 0 ...
+    preferences[node] = [0.0, 0.0, 0.0, 0.0]  # ... but this one,
+    preferences[node, device] = 1.0  # which prefers an improving device
+    solution = hill_climb(problem, start, rng=np.random.default_rng(0), max_evaluations=2,
+                          preferences=preferences)  # fmt: skip
+    expected = start.copy()
+    expected[node] = device
+    np.testing.assert_array_equal(solution.placement, expected)
+    assert solution.info["evaluations"] == 2
+
+
+def test_max_evaluations_rejects_a_negative_budget():
+    graph, cluster = load_graph("synthetic:cifar10?n=30&seed=0"), Cluster.preset("gpu4_pcie")
+    with pytest.raises(ConfigError, match="local_search: option 'max_evaluations' must be"):
+        solve("local_search", graph, cluster, max_evaluations=-1)

@@ -1,0 +1,259 @@
+"""Search at inference: spend a budget of simulator evaluations on one graph with a policy.
+
+A trained policy places a graph in one greedy episode; given more time, it can search. Every
+search here counts its cost in simulator evaluations (the env's ``simulations`` counter plus
+the moves a local search tries) and wall time, the units ``local_search`` reports too, so that
+RL and search are compared at equal budget (``benchmarks/bench_search.py``).
+
+Searches (the :data:`SEARCHES` registry; ``policy?path=...&search=<name>&budget=<evaluations>``):
+
+* ``greedy`` - the policy's greedy episode (its cost is the budget it needs).
+* ``sample`` - the greedy episode, then sampled episodes while the budget lasts; the best.
+* ``local`` - policy-guided local search: hill climbing from the greedy placement that visits
+  first the units whose device the policy was least sure of and tries devices in the order of
+  the policy's probabilities, taking the first move that improves
+  (:func:`placerl.baselines.local_search.hill_climb`).
+* ``active`` - active search (Bello et al., 2017): fine-tune a copy of the policy with its RL
+  algorithm on this graph alone while the budget lasts; the best placement of any episode or
+  of the final greedy one.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from placerl._options import check_int
+from placerl._registry import Registry
+from placerl.agents.episodes import Rollout, _is_recurrent, rollout, uses_masks
+from placerl.errors import ConfigError
+
+
+@dataclass(frozen=True, eq=False)
+class SearchResult:
+    """The best placement a search found, with what it cost.
+
+    Attributes:
+        search: The search's name.
+        placement: One device index per node.
+        runtime: Its (penalized when infeasible) runtime in seconds.
+        feasible: Whether it fits.
+        evaluations: Simulator evaluations spent.
+        wall_s: Seconds spent.
+        greedy_runtime: The policy's greedy runtime, where the search started.
+        info: Search-specific figures (episodes, rounds, ...).
+    """
+
+    search: str
+    placement: np.ndarray
+    runtime: float
+    feasible: bool
+    evaluations: int
+    wall_s: float
+    greedy_runtime: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Search:
+    """A registered search.
+
+    Attributes:
+        name: Registry name.
+        fn: ``fn(model, env, budget, seed) -> (placement, runtime, feasible, info)``.
+        needs_budget: The search runs until its budget is spent (``budget`` must be > 0).
+    """
+
+    name: str
+    fn: Callable[..., tuple[np.ndarray, float, bool, dict[str, Any]]]
+    needs_budget: bool
+
+
+SEARCHES: Registry[Search] = Registry("search")
+
+
+def register_search(name: str, *, needs_budget: bool) -> Callable:
+    """Register ``fn(model, env, budget, seed)`` as search ``name``."""
+
+    def wrap(fn: Callable) -> Callable:
+        SEARCHES.register(name, Search(name, fn, needs_budget))
+        return fn
+
+    return wrap
+
+
+def check_search(name: str, budget: int) -> tuple[Search, int]:
+    """The search ``name`` and its checked budget.
+
+    Raises:
+        ConfigError: Unknown search, a budget that is not an int >= 0, or no budget for a
+            search that needs one.
+    """
+    search = SEARCHES[name]
+    budget = check_int(budget, "search budget", minimum=0)
+    if search.needs_budget and budget == 0:
+        raise ConfigError(
+            f"search {name!r} needs a budget > 0 (simulator evaluations), e.g. budget=2000"
+        )
+    return search, budget
+
+
+def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
+               seed: int = 0) -> SearchResult:  # fmt: skip
+    """Search for a placement of ``env``'s graph with ``model``.
+
+    Args:
+        model: A model of :func:`~placerl.agents.make_agent` or :func:`placerl.train.train`.
+        env: A placement env over the one graph to place (not a vector env; wrappers are
+            fine).
+        search: A :data:`SEARCHES` name.
+        budget: Simulator evaluations at most (0: the search's own end; ``sample`` and
+            ``active`` need one). The greedy episode is always run, even past the budget.
+        seed: Seeds sampling, the local search's ties and fine-tuning.
+
+    Raises:
+        ConfigError: See :func:`check_search`; an env over several graphs.
+    """
+    spec, budget = check_search(search, budget)
+    base = getattr(env, "unwrapped", env)
+    if len(base.graphs) != 1:
+        raise ConfigError(f"run_search places one graph; the env has {len(base.graphs)}")
+    spent_before, start = base.simulations, time.perf_counter()
+    placement, runtime, feasible, info = spec.fn(model, env, budget, seed)
+    greedy = info.pop("greedy_runtime")
+    evaluations = base.simulations - spent_before + info.pop("extra_evaluations", 0)
+    return SearchResult(search, np.asarray(placement), float(runtime), bool(feasible),
+                        int(evaluations), time.perf_counter() - start, float(greedy),
+                        info)  # fmt: skip
+
+
+class _Best:
+    """The best placement offered so far: feasible first, then the shortest runtime."""
+
+    def __init__(self, placement: np.ndarray, runtime: float, feasible: bool) -> None:
+        self.placement, self.runtime, self.feasible = placement, runtime, feasible
+
+    def offer(self, placement: np.ndarray, runtime: float, feasible: bool) -> None:
+        if (not feasible, runtime) < (not self.feasible, self.runtime):
+            self.placement, self.runtime, self.feasible = placement, runtime, feasible
+
+    def outcome(self, **info: Any) -> tuple:
+        return self.placement, self.runtime, self.feasible, info
+
+
+@register_search("greedy", needs_budget=False)
+def _greedy(model: Any, env: Any, budget: int, seed: int) -> tuple:
+    run = rollout(model, env, graph=0, seed=seed)
+    return run.placement, run.runtime, run.feasible, {"greedy_runtime": run.runtime}
+
+
+@register_search("sample", needs_budget=True)
+def _sample(model: Any, env: Any, budget: int, seed: int) -> tuple:
+    base = getattr(env, "unwrapped", env)
+    first = base.simulations
+    greedy = rollout(model, env, graph=0, seed=seed)
+    best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
+    cost, episodes = base.simulations - first, 1
+    while base.simulations - first + cost <= budget:
+        run = rollout(model, env, graph=0, deterministic=False, seed=seed + episodes)
+        best.offer(run.placement, run.runtime, run.feasible)
+        episodes += 1
+    return best.outcome(greedy_runtime=greedy.runtime, episodes=episodes)
+
+
+@register_search("local", needs_budget=False)
+def _local(model: Any, env: Any, budget: int, seed: int) -> tuple:
+    from placerl.baselines.local_search import hill_climb
+    from placerl.baselines.problem import Problem
+    from placerl.sim import penalized_runtime
+
+    base = getattr(env, "unwrapped", env)
+    first = base.simulations
+    greedy, preferences = greedy_preferences(model, env, seed=seed)
+    remaining = max(budget - (base.simulations - first), 1) if budget else 0
+    problem = Problem(base.case.graph, base.cluster, base.objective)
+    solution = hill_climb(problem, greedy.placement, rng=np.random.default_rng(seed),
+                          max_rounds=10**9, max_evaluations=remaining,
+                          preferences=preferences)  # fmt: skip
+    result = problem.model.evaluate(solution.placement, check=False, times=False)
+    runtime = penalized_runtime(result, base.case.reference_runtime)
+    best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
+    best.offer(solution.placement, runtime, result.feasible)
+    return best.outcome(greedy_runtime=greedy.runtime, rounds=solution.info["rounds"],
+                        extra_evaluations=solution.info["evaluations"])  # fmt: skip
+
+
+def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.ndarray]:
+    """The greedy episode and, per node, the policy's probabilities over devices when it
+    placed that node (rows of nodes the episode never asked about are uniform).
+
+    Raises:
+        ConfigError: A recurrent policy (its probabilities need the LSTM state; use
+            ``sample`` or ``active``).
+    """
+    if _is_recurrent(model):
+        raise ConfigError("search 'local' needs a feed-forward policy; recurrent_ppo's "
+                          "probabilities depend on its LSTM state: use 'sample' or 'active'")
+    base = getattr(env, "unwrapped", env)
+    policy, masked = model.policy, uses_masks(model)
+    obs, _ = env.reset(seed=seed, options={"graph": 0})
+    n, devices = base.case.graph.num_nodes, base.num_devices
+    preferences = np.full((n, devices), 1.0 / devices)
+    total, done, info = 0.0, False, {}
+    policy.set_training_mode(False)
+    with torch.no_grad():
+        while not done:
+            node = int(base.case.order[int(np.argmax(obs["current"]))])
+            batch = {k: torch.as_tensor(v, device=policy.device)[None] for k, v in obs.items()}
+            extra = {"action_masks": base.action_masks()[None]} if masked else {}
+            distribution = policy.get_distribution(batch, **extra)
+            preferences[node] = distribution.distribution.probs[0].cpu().numpy()
+            action = int(distribution.get_actions(deterministic=True)[0])
+            obs, reward, terminated, truncated, info = env.step(action)
+            total, done = total + reward, terminated or truncated
+    run = Rollout(int(info["graph_index"]), float(info["runtime"]), bool(info["feasible"]),
+                  info["placement"], total, float(info["reference_runtime"]))  # fmt: skip
+    return run, preferences
+
+
+@register_search("active", needs_budget=True)
+def _active(model: Any, env: Any, budget: int, seed: int) -> tuple:
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    base = getattr(env, "unwrapped", env)
+    first = base.simulations
+    greedy = rollout(model, env, graph=0, seed=seed)
+    cost = base.simulations - first
+    best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
+    tuned = _copy(model, DummyVecEnv([lambda: env]), seed)
+
+    class _Budget(BaseCallback):
+        """Offers every finished episode; stops while a last greedy episode still fits."""
+
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "placement" in info:
+                    best.offer(info["placement"], info["runtime"], info["feasible"])
+            return base.simulations - first + cost < budget
+
+    tuned.learn(total_timesteps=10**9, callback=_Budget())
+    final = rollout(tuned, env, graph=0, seed=seed)
+    best.offer(final.placement, final.runtime, final.feasible)
+    return best.outcome(greedy_runtime=greedy.runtime, steps=int(tuned.num_timesteps))
+
+
+def _copy(model: Any, venv: Any, seed: int) -> Any:
+    """A copy of ``model`` training on ``venv`` (the original is left as it is)."""
+    buffer = io.BytesIO()
+    model.save(buffer)
+    buffer.seek(0)
+    copy = type(model).load(buffer, env=venv, device=model.device)
+    copy.set_random_seed(seed)
+    return copy

@@ -1,0 +1,141 @@
+"""Search at inference: budgets in simulator evaluations, never worse than greedy, bad input."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from placerl.agents import make_agent
+from placerl.agents.search import SEARCHES, run_search
+from placerl.baselines import solve
+from placerl.envs import PlacementEnv, PlacementRefineEnv
+from placerl.errors import ConfigError
+from placerl.train import train
+
+GRAPH, CLUSTER = "synthetic:layered?n=16&seed=1", "placeto?n_devices=3"
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    out = tmp_path_factory.mktemp("search")
+    train({"graph": GRAPH, "cluster": CLUSTER, "n_envs": 2, "total_steps": 128, "eval_every": 0,
+           "env_kwargs": {"reward": "normalized_delta"}, "baselines": ["single_device"],
+           "out_dir": str(out)})  # fmt: skip
+    return out / "model.zip"
+
+
+@pytest.fixture(scope="module")
+def model(model_path):
+    from placerl.agents.placer import load_model
+
+    return load_model(model_path, "cpu")
+
+
+def _env(**kwargs):
+    return PlacementEnv(GRAPH, CLUSTER, reward="normalized_delta", **kwargs)
+
+
+def test_every_search_is_registered():
+    assert set(SEARCHES) >= {"greedy", "sample", "local", "active"}
+
+
+@pytest.mark.parametrize(("search", "budget"), [("greedy", 0), ("sample", 80), ("local", 0),
+                                                ("local", 40), ("active", 80)])  # fmt: skip
+def test_never_worse_than_greedy_and_within_budget(model, search, budget):
+    env = _env()
+    result = run_search(model, env, search, budget=budget, seed=0)
+    greedy = run_search(model, _env(), "greedy").runtime
+    assert result.greedy_runtime == pytest.approx(greedy)
+    assert result.feasible and result.runtime <= greedy * (1 + 1e-12)
+    simulated = solve("single_device", GRAPH, CLUSTER).simulation  # same units as the env
+    assert simulated.runtime > 0
+    episode = 16  # a dense reward simulates once per step
+    assert result.evaluations >= episode
+    if budget:
+        assert result.evaluations <= max(budget, episode)
+    assert result.wall_s > 0
+    from placerl.sim import simulate
+
+    assert simulate(env.graphs[0], result.placement, env.cluster).runtime == pytest.approx(
+        result.runtime)
+
+
+def test_sample_counts_its_episodes(model):
+    result = run_search(model, _env(), "sample", budget=16 * 5)
+    assert result.info["episodes"] == 5 and result.evaluations == 80
+
+
+def test_local_reaches_a_local_optimum_without_a_budget(model):
+    env = _env()
+    result = run_search(model, env, "local")
+    assert result.evaluations > 16 + 1
+    from placerl.sim import simulate
+
+    for node in range(16):
+        for device in range(3):
+            moved = result.placement.copy()
+            moved[node] = device
+            assert simulate(env.graphs[0], moved, env.cluster).runtime >= result.runtime * (
+                1 - 1e-9)
+
+
+def test_local_uses_the_policys_probabilities(model):
+    from placerl.agents.search import greedy_preferences
+
+    run, preferences = greedy_preferences(model, _env())
+    assert preferences.shape == (16, 3)
+    np.testing.assert_allclose(preferences.sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(np.argmax(preferences, axis=1), run.placement)
+
+
+def test_active_search_leaves_the_model_as_it_was(model):
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    result = run_search(model, _env(), "active", budget=200, seed=1)
+    assert result.info["steps"] > 0
+    for old, new in zip(before, model.policy.parameters(), strict=True):
+        assert torch.equal(old, new)
+
+
+def test_searches_work_on_wrapped_refine_envs():
+    env = gym.wrappers.TimeLimit(PlacementRefineEnv(GRAPH, CLUSTER, initial="heft"), 1000)
+    model = make_agent("maskable_ppo", env.unwrapped, "gnn", n_steps=32, batch_size=32)
+    result = run_search(model, env, "local", budget=60)
+    assert result.evaluations <= 60
+    assert result.runtime <= solve("heft", GRAPH, CLUSTER).runtime * (1 + 1e-12)
+
+
+def test_the_policy_placer_takes_a_search_and_a_budget(model_path):
+    greedy = solve("policy", GRAPH, CLUSTER, path=str(model_path))
+    local = solve("policy", GRAPH, CLUSTER, path=str(model_path), search="local", budget=50)
+    assert local.runtime <= greedy.runtime * (1 + 1e-12)
+
+
+BAD = [
+    ({"search": "beam"}, "unknown search 'beam'; known: .*active.*greedy.*local.*sample"),
+    ({"search": "sample"}, r"search 'sample' needs a budget > 0 \(simulator evaluations\)"),
+    ({"search": "active", "budget": 0}, "search 'active' needs a budget > 0"),
+    ({"search": "local", "budget": -5}, "search budget must be an integer >= 0, got -5"),
+    ({"search": "local", "budget": 2.5},
+     "option 'budget' of placer 'policy' must be an integer, got 2.5"),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD, ids=[
+    "unknown", "sample-no-budget", "active-zero", "negative", "float"])  # fmt: skip
+def test_bad_searches_fail_before_any_work(model_path, options, message):
+    with pytest.raises(ConfigError, match=message):
+        solve("policy", GRAPH, CLUSTER, path=str(model_path), **options)
+
+
+def test_an_env_over_several_graphs_is_refused(model):
+    env = PlacementEnv([GRAPH, "synthetic:layered?n=12&seed=2"], CLUSTER, max_nodes=16,
+                       max_edges=64)  # fmt: skip
+    with pytest.raises(ConfigError, match="run_search places one graph; the env has 2"):
+        run_search(model, env, "greedy")
+
+
+def test_local_refuses_a_recurrent_policy():
+    env = _env(max_nodes=16)
+    model = make_agent("recurrent_ppo", env, "mlp", n_steps=16, batch_size=16)
+    with pytest.raises(ConfigError, match="search 'local' needs a feed-forward policy"):
+        run_search(model, env, "local")
