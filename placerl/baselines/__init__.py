@@ -20,6 +20,7 @@ One interface for all of them::
 | ``tarnawski_dp`` | optimal contiguous split (Tarnawski et al. 2020) | pipeline |
 | ``milp`` | exact MILP (scipy/HiGHS), small graphs | pipeline |
 | ``local_search`` | single-group moves on the simulator | any |
+| ``best_of`` | the best of several placers (default: the constructive ones and the DP) | any |
 | ``pase_dp`` | PaSE's exact dynamic program over parallelization configurations | strategy |
 | ``data_parallel`` | every op split by batch, parameters replicated | - |
 | ``megatron`` | Megatron-LM tensor parallelism, data-parallel across the rest | - |
@@ -30,6 +31,7 @@ placements are returned with their reasons and a warning. Register your own plac
 """
 
 from placerl.baselines import (  # noqa: F401  (each module registers its placers)
+    best_of,
     list_scheduling,
     local_search,
     milp,

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 
 from placerl.baselines import SearchLimitWarning, solve
 from placerl.baselines.split_model import ContractionCycleWarning
+from placerl.baselines.tarnawski import DEFAULT_MAX_PAIRS
 from placerl.cluster import Cluster, Device
 from placerl.errors import ConfigError, PlacementError
 from placerl.graph import CompGraph, load_graph
@@ -123,6 +124,22 @@ def test_gives_up_at_the_time_limit_with_a_bound():
     assert not result.optimal
 
 
+def test_the_default_stop_counts_pairs_and_gives_the_same_split_on_any_machine():
+    """The pair budget is checked at fixed points: a slow machine visits the same pairs."""
+    graph, cluster = load_graph("msr:gnmt_inference"), Cluster.from_msr("gnmt_inference")
+    runs = []
+    for _ in range(2):
+        with pytest.warns(SearchLimitWarning, match=r"100000 pairs \(max-load budget"):
+            runs.append(solve("tarnawski_dp", graph, cluster, "pipeline", max_pairs=100_000))
+    first, second = runs
+    np.testing.assert_array_equal(first.placement, second.placement)
+    assert first.info["pairs"] == second.info["pairs"] >= 100_000
+    assert first.lower_bound <= first.runtime and not first.optimal
+    full = solve("tarnawski_dp", graph, cluster, "pipeline")
+    assert full.optimal and full.runtime <= first.runtime
+    assert full.info["pairs"] < DEFAULT_MAX_PAIRS
+
+
 def test_scored_under_step_time_it_is_not_claimed_optimal():
     graph, cluster = load_graph("msr:bert24_inference"), Cluster.from_msr("bert24_inference")
     result = dp(graph, cluster, "step_time")
@@ -168,6 +185,7 @@ def test_pair_dependent_bandwidth_is_a_config_error():
     ("option", "value", "message"),
     [
         ("max_ideals", 0, "'max_ideals' must be an integer >= 1"),
+        ("max_pairs", 0, "'max_pairs' must be an integer >= 1"),
         ("time_limit", -1.0, "'time_limit' must be a number > 0"),
         ("orders", 0, "'orders' must be an integer >= 1"),
         ("seed", -1, "'seed' must be an integer >= 0"),
