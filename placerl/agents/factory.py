@@ -27,6 +27,7 @@ import gymnasium as gym
 from placerl._extras import require
 from placerl._options import check_options
 from placerl._registry import Registry
+from placerl.agents.schedules import parse_schedules
 from placerl.errors import ConfigError
 
 #: Hyperparameters shared by the PPO variants, chosen by measurement. Episodes are short and
@@ -140,6 +141,8 @@ def make_agent(
         device: Torch device (``auto``, ``cpu``, ``cuda``).
         verbose: SB3 verbosity.
         **hyperparams: The algorithm's own arguments; they override :attr:`Algorithm.defaults`.
+            ``learning_rate`` and the clip ranges may be schedules ``lin_<start>``
+            (:mod:`placerl.agents.schedules`).
 
     Returns:
         The SB3 model, with the env's :meth:`~placerl.envs.base.PlacementEnvBase.settings` kept
@@ -175,7 +178,7 @@ def make_agent(
                       given=("self", "observation_space"))  # fmt: skip
         kwargs["features_extractor_class"] = extractor_cls
         kwargs["features_extractor_kwargs"] = dict(extractor_kwargs or {})
-    options = {**spec.defaults, **hyperparams}
+    options = parse_schedules({**spec.defaults, **hyperparams})
     if spec.rollout and "n_steps" not in hyperparams:
         options["n_steps"] = min(options["n_steps"], -(-spec.rollout // _num_envs(env)))
     check_options(cls.__init__, options, what=f"algorithm {algo!r}", error=ConfigError,
