@@ -381,3 +381,23 @@ def test_fold_visits_first_copies_only_and_ties_every_copy(env_id, objective):
 def test_fold_must_be_a_bool():
     with pytest.raises(placerl.errors.ConfigError, match="fold must be True or False, got 1"):
         make("placerl/Placement-v0", fold=1)
+
+
+@pytest.mark.parametrize(("cls", "kwargs", "per_episode"), [
+    (PlacementEnv, {"reward": "log_speedup"}, lambda n, moved: 1),
+    (PlacementEnv, {"reward": "normalized_delta"}, lambda n, moved: n),
+    (PlacementRefineEnv, {}, lambda n, moved: 1 + moved),  # the start, then each move
+], ids=["construct-sparse", "construct-dense", "refine"])  # fmt: skip
+def test_envs_count_their_simulations(cls, kwargs, per_episode):
+    env = cls("synthetic:layered?n=12&seed=0", "placeto?n_devices=3", **kwargs)
+    rng = np.random.default_rng(0)
+    for episode in range(1, 3):
+        before = env.simulations
+        env.reset(seed=episode)
+        done, moved, n = False, 0, env.case.graph.num_nodes
+        while not done:
+            node = int(env.case.order[int(np.argmax(env._observation()["current"]))])
+            action = int(rng.choice(np.flatnonzero(env.action_masks())))
+            moved += int(env.placement[node] != action)
+            done = env.step(action)[2]
+        assert env.simulations - before == per_episode(n, moved)
