@@ -91,6 +91,8 @@ class AgentGroup:
         hyperparams: Algorithm arguments over placerl's defaults.
         warm_start: A placer to clone before RL (``None``: none).
         warm_start_epochs: Cloning epochs.
+        rollback: Undo PPO updates that make the greedy placements worse
+            (:attr:`placerl.train.TrainConfig.rollback`).
     """
 
     algo: str = "maskable_ppo"
@@ -100,6 +102,7 @@ class AgentGroup:
     hyperparams: dict[str, Any] = field(default_factory=dict)
     warm_start: str | None = None
     warm_start_epochs: int = 100
+    rollback: bool = True
 
 
 @dataclass
@@ -180,7 +183,8 @@ def to_train_config(run: RunConfig, out_dir: str | None) -> TrainConfig:
         extractor_kwargs=dict(agent.extractor_kwargs), hyperparams=dict(agent.hyperparams),
         total_steps=run.total_steps, time_limit_s=run.time_limit_s, n_envs=run.n_envs,
         vec_env=run.vec_env, seed=run.seed, warm_start=agent.warm_start,
-        warm_start_epochs=agent.warm_start_epochs, eval_every=run.eval_every,
+        warm_start_epochs=agent.warm_start_epochs, rollback=agent.rollback,
+        eval_every=run.eval_every,
         keep_best=run.keep_best, eval_samples=run.eval_samples,
         checkpoint_every=run.checkpoint_every, baselines=tuple(run.baselines),
         out_dir=out_dir, resume=run.resume and out_dir is not None, device=run.device,

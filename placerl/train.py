@@ -65,6 +65,10 @@ class TrainConfig:
         seed: Seeds the agent, the envs and the warm start.
         warm_start: A placer spec to clone before RL (``None``: no warm start).
         warm_start_epochs: Cloning epochs.
+        rollback: After each PPO update, run the greedy policy on every graph and undo the
+            update if its placements got worse (:class:`~placerl.agents.callbacks.Rollback`):
+            the policy keeps what it learned, from a warm start or from scratch. Costs one
+            greedy episode per graph per update.
         eval_every: Greedy evaluation every this many steps (0: only at the end).
         keep_best: End with the weights of the best evaluation (also across resumes) rather
             than the last ones. The checkpoint keeps the last weights too, so resuming
@@ -103,6 +107,7 @@ class TrainConfig:
     seed: int = 0
     warm_start: str | None = None
     warm_start_epochs: int = 100
+    rollback: bool = True
     eval_every: int = 2_000
     keep_best: bool = True
     eval_samples: int = 0
@@ -289,6 +294,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
         Checkpoint,
         Evaluate,
         PhaseThreads,
+        Rollback,
         TimeBudget,
         TrackBest,
     )
@@ -345,7 +351,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
 
     remaining = config.total_steps - model.num_timesteps
     if remaining > 0:
-        callbacks = [phases, *callbacks, TrackBest(best, len(eval_env.graphs)), evaluate,
+        guard = [Rollback(eval_env)] if config.rollback else []
+        callbacks = [phases, *guard, *callbacks, TrackBest(best, len(eval_env.graphs)), evaluate,
                      Checkpoint(config.checkpoint_every, save_checkpoint),
                      TimeBudget(config.time_limit_s, clock)]  # fmt: skip
         model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None,

@@ -1,5 +1,6 @@
 """train(config): files, result, resume, and every bad option."""
 
+import itertools
 import json
 
 import numpy as np
@@ -92,6 +93,18 @@ def test_keep_best_ends_with_the_best_evaluation(keep_best):
     best_step = result.curve[evaluations.index(min(evaluations))]["step"]
     assert result.policy_step == (best_step if keep_best and evaluations[-1] > min(evaluations)
                                   else result.steps)
+
+
+@pytest.mark.parametrize("rollback", [True, False])
+def test_rollback_keeps_the_greedy_curve_from_getting_worse(rollback):
+    erratic = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
+    result = train({**SMALL, "extractor": "gnn", "total_steps": 768, "eval_every": 64,
+                    "keep_best": False, "rollback": rollback, "warm_start": "heft",
+                    "hyperparams": erratic})  # fmt: skip
+    curve = [c["runtimes"][0] for c in result.curve]
+    worse = [b > a * (1 + 1e-12) for a, b in itertools.pairwise(curve)]
+    assert not any(worse) if rollback else any(worse)
+    assert (result.graphs[0].final_runtime <= curve[0]) or not rollback
 
 
 def test_keep_best_holds_across_a_resume(tmp_path):

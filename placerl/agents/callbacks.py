@@ -173,6 +173,54 @@ class Evaluate(_Periodic):
         return self.best_step
 
 
+class Rollback(BaseCallback):
+    """Keep a PPO update only if the greedy placements did not get worse; else undo it.
+
+    Before each rollout (so after each update) and at the end of training, the greedy policy
+    runs once on every graph of ``env``; when the mean of runtime / reference runtime is worse
+    than the best so far, the best weights come back (the optimizer's state carries on). Near
+    a good placement, such as a warm start's, PPO's noisy steps make the expected runtime
+    worse (measured: the mean sampled runtime on Inception-v3 climbed from 28.9 to 31 ms over
+    20k steps from a cloned m-ETF placement, with every learning rate, KL target, advantage
+    and value setting tried); checking each step on the true objective, as TRPO's line search
+    checks its surrogate, keeps only the steps that do not lose. Costs one greedy episode per
+    graph per update. Updates that tie are kept, so the policy can move along a plateau.
+
+    Attributes:
+        rolled_back: Updates undone.
+        checks: Evaluations made.
+    """
+
+    def __init__(self, env: Any) -> None:
+        super().__init__()
+        self.env = env
+        self.best_score, self._best_weights = math.inf, None
+        self.rolled_back = self.checks = 0
+
+    def check(self) -> None:
+        """Evaluate now; keep the weights if best, restore the best if worse."""
+        results = [rollout(self.model, self.env, graph=g, seed=0)
+                   for g in range(len(self.env.graphs))]  # fmt: skip
+        score = float(np.mean([r.runtime / r.reference_runtime for r in results]))
+        self.checks += 1
+        if score < self.best_score * (1 - 1e-12):
+            self.best_score = score
+            self._best_weights = copy.deepcopy(self.model.policy.state_dict())
+        elif score > self.best_score * (1 + 1e-12) and self._best_weights is not None:
+            self.model.policy.load_state_dict(self._best_weights)
+            self.rolled_back += 1
+            self.logger.record("train/rolled_back", self.rolled_back)
+
+    def _on_rollout_start(self) -> None:
+        self.check()
+
+    def _on_training_end(self) -> None:
+        self.check()
+
+    def _on_step(self) -> bool:
+        return True
+
+
 class Checkpoint(_Periodic):
     """Call ``save(model)`` every ``every`` steps."""
 
