@@ -62,6 +62,8 @@ class EnvGroup:
         memory: ``mask`` or ``penalty``.
         observation: ``graph`` or ``flat``.
         initial: Refine only: the placement episodes start from.
+        start_from_best: Refine only: training episodes start from the best placement found
+            so far (Placeto's schedule).
         passes: Refine only: passes over the nodes per episode.
         max_nodes: Padding (``None``: the largest graph's size).
         max_edges: Padding (``None``: the largest graph's size).
@@ -74,6 +76,7 @@ class EnvGroup:
     memory: str = "mask"
     observation: str = "graph"
     initial: str = "single_device"
+    start_from_best: bool = False
     passes: int = 1
     max_nodes: int | None = None
     max_edges: int | None = None
@@ -178,7 +181,8 @@ def to_train_config(run: RunConfig, out_dir: str | None) -> TrainConfig:
     return TrainConfig(
         graph=graph, cluster=run.cluster.spec, order=run.order.name,
         objective=run.env.objective, env=run.env.kind,
-        env_kwargs=env_arguments(run.env, run.order), algo=agent.algo,
+        env_kwargs=env_arguments(run.env, run.order), start_from_best=run.env.start_from_best,
+        algo=agent.algo,
         extractor=agent.extractor, head=agent.head,
         extractor_kwargs=dict(agent.extractor_kwargs), hyperparams=dict(agent.hyperparams),
         total_steps=run.total_steps, time_limit_s=run.time_limit_s, n_envs=run.n_envs,

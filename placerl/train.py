@@ -52,6 +52,9 @@ class TrainConfig:
         env: ``construct`` (``placerl/Placement-v0``) or ``refine`` (``PlacementRefine-v0``).
         env_kwargs: Further env arguments (``reward``, ``memory``, ``reference``, ``initial``,
             ``passes``, ``max_nodes``, ...).
+        start_from_best: Refine only: each training env starts every episode from the best
+            placement it has found so far (Placeto's schedule,
+            :class:`~placerl.envs.StartFromBest`); evaluations start from ``initial``.
         algo: An algorithm of :data:`placerl.agents.factory.ALGORITHMS`.
         extractor: ``gnn``, ``lstm``, ``mlp``, or ``None`` (SB3's; needs ``observation=flat``).
         head: ``devices`` or ``mlp`` (default: ``devices`` where the algorithm allows it).
@@ -95,6 +98,7 @@ class TrainConfig:
     objective: str = "step_time"
     env: str = "construct"
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    start_from_best: bool = False
     algo: str = "maskable_ppo"
     extractor: str | None = "gnn"
     head: str | None = None
@@ -131,6 +135,11 @@ class TrainConfig:
             raise ConfigError(f"env must be one of {', '.join(ENV_KINDS)}, got {self.env!r}")
         if self.vec_env not in VEC_ENVS:
             raise ConfigError(f"vec_env must be one of {', '.join(VEC_ENVS)}, got {self.vec_env!r}")
+        if self.start_from_best and self.env != "refine":
+            raise ConfigError(
+                f"start_from_best needs env='refine' (episodes that start from a placement), "
+                f"got env={self.env!r}"
+            )
         if self.resume and self.out_dir is None:
             raise ConfigError("resume=True needs an out_dir to resume from")
 
@@ -251,27 +260,29 @@ def make_env(arguments: Mapping[str, Any], kind: str) -> Any:
     return cls(**arguments)
 
 
-def _monitored(arguments: dict[str, Any], kind: str) -> Any:
+def _monitored(arguments: dict[str, Any], kind: str, start_from_best: bool = False) -> Any:
     from stable_baselines3.common.monitor import Monitor
 
-    return Monitor(make_env(arguments, kind))
+    from placerl.envs import StartFromBest
+
+    env = make_env(arguments, kind)
+    return Monitor(StartFromBest(env) if start_from_best else env)
 
 
-def _worker_env(arguments: dict[str, Any], kind: str) -> Any:
+def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool) -> Any:
     from placerl.agents.threads import single_thread_worker
 
     single_thread_worker()
-    return _monitored(arguments, kind)
+    return _monitored(arguments, kind, start_from_best)
 
 
 def _vector_env(config: TrainConfig) -> Any:
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    arguments = (config.env_arguments(), config.env, config.start_from_best)
     if config.vec_env == "subproc" and config.n_envs > 1:
-        factory = functools.partial(_worker_env, config.env_arguments(), config.env)
-        return SubprocVecEnv([factory] * config.n_envs)
-    factory = functools.partial(_monitored, config.env_arguments(), config.env)
-    return DummyVecEnv([factory] * config.n_envs)
+        return SubprocVecEnv([functools.partial(_worker_env, *arguments)] * config.n_envs)
+    return DummyVecEnv([functools.partial(_monitored, *arguments)] * config.n_envs)
 
 
 def train(config: TrainConfig | Mapping[str, Any], *,

@@ -152,6 +152,7 @@ BAD = [
     ({"epochs": 3}, "unknown train option.*epochs; known: algo, baselines"),
     ({"order": "zigzag"}, "unknown traversal order 'zigzag'"),
     ({"algo": "sac"}, "unknown algorithm 'sac'"),
+    ({"start_from_best": True}, "start_from_best needs env='refine'.*got env='construct'"),
 ]
 
 
@@ -159,6 +160,28 @@ BAD = [
 def test_bad_options(change, message):
     with pytest.raises(ConfigError, match=message):
         train({**SMALL, "total_steps": 8, **change})
+
+
+def test_start_from_best_refines_from_the_best_placement_so_far():
+    result = train({**SMALL, "env": "refine", "start_from_best": True, "total_steps": 256,
+                    "eval_every": 0, "env_kwargs": {"initial": "single_device",
+                                                    "reward": "normalized_delta"}})  # fmt: skip
+    (outcome,) = result.graphs
+    assert outcome.best_runtime < outcome.baselines["single_device"]
+
+
+@pytest.mark.parametrize("vec_env", ["dummy", "subproc"])
+def test_start_from_best_wraps_every_training_env(vec_env):
+    from placerl.envs import StartFromBest
+    from placerl.train import _vector_env
+
+    config = TrainConfig(**{**SMALL, "env": "refine", "start_from_best": True,
+                            "vec_env": vec_env})  # fmt: skip
+    venv = _vector_env(config)
+    try:
+        assert all(venv.env_is_wrapped(StartFromBest))
+    finally:
+        venv.close()
 
 
 def test_config_round_trips():

@@ -1,0 +1,35 @@
+"""The published recipes (``experiment=<recipe>``): each composes and learns on a small graph."""
+
+import pytest
+
+pytest.importorskip("hydra", reason="the experiments extra is not installed")
+pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
+
+from placerl.baselines import solve
+from placerl.run_config import to_train_config
+from placerl.train import train
+from tests.test_apps import _compose
+
+GRAPH, CLUSTER = "synthetic:layered?n=16&seed=2", "placeto?n_devices=3"
+SMALL = [f"graph.spec='{GRAPH}'", f"cluster.spec='{CLUSTER}'", "n_envs=2", "eval_every=256",
+         "eval_samples=0", "progress_bar=false", "total_steps=1536", "baselines=[single_device]",
+         "+agent.hyperparams.n_steps=64", "+agent.hyperparams.batch_size=64"]  # fmt: skip
+
+
+def test_placeto_refines_from_the_best_so_far_with_its_reward():
+    config = to_train_config(_compose("experiment=placeto"), out_dir=None)
+    assert config.env == "refine" and config.start_from_best
+    assert config.env_kwargs["reward"] == "normalized_delta"
+    assert config.env_kwargs["initial"] == config.env_kwargs["reference"] == "best_of"
+
+
+def test_placeto_learns_to_improve_a_poor_start():
+    """From single-device starts, the refining policy learns moves worth 30% more than its
+    untrained self's in 1.5k steps (measured: 0.231 ms at step 0, 0.134 ms at the end)."""
+    run = _compose("experiment=placeto", *SMALL, "env.initial=single_device")
+    result = train(to_train_config(run, out_dir=None))
+    single = solve("single_device", GRAPH, CLUSTER).runtime
+    curve = [c["runtimes"][0] for c in result.curve]
+    final = result.graphs[0].final_runtime
+    assert final < 0.7 * curve[0]  # the untrained policy's refinement, at step 0
+    assert final < 0.7 * single
