@@ -21,12 +21,14 @@ def test_placeto_refines_from_the_best_so_far_with_its_reward():
     assert config.env == "refine" and config.start_from_best
     assert config.env_kwargs["reward"] == "normalized_delta"
     assert config.env_kwargs["initial"] == config.env_kwargs["reference"] == "best_of"
+    assert config.warm_start == "best_of"
 
 
 def test_placeto_learns_to_improve_a_poor_start():
     """From single-device starts, the refining policy learns moves worth 30% more than its
     untrained self's in 1.5k steps (measured: 0.231 ms at step 0, 0.134 ms at the end)."""
-    run = _compose("experiment=placeto", *SMALL, "env.initial=single_device")
+    run = _compose("experiment=placeto", *SMALL, "env.initial=single_device",
+                   "agent.warm_start=null")  # fmt: skip
     result = train(to_train_config(run, out_dir=None))
     single = solve("single_device", GRAPH, CLUSTER).runtime
     curve = [c["runtimes"][0] for c in result.curve]
