@@ -13,11 +13,13 @@ on the same graphs and clusters and writes the same ``result.json`` schema.
 from __future__ import annotations
 
 import importlib.util
+import json
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import hydra
+import numpy as np
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -93,27 +95,41 @@ def summary_table(result: TrainResult) -> str:
     return capture.get()
 
 
-def run_job(out_dir: Path, force: bool, job: Callable[[], object]) -> None:
-    """Run one job of an app in ``out_dir``, as every app does.
+def run_job(out_dir: Path, force: bool, job: Callable[[], TrainResult]) -> float | None:
+    """Run one job of an app in ``out_dir``, as every app does; returns its objective.
 
-    A run directory that holds a ``result.json`` is skipped unless ``force``. A job that fails
-    writes its traceback to ``error.txt`` there; in a multirun the other jobs go on (a single
-    run fails with the error).
+    A run directory that holds a ``result.json`` is skipped unless ``force`` (its objective is
+    read back). A job that fails writes its traceback to ``error.txt`` there; in a multirun
+    the other jobs go on (a single run fails with the error) and its objective is ``None``.
+
+    The objective, :attr:`TrainResult.vs_best_baseline`, is what Hydra's Optuna sweeper
+    minimizes (``configs/hparams_search/``).
     """
-    if (out_dir / "result.json").is_file() and not force:
+    path = out_dir / "result.json"
+    if path.is_file() and not force:
         print(f"{out_dir} already holds result.json; skipped (force=true runs it again)")
-        return
+        return _objective(json.loads(path.read_text()))
     try:
-        job()
+        return job().vs_best_baseline
     except Exception as error:
         (out_dir / "error.txt").write_text(traceback.format_exc())
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             raise
         print(f"FAILED: {type(error).__name__}: {error} (traceback in {out_dir / 'error.txt'})")
+        return None
+
+
+def _objective(result: dict) -> float:
+    """:attr:`TrainResult.vs_best_baseline` of a ``result.json``."""
+    graphs = result["graphs"]
+    if any(not g["baselines"] for g in graphs):
+        return float("nan")
+    ratios = [g["final_runtime"] / min(g["baselines"].values()) for g in graphs]
+    return float(np.exp(np.mean(np.log(ratios))))
 
 
 @hydra.main(version_base=None, config_path=CONFIG_PATH, config_name="train")
-def train_app(cfg: DictConfig) -> None:
+def train_app(cfg: DictConfig) -> float | None:
     """``placerl-train``: train a policy (see ``placerl-train --help``).
 
     Jobs are run by :func:`run_job`. An unfinished run directory resumes from its checkpoint
@@ -123,7 +139,7 @@ def train_app(cfg: DictConfig) -> None:
     if run.force:
         run.resume = False
     out_dir = Path(HydraConfig.get().runtime.output_dir)
-    run_job(out_dir, run.force, lambda: run_training(run, str(out_dir)))
+    return run_job(out_dir, run.force, lambda: run_training(run, str(out_dir)))
 
 
 @hydra.main(version_base=None, config_path=CONFIG_PATH, config_name="eval")

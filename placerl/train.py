@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -237,6 +238,16 @@ class TrainResult:
     def best_runtime(self) -> float:
         """Mean best runtime over the graphs."""
         return float(np.mean([g.best_runtime for g in self.graphs]))
+
+    @property
+    def vs_best_baseline(self) -> float:
+        """The geometric mean over graphs of the final greedy runtime over the best baseline's
+        (below 1: the policy beats every baseline): what hyperparameter sweeps minimize.
+        ``nan`` when a graph has no baselines."""
+        if any(not g.baselines for g in self.graphs):
+            return math.nan
+        ratios = [g.final_runtime / g.best_baseline for g in self.graphs]
+        return float(np.exp(np.mean(np.log(ratios))))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, with each graph's speedups."""

@@ -21,7 +21,7 @@ import placerl.apps  # registers the run schema
 from placerl.run_config import RunConfig, to_train_config
 from placerl.train import TrainConfig
 
-GROUPS = ("graph", "cluster", "order", "env", "agent", "logger", "experiment")
+GROUPS = ("graph", "cluster", "order", "env", "agent", "logger", "experiment", "hparams_search")
 
 
 def _options(group: str) -> list[str]:
@@ -194,6 +194,26 @@ def test_sweeps_run_on_the_parallel_launchers(tmp_path, launcher):
     assert done.returncode == 0, done.stderr[-2000:]
     seeds = sorted(json.loads(p.read_text())["config"]["seed"] for p in sweep.rglob("result.json"))
     assert seeds == [0, 1]
+
+
+def test_an_optuna_search_minimizes_the_runs_objective_and_resumes(tmp_path):
+    import yaml
+
+    sweep = tmp_path / "search"
+    arguments = ["hparams_search=placeto_optuna", "hydra.sweeper.n_trials=3", SPEC,
+                 "cluster=placeto4", "total_steps=128", "eval_every=64", "n_envs=2",
+                 "+agent.hyperparams.n_steps=32", "baselines=[single_device,round_robin]",
+                 f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    done = _app(tmp_path, "train_app", *arguments)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = [json.loads(p.read_text()) for p in sorted(sweep.glob("trial_*/result.json"))]
+    assert len(results) == 3
+    objectives = [r["graphs"][0]["final_runtime"] / min(r["graphs"][0]["baselines"].values())
+                  for r in results]  # fmt: skip
+    best = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
+    assert best["best_value"] == pytest.approx(min(objectives))
+    again = _app(tmp_path, "train_app", *arguments)  # the same trials again: all skipped
+    assert again.stdout.count("already holds result.json") == 3
 
 
 def test_the_slurm_launcher_config_extends_submitit():
