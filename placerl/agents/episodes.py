@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -111,3 +112,43 @@ def best_rollout(model: Any, env: Any, *, graph: int | None = None, samples: int
         if (not best.feasible, best.runtime) > (not candidate.feasible, candidate.runtime):
             best = candidate
     return greedy, best
+
+
+def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0,
+                     seed: int = 0) -> tuple[list[Rollout], int]:  # fmt: skip
+    """``count`` sampled episodes of ``model`` on ``env``'s graph, stepped side by side in
+    copies of the env so that each step is one batched forward pass of the policy (episode
+    ``k`` is reset with seed ``seed + k``). A recurrent model runs them one after another.
+
+    Returns:
+        The episodes, and the simulator evaluations the copies made.
+    """
+    if _is_recurrent(model):
+        runs = [rollout(model, env, graph=graph, deterministic=False, seed=seed + k)
+                for k in range(count)]  # fmt: skip
+        return runs, 0
+    base = getattr(env, "unwrapped", env)
+    copies = [copy.deepcopy(base) for _ in range(count)]
+    observations = [c.reset(seed=seed + k, options={"graph": graph})[0]
+                    for k, c in enumerate(copies)]  # fmt: skip
+    first = [c.simulations for c in copies]
+    policy, masked = model.policy, uses_masks(model)
+    totals, finished = [0.0] * count, [None] * count
+    model.policy.set_training_mode(False)
+    with torch.no_grad():
+        while any(f is None for f in finished):
+            live = [k for k in range(count) if finished[k] is None]
+            batch = {key: torch.as_tensor(np.stack([observations[k][key] for k in live]),
+                                          device=policy.device) for key in observations[0]}
+            extra = ({"action_masks": np.stack([copies[k].action_masks() for k in live])}
+                     if masked else {})  # fmt: skip
+            actions = policy.get_distribution(batch, **extra).get_actions(deterministic=False)
+            for k, action in zip(live, actions.cpu().numpy(), strict=True):
+                observations[k], reward, terminated, truncated, info = copies[k].step(int(action))
+                totals[k] += reward
+                if terminated or truncated:
+                    finished[k] = Rollout(int(info["graph_index"]), float(info["runtime"]),
+                                          bool(info["feasible"]), info["placement"], totals[k],
+                                          float(info["reference_runtime"]))  # fmt: skip
+    spent = sum(c.simulations - f for c, f in zip(copies, first, strict=True))
+    return finished, spent
