@@ -96,7 +96,7 @@ def test_experiment_sets_what_it_changes():
 def test_refine_env_passes_its_own_arguments():
     config = to_train_config(_compose("env=refine"), out_dir=None)
     assert config.env == "refine"
-    assert config.env_kwargs["initial"] == "m_etf" and config.env_kwargs["passes"] == 1
+    assert config.env_kwargs["initial"] == "best_of" and config.env_kwargs["passes"] == 1
     construct = to_train_config(_compose(), out_dir=None)
     assert "initial" not in construct.env_kwargs  # Placement-v0 has no such argument
 
