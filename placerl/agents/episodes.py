@@ -81,7 +81,8 @@ def _actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], int]:
 
     def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> int:
         batch = {k: torch.as_tensor(v, device=policy.device).unsqueeze(0) for k, v in obs.items()}
-        extra = {"action_masks": env.action_masks()[None]} if masked else {}
+        masks = getattr(env, "unwrapped", env).action_masks  # wrappers do not forward it
+        extra = {"action_masks": masks()[None]} if masked else {}
         distribution = policy.get_distribution(batch, **extra)
         return int(distribution.get_actions(deterministic=deterministic)[0])
 
@@ -114,29 +115,35 @@ def best_rollout(model: Any, env: Any, *, graph: int | None = None, samples: int
     return greedy, best
 
 
-def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0,
-                     seed: int = 0) -> tuple[list[Rollout], int]:  # fmt: skip
+def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: int = 0,
+                     max_simulations: float = np.inf) -> tuple[list[Rollout], int]:  # fmt: skip
     """``count`` sampled episodes of ``model`` on ``env``'s graph, stepped side by side in
     copies of the env so that each step is one batched forward pass of the policy (episode
     ``k`` is reset with seed ``seed + k``). A recurrent model runs them one after another.
 
+    Args:
+        max_simulations: Stop as soon as the copies have made this many simulator
+            evaluations; the episodes unfinished then are dropped.
+
     Returns:
-        The episodes, and the simulator evaluations the copies made.
+        The finished episodes, and the simulator evaluations the copies made.
     """
-    if _is_recurrent(model):
-        runs = [rollout(model, env, graph=graph, deterministic=False, seed=seed + k)
-                for k in range(count)]  # fmt: skip
-        return runs, 0
     base = getattr(env, "unwrapped", env)
+    if _is_recurrent(model):
+        return _sampled_one_by_one(model, env, count, graph, seed, max_simulations)
     copies = [copy.deepcopy(base) for _ in range(count)]
+    first = [c.simulations for c in copies]
     observations = [c.reset(seed=seed + k, options={"graph": graph})[0]
                     for k, c in enumerate(copies)]  # fmt: skip
-    first = [c.simulations for c in copies]
     policy, masked = model.policy, uses_masks(model)
     totals, finished = [0.0] * count, [None] * count
+
+    def spent() -> int:
+        return sum(c.simulations - f for c, f in zip(copies, first, strict=True))
+
     model.policy.set_training_mode(False)
     with torch.no_grad():
-        while any(f is None for f in finished):
+        while any(f is None for f in finished) and spent() < max_simulations:
             live = [k for k in range(count) if finished[k] is None]
             batch = {key: torch.as_tensor(np.stack([observations[k][key] for k in live]),
                                           device=policy.device) for key in observations[0]}
@@ -144,11 +151,28 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0,
                      if masked else {})  # fmt: skip
             actions = policy.get_distribution(batch, **extra).get_actions(deterministic=False)
             for k, action in zip(live, actions.cpu().numpy(), strict=True):
+                if spent() >= max_simulations:
+                    break
                 observations[k], reward, terminated, truncated, info = copies[k].step(int(action))
                 totals[k] += reward
                 if terminated or truncated:
                     finished[k] = Rollout(int(info["graph_index"]), float(info["runtime"]),
                                           bool(info["feasible"]), info["placement"], totals[k],
                                           float(info["reference_runtime"]))  # fmt: skip
-    spent = sum(c.simulations - f for c, f in zip(copies, first, strict=True))
-    return finished, spent
+    return [f for f in finished if f is not None], spent()
+
+
+def _sampled_one_by_one(model: Any, env: Any, count: int, graph: int, seed: int,
+                        max_simulations: float) -> tuple[list[Rollout], int]:  # fmt: skip
+    """:func:`sampled_rollouts` for a recurrent model: whole episodes in a copy of the env,
+    while the costliest so far still fits."""
+    env = copy.deepcopy(env)
+    base = getattr(env, "unwrapped", env)
+    runs, start, cost = [], base.simulations, 0
+    for k in range(count):
+        before = base.simulations
+        if before - start + cost > max_simulations:
+            break
+        runs.append(rollout(model, env, graph=graph, deterministic=False, seed=seed + k))
+        cost = max(cost, base.simulations - before)
+    return runs, base.simulations - start

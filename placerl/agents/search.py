@@ -9,7 +9,8 @@ Searches (the :data:`SEARCHES` registry; ``policy?path=...&search=<name>&budget=
 
 * ``greedy`` - the policy's greedy episode (its cost is the budget it needs).
 * ``sample`` - the greedy episode, then sampled episodes while the budget lasts (batches of
-  :data:`SAMPLE_BATCH` stepped side by side, each sized by the greedy episode's cost); the best.
+  up to :data:`SAMPLE_BATCH` stepped side by side, sized by the greedy episode's cost; the
+  batch in progress stops when the budget is spent); the best.
 * ``local`` - policy-guided local search: hill climbing from the greedy placement that visits
   first the units whose device the policy was least sure of and tries devices in the order of
   the policy's probabilities, taking the first move that improves
@@ -170,14 +171,18 @@ def _sample(model: Any, env: Any, budget: int, seed: int) -> tuple:
     greedy = rollout(model, env, graph=0, seed=seed)
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
     cost = spent = base.simulations - first
-    episodes = 1
-    while (count := min(SAMPLE_BATCH, (budget - spent) // max(cost, 1))) > 0:
-        runs, used = sampled_rollouts(model, env, count, seed=seed + episodes)
+    episodes, extra = 1, 0
+    while (remaining := budget - spent) > 0:
+        count = max(1, min(SAMPLE_BATCH, remaining // max(cost, 1)))
+        runs, used = sampled_rollouts(model, env, count, seed=seed + episodes,
+                                      max_simulations=remaining)  # fmt: skip
         for run in runs:
             best.offer(run.placement, run.runtime, run.feasible)
-        spent, episodes = spent + used, episodes + count
+        spent, extra, episodes = spent + used, extra + used, episodes + len(runs)
+        if len(runs) < count:  # the budget ran out mid-batch
+            break
     return best.outcome(greedy_runtime=greedy.runtime, episodes=episodes,
-                        extra_evaluations=spent - cost)
+                        extra_evaluations=extra)
 
 
 @register_search("local", needs_budget=False)

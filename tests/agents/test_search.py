@@ -96,12 +96,13 @@ def test_active_search_leaves_the_model_as_it_was(model):
         assert torch.equal(old, new)
 
 
-def test_searches_work_on_wrapped_refine_envs():
+@pytest.mark.parametrize("search", ["greedy", "sample", "local", "active"])
+def test_searches_work_on_wrapped_refine_envs(search):
     env = gym.wrappers.TimeLimit(PlacementRefineEnv(GRAPH, CLUSTER, initial="heft"), 1000)
     model = make_agent("maskable_ppo", env.unwrapped, "gnn", n_steps=32, batch_size=32)
-    result = run_search(model, env, "local", budget=60)
-    assert result.evaluations <= 60
-    assert result.runtime <= solve("heft", GRAPH, CLUSTER).runtime * (1 + 1e-12)
+    result = run_search(model, env, search, budget=0 if search == "greedy" else 60)
+    assert result.evaluations <= 60 + 17  # the greedy episode is always run
+    assert result.runtime <= result.greedy_runtime * (1 + 1e-12)
 
 
 def test_the_policy_placer_takes_a_search_and_a_budget(model_path):
@@ -132,6 +133,13 @@ def test_an_env_over_several_graphs_is_refused(model):
                        max_edges=64)  # fmt: skip
     with pytest.raises(ConfigError, match="run_search places one graph; the env has 2"):
         run_search(model, env, "greedy")
+
+
+def test_sample_with_a_recurrent_policy_counts_each_evaluation_once():
+    env = _env(max_nodes=16)
+    model = make_agent("recurrent_ppo", env, "mlp", n_steps=16, batch_size=16)
+    result = run_search(model, env, "sample", budget=16 * 4)
+    assert result.evaluations == 64 and result.info["episodes"] == 4
 
 
 def test_local_refuses_a_recurrent_policy():
