@@ -4,7 +4,9 @@ One policy per seed is trained on the training graphs of a synthetic family (clo
 graph's ``best_of`` placement first, then PPO), then places held-out graphs it never saw. On
 each held-out graph and budget ``B`` (simulator evaluations), every method gets the same ``B``:
 
-* ``local_search(best_of)`` - the reference: hill climbing from the best classic placement;
+* ``local_search(best_of)`` - the reference: hill climbing from the best classic placement
+  (the candidates' own work, list scheduling and the DP's split, is not charged to its budget,
+  as the policy's training is not charged to the policy's);
 * ``policy greedy`` - the policy's greedy placement (zero-shot, one evaluation);
 * ``policy local`` - policy-guided local search from the greedy placement;
 * ``local_search(policy)`` - plain local search from the same greedy placement (how much the

@@ -35,12 +35,16 @@ def trials(sweep: Path, searched: list[str]) -> list[dict[str, Any]]:
         overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text())
         chosen = dict(item.split("=", 1) for item in overrides)
         graphs = json.loads(result.read_text())["graphs"]
-        ratios = [g["final_runtime"] / min(g["baselines"].values()) for g in graphs]
-        objective = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        if all(g["baselines"] for g in graphs):
+            ratios = [g["final_runtime"] / min(g["baselines"].values()) for g in graphs]
+            objective = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        else:  # the objective needs baselines
+            objective = math.nan
         rows.append({"trial": int(folder.name.split("_")[1]),
                      **{key.lstrip("+").split(".")[-1]: chosen.get(key, "-") for key in searched},
                      "vs_best_baseline": round(objective, 4)})  # fmt: skip
-    return sorted(rows, key=lambda row: row["vs_best_baseline"])
+    return sorted(rows, key=lambda row: (math.isnan(row["vs_best_baseline"]),
+                                         row["vs_best_baseline"]))  # fmt: skip
 
 
 def main() -> None:

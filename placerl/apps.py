@@ -29,7 +29,7 @@ from placerl.evaluate import evaluate
 from placerl.figures import plot_best_placement, plot_learning_curve
 from placerl.run_config import EvalRunConfig, RunConfig, to_train_config
 from placerl.tracking import open_tracker
-from placerl.train import TrainResult, is_evaluation, train
+from placerl.train import RESUMABLE_CHANGES, TrainConfig, TrainResult, is_evaluation, train
 
 #: Where Hydra finds the config tree: the ``configs/`` folder, mapped into the package by an
 #: install (wheel or editable); a bare checkout on ``sys.path`` reads the folder itself.
@@ -136,10 +136,30 @@ def train_app(cfg: DictConfig) -> float | None:
     (``resume=true``); ``force=true`` trains a finished one again from scratch.
     """
     run = OmegaConf.to_object(cfg)
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    changed = _changed_keys(out_dir, to_train_config(run, str(out_dir)))
+    if changed:  # e.g. an Optuna trial number that now stands for other parameters
+        print(f"{out_dir} holds a result of another configuration ({', '.join(changed)} "
+              "differ); training again")  # fmt: skip
+        run.force = True
     if run.force:
         run.resume = False
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
     return run_job(out_dir, run.force, lambda: run_training(run, str(out_dir)))
+
+
+def _changed_keys(out_dir: Path, config: TrainConfig) -> list[str]:
+    """The options in which ``out_dir``'s finished result differs from ``config`` (only the
+    schedule may change, as when resuming); empty when there is no result."""
+    path = out_dir / "result.json"
+    if not path.is_file():
+        return []
+    try:
+        saved = json.loads(path.read_text())["config"]
+    except (ValueError, KeyError, TypeError):
+        return []  # unreadable: run_job's own reading reports it
+    current = config.to_dict()
+    return sorted(k for k in current if k not in RESUMABLE_CHANGES
+                  and k in saved and saved[k] != current[k])  # fmt: skip
 
 
 @hydra.main(version_base=None, config_path=CONFIG_PATH, config_name="eval")

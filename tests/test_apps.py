@@ -214,6 +214,9 @@ def test_an_optuna_search_minimizes_the_runs_objective_and_resumes(tmp_path):
     assert best["best_value"] == pytest.approx(min(objectives))
     again = _app(tmp_path, "train_app", *arguments)  # the same trials again: all skipped
     assert again.stdout.count("already holds result.json") == 3
+    other = _app(tmp_path, "train_app", *arguments, "hydra.sweeper.sampler.seed=5")
+    assert other.returncode == 0, other.stderr[-2000:]  # other parameters under the same names
+    assert other.stdout.count("holds a result of another configuration") >= 2
 
 
 def test_the_slurm_launcher_config_extends_submitit():

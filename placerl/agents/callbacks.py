@@ -184,7 +184,9 @@ class Rollback(BaseCallback):
     20k steps from a cloned m-ETF placement, with every learning rate, KL target, advantage
     and value setting tried); checking each step on the true objective, as TRPO's line search
     checks its surrogate, keeps only the steps that do not lose. Costs one greedy episode per
-    graph per update. Updates that tie are kept, so the policy can move along a plateau.
+    graph per update. Updates that tie are kept (and become the point to return to), so the
+    policy can move along a plateau. A resumed run starts this bookkeeping afresh from the
+    weights it resumes with.
 
     Attributes:
         rolled_back: Updates undone.
@@ -203,10 +205,10 @@ class Rollback(BaseCallback):
                    for g in range(len(self.env.graphs))]  # fmt: skip
         score = float(np.mean([r.runtime / r.reference_runtime for r in results]))
         self.checks += 1
-        if score < self.best_score * (1 - 1e-12):
-            self.best_score = score
+        if score <= self.best_score * (1 + 1e-12):  # better or a tie: the new point to keep
+            self.best_score = min(score, self.best_score)
             self._best_weights = copy.deepcopy(self.model.policy.state_dict())
-        elif score > self.best_score * (1 + 1e-12) and self._best_weights is not None:
+        else:
             self.model.policy.load_state_dict(self._best_weights)
             self.rolled_back += 1
             self.logger.record("train/rolled_back", self.rolled_back)

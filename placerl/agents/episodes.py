@@ -128,18 +128,18 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: 
     Returns:
         The finished episodes, and the simulator evaluations the copies made.
     """
-    base = getattr(env, "unwrapped", env)
     if _is_recurrent(model):
         return _sampled_one_by_one(model, env, count, graph, seed, max_simulations)
-    copies = [copy.deepcopy(base) for _ in range(count)]
-    first = [c.simulations for c in copies]
+    copies = [copy.deepcopy(env) for _ in range(count)]  # wrappers included
+    bases = [getattr(c, "unwrapped", c) for c in copies]
+    first = [b.simulations for b in bases]
     observations = [c.reset(seed=seed + k, options={"graph": graph})[0]
                     for k, c in enumerate(copies)]  # fmt: skip
     policy, masked = model.policy, uses_masks(model)
     totals, finished = [0.0] * count, [None] * count
 
     def spent() -> int:
-        return sum(c.simulations - f for c, f in zip(copies, first, strict=True))
+        return sum(b.simulations - f for b, f in zip(bases, first, strict=True))
 
     model.policy.set_training_mode(False)
     with torch.no_grad():
@@ -147,7 +147,7 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: 
             live = [k for k in range(count) if finished[k] is None]
             batch = {key: torch.as_tensor(np.stack([observations[k][key] for k in live]),
                                           device=policy.device) for key in observations[0]}
-            extra = ({"action_masks": np.stack([copies[k].action_masks() for k in live])}
+            extra = ({"action_masks": np.stack([bases[k].action_masks() for k in live])}
                      if masked else {})  # fmt: skip
             actions = policy.get_distribution(batch, **extra).get_actions(deterministic=False)
             for k, action in zip(live, actions.cpu().numpy(), strict=True):

@@ -7,6 +7,7 @@ first update to 0 at the last (SB3 passes the remaining share of training, 1 -> 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +52,7 @@ def _start(name: str, text: str) -> float:
         start = float(number) if prefix == "lin" else None
     except ValueError:
         start = None
-    if start is None or not start > 0:
+    if start is None or not 0 < start < math.inf:
         raise ConfigError(
             f"{name} must be a number or a schedule 'lin_<start>' (linear decay to 0, start > 0, "
             f"e.g. lin_3e-4), got {text!r}"

@@ -22,9 +22,11 @@ Searches (the :data:`SEARCHES` registry; ``policy?path=...&search=<name>&budget=
 
 from __future__ import annotations
 
+import contextlib
 import io
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +128,8 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
         search: A :data:`SEARCHES` name.
         budget: Simulator evaluations at most (0: the search's own end; ``sample`` and
             ``active`` need one). The greedy episode is always run, even past the budget.
-        seed: Seeds sampling, the local search's ties and fine-tuning.
+        seed: Seeds the episodes, torch's sampling and fine-tuning (the caller's random
+            generators are left as they were).
 
     Raises:
         ConfigError: See :func:`check_search`; an env over several graphs.
@@ -136,12 +139,30 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
     if len(base.graphs) != 1:
         raise ConfigError(f"run_search places one graph; the env has {len(base.graphs)}")
     spent_before, start = base.simulations, time.perf_counter()
-    placement, runtime, feasible, info = spec.fn(model, env, budget, seed)
+    with _seeded(seed):
+        placement, runtime, feasible, info = spec.fn(model, env, budget, seed)
     greedy = info.pop("greedy_runtime")
     evaluations = base.simulations - spent_before + info.pop("extra_evaluations", 0)
     return SearchResult(search, np.asarray(placement), float(runtime), bool(feasible),
                         int(evaluations), time.perf_counter() - start, float(greedy),
                         info)  # fmt: skip
+
+
+@contextlib.contextmanager
+def _seeded(seed: int) -> Iterator[None]:
+    """Seed torch, numpy and random for a search; the caller's generators are left as they
+    were (so a search gives the same placement whatever ran before it, and changes nothing
+    for what runs after)."""
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(numpy_state)
+            random.setstate(python_state)
 
 
 class _Best:
@@ -172,8 +193,8 @@ def _sample(model: Any, env: Any, budget: int, seed: int) -> tuple:
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
     cost = spent = base.simulations - first
     episodes, extra = 1, 0
-    while (remaining := budget - spent) > 0:
-        count = max(1, min(SAMPLE_BATCH, remaining // max(cost, 1)))
+    while (remaining := budget - spent) >= max(cost, 1):
+        count = min(SAMPLE_BATCH, remaining // max(cost, 1))
         runs, used = sampled_rollouts(model, env, count, seed=seed + episodes,
                                       max_simulations=remaining)  # fmt: skip
         for run in runs:
@@ -194,17 +215,21 @@ def _local(model: Any, env: Any, budget: int, seed: int) -> tuple:
     base = getattr(env, "unwrapped", env)
     first = base.simulations
     greedy, preferences = greedy_preferences(model, env, seed=seed)
-    remaining = max(budget - (base.simulations - first), 1) if budget else 0
+    best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
+    remaining = budget - (base.simulations - first) if budget else 0
+    if budget and remaining <= 0:
+        return best.outcome(greedy_runtime=greedy.runtime, rounds=0)
     problem = Problem(base.case.graph, base.cluster, base.objective)
     solution = hill_climb(problem, greedy.placement, rng=np.random.default_rng(seed),
                           max_rounds=10**9, max_evaluations=remaining,
                           preferences=preferences)  # fmt: skip
-    result = problem.model.evaluate(solution.placement, check=False, times=False)
-    runtime = penalized_runtime(result, base.case.reference_runtime)
-    best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
-    best.offer(solution.placement, runtime, result.feasible)
+    spent, runtime = solution.info["evaluations"], solution.info["runtime"]
+    if not solution.info["feasible"]:  # score it as the env does: penalized
+        result = problem.model.evaluate(solution.placement, check=False, times=False)
+        runtime, spent = penalized_runtime(result, base.case.reference_runtime), spent + 1
+    best.offer(solution.placement, runtime, solution.info["feasible"])
     return best.outcome(greedy_runtime=greedy.runtime, rounds=solution.info["rounds"],
-                        extra_evaluations=solution.info["evaluations"])  # fmt: skip
+                        extra_evaluations=spent)  # fmt: skip
 
 
 def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.ndarray]:
@@ -249,8 +274,15 @@ def _active(model: Any, env: Any, budget: int, seed: int) -> tuple:
     first = base.simulations
     greedy = rollout(model, env, graph=0, seed=seed)
     cost = base.simulations - first
+    if budget <= 2 * cost:
+        raise ConfigError(
+            f"search 'active' needs a budget above {2 * cost} simulator evaluations on this "
+            f"graph (a greedy episode costs {cost}: one before and one after fine-tuning), "
+            f"got {budget}"
+        )
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
-    tuned = _copy(model, DummyVecEnv([lambda: env]), seed)
+    steps = (budget - 2 * cost) * _steps_per_evaluation(base, cost)
+    tuned = _copy(model, DummyVecEnv([lambda: env]), n_steps=int(steps) // ACTIVE_UPDATES)
 
     class _Budget(BaseCallback):
         """Offers every finished episode; stops while a last greedy episode still fits."""
@@ -264,14 +296,30 @@ def _active(model: Any, env: Any, budget: int, seed: int) -> tuple:
     tuned.learn(total_timesteps=10**9, callback=_Budget())
     final = rollout(tuned, env, graph=0, seed=seed)
     best.offer(final.placement, final.runtime, final.feasible)
-    return best.outcome(greedy_runtime=greedy.runtime, steps=int(tuned.num_timesteps))
+    updates = tuned._n_updates // max(getattr(tuned, "n_epochs", 1), 1)
+    return best.outcome(greedy_runtime=greedy.runtime, steps=int(tuned.num_timesteps),
+                        updates=int(updates), n_steps=int(tuned.n_steps))  # fmt: skip
 
 
-def _copy(model: Any, venv: Any, seed: int) -> Any:
-    """A copy of ``model`` training on ``venv`` (the original is left as it is)."""
+#: Active search sizes its rollouts so that its budget pays for about this many updates.
+ACTIVE_UPDATES = 4
+
+
+def _steps_per_evaluation(base: Any, greedy_cost: int) -> float:
+    """Env steps one simulator evaluation buys, from the greedy episode (a sparse reward
+    simulates once per episode, a dense one once per step)."""
+    length = len(base.case.steps) * getattr(base, "passes", 1)
+    return length / max(greedy_cost, 1)
+
+
+def _copy(model: Any, venv: Any, n_steps: int) -> Any:
+    """A copy of ``model`` training on ``venv`` with rollouts of ``n_steps`` (at least 8, at
+    most the model's own); the original is left as it is."""
+    n_steps = max(8, min(n_steps, model.n_steps))
+    objects = {"n_steps": n_steps}
+    if hasattr(model, "batch_size"):
+        objects["batch_size"] = min(model.batch_size, n_steps)
     buffer = io.BytesIO()
     model.save(buffer)
     buffer.seek(0)
-    copy = type(model).load(buffer, env=venv, device=model.device)
-    copy.set_random_seed(seed)
-    return copy
+    return type(model).load(buffer, env=venv, device=model.device, custom_objects=objects)

@@ -28,8 +28,9 @@ def best_of(problem: Problem, *, placers: str = DEFAULT_CANDIDATES) -> Solution:
     """The best placement of several placers under the problem's objective (feasible first).
 
     A candidate that cannot place the problem (it raises, e.g. a placer for one device kind)
-    is skipped and named in ``info["skipped"]``; ``info["runtimes"]`` holds every candidate's
-    score and ``info["chosen"]`` the winner.
+    is skipped and named in ``info["skipped"]``; a candidate's warnings (the DP stopping at its
+    pair budget) are kept in ``info["warnings"]`` rather than printed; ``info["runtimes"]``
+    holds every candidate's score and ``info["chosen"]`` the winner.
 
     Args:
         problem: The problem.
@@ -48,15 +49,17 @@ def best_of(problem: Problem, *, placers: str = DEFAULT_CANDIDATES) -> Solution:
     parsed = [parse_placer(spec) for spec in specs]  # every spec checked before any work
     if any(name == _NAME for name, _ in parsed):
         raise ConfigError(f"{_NAME}: option 'placers' cannot name {_NAME!r} itself")
-    runtimes, skipped, best = {}, {}, None
+    runtimes, skipped, warned, best = {}, {}, {}, None
     for spec, (name, options) in zip(specs, parsed, strict=True):
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a limit hit or an infeasible candidate
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")  # a limit hit: kept in info, not printed
                 out = PLACERS[name].fn(problem, **options)
         except PlaceRLError as err:
             skipped[spec] = str(err)
             continue
+        if caught:
+            warned[spec] = "; ".join(str(w.message) for w in caught)
         placement = problem.model.check(out.placement if isinstance(out, Solution) else out)
         result = problem.model.evaluate(placement, check=False, times=False)
         runtimes[spec] = result.runtime
@@ -65,5 +68,5 @@ def best_of(problem: Problem, *, placers: str = DEFAULT_CANDIDATES) -> Solution:
             best = (key, spec, placement)
     if best is None:
         raise ConfigError(f"{_NAME}: no candidate placed the problem: {skipped}")
-    info = {"chosen": best[1], "runtimes": runtimes, "skipped": skipped}
+    info = {"chosen": best[1], "runtimes": runtimes, "skipped": skipped, "warnings": warned}
     return Solution(best[2], info=info)

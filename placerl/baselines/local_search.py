@@ -88,7 +88,8 @@ def hill_climb(
             Without them: a random unit order and the best move of each unit.
 
     Returns:
-        The final placement, with ``rounds`` and ``evaluations`` in its info.
+        The final placement, with ``rounds``, ``evaluations`` and its ``runtime`` and
+        ``feasible`` in its info.
     """
     units = problem.units
     leaders = np.array([int(m[0]) for m in units.members])
@@ -123,7 +124,8 @@ def hill_climb(
                 moves.move(leader, best)
         if not improved:
             break
-    info = {"rounds": rounds, "evaluations": evaluations}
+    info = {"rounds": rounds, "evaluations": evaluations, "runtime": score[1],
+            "feasible": not score[0]}  # fmt: skip
     return Solution(np.array(moves.placement), info=info)
 
 

@@ -32,7 +32,7 @@ def test_make_agent_trains_with_a_schedule():
     assert model.lr_schedule(0.25) == pytest.approx(2.5e-4)
 
 
-@pytest.mark.parametrize("text", ["lin_x", "exp_0.1", "lin_-1", "lin_", "0.2"])
+@pytest.mark.parametrize("text", ["lin_x", "exp_0.1", "lin_-1", "lin_", "0.2", "lin_inf"])
 def test_bad_schedules_name_the_option(text):
     with pytest.raises(ConfigError, match=f"clip_range must be a number or a schedule "
                                           f"'lin_<start>'.*got '{text}'"):  # fmt: skip

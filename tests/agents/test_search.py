@@ -1,5 +1,7 @@
 """Search at inference: budgets in simulator evaluations, never worse than greedy, bad input."""
 
+from typing import ClassVar
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -88,12 +90,57 @@ def test_local_uses_the_policys_probabilities(model):
     np.testing.assert_array_equal(np.argmax(preferences, axis=1), run.placement)
 
 
-def test_active_search_leaves_the_model_as_it_was(model):
+def test_active_search_fine_tunes_a_copy_and_leaves_the_model_as_it_was(model):
     before = [p.detach().clone() for p in model.policy.parameters()]
     result = run_search(model, _env(), "active", budget=200, seed=1)
-    assert result.info["steps"] > 0
+    assert result.info["updates"] >= 2  # rollouts sized so that the budget pays for updates
+    assert result.evaluations <= 200
     for old, new in zip(before, model.policy.parameters(), strict=True):
         assert torch.equal(old, new)
+
+
+def test_active_search_refuses_a_budget_that_pays_for_no_training(model):
+    with pytest.raises(ConfigError, match=r"search 'active' needs a budget above 32 simulator "
+                                          r"evaluations on this graph .* got 30"):  # fmt: skip
+        run_search(model, _env(), "active", budget=30)
+
+
+@pytest.mark.parametrize("search", ["sample", "active"])
+def test_same_seed_same_placement_whatever_the_global_seeds(model, search):
+    runs = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        np.random.seed(global_seed)
+        runs.append(run_search(model, _env(), search, budget=160, seed=3))
+    np.testing.assert_array_equal(runs[0].placement, runs[1].placement)
+    assert runs[0].runtime == runs[1].runtime
+
+
+def test_the_callers_torch_generator_is_left_as_it_was(model):
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    run_search(model, _env(), "sample", budget=64)
+    np.testing.assert_array_equal(torch.rand(3).numpy(), expected.numpy())
+
+
+def test_local_spends_at_most_its_budget(model):
+    for budget in (17, 20, 45):
+        assert run_search(model, _env(), "local", budget=budget).evaluations <= budget
+
+
+class _CountResets(gym.Wrapper):
+    resets: ClassVar[list] = []
+
+    def reset(self, **kwargs):
+        _CountResets.resets.append(1)
+        return self.env.reset(**kwargs)
+
+
+def test_sampled_episodes_run_through_the_envs_wrappers(model):
+    _CountResets.resets.clear()
+    result = run_search(model, _CountResets(_env()), "sample", budget=16 * 4)
+    assert result.info["episodes"] == 4 and len(_CountResets.resets) == 4
 
 
 @pytest.mark.parametrize("search", ["greedy", "sample", "local", "active"])
