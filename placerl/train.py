@@ -280,7 +280,7 @@ def _monitored(arguments: dict[str, Any], kind: str, start_from_best: bool = Fal
     return Monitor(StartFromBest(env) if start_from_best else env)
 
 
-def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool) -> Any:
+def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool = False) -> Any:
     from placerl.agents.threads import single_thread_worker
 
     single_thread_worker()

@@ -32,6 +32,10 @@ def best_of(problem: Problem, *, placers: str = DEFAULT_CANDIDATES) -> Solution:
     pair budget) are kept in ``info["warnings"]`` rather than printed; ``info["runtimes"]``
     holds every candidate's score and ``info["chosen"]`` the winner.
 
+    Source: the portfolio starts of the learned placers (DOPPLER and Placeto warm-start or
+    refine from a classic placer's placement; here the best of several).
+    Complexity: the sum of the candidates' costs, plus one simulation per candidate.
+
     Args:
         problem: The problem.
         placers: Comma-separated placer specs (``heft,m_etf,local_search?init=heft``; in a
