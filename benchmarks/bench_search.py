@@ -7,6 +7,8 @@ each held-out graph and budget ``B`` (simulator evaluations), every method gets 
 * ``local_search(best_of)`` - the reference: hill climbing from the best classic placement
   (the candidates' own work, list scheduling and the DP's split, is not charged to its budget,
   as the policy's training is not charged to the policy's);
+* ``best_of`` - the best classic placement itself, no search (one evaluation per candidate:
+  the zero-shot target);
 * ``policy greedy`` - the policy's greedy placement (zero-shot, one evaluation);
 * ``policy local`` - policy-guided local search from the greedy placement;
 * ``local_search(policy)`` - plain local search from the same greedy placement (how much the
@@ -45,6 +47,7 @@ from _common import add_run_options, apply_run_options, markdown_table, write_re
 from placerl.agents.placer import env_for, load_model
 from placerl.agents.search import run_search
 from placerl.baselines import solve
+from placerl.baselines.best_of import DEFAULT_CANDIDATES
 from placerl.baselines.problem import Problem
 from placerl.baselines.references import reference
 from placerl.cluster import load_cluster
@@ -85,6 +88,8 @@ def methods(model: Any, spec: str, budget: int, active: bool) -> Found:
                 max_evaluations=budget,
                 init=reference(graph, cluster, OBJECTIVE, START).placement)  # fmt: skip
     out[REFERENCE] = (ref.runtime, ref.info["evaluations"], time.perf_counter() - start)
+    classic = reference(graph, cluster, OBJECTIVE, START)  # the zero-shot target, no search
+    out[START] = (classic.runtime, len(DEFAULT_CANDIDATES.split(",")), 0.0)
     for name in ("greedy", "local", "sample", *(("active",) if active else ())):
         result = run_search(model, env, name, budget=0 if name == "greedy" else budget)
         out[f"policy {name}"] = (result.runtime, result.evaluations, result.wall_s)
