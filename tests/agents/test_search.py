@@ -194,3 +194,14 @@ def test_local_refuses_a_recurrent_policy():
     model = make_agent("recurrent_ppo", env, "mlp", n_steps=16, batch_size=16)
     with pytest.raises(ConfigError, match="search 'local' needs a feed-forward policy"):
         run_search(model, env, "local")
+
+
+def test_rollout_accepts_an_env_made_by_gymnasium_make():
+    """gymnasium.make wraps the env (OrderEnforcing, PassiveEnvChecker): masks are read below."""
+    import placerl  # noqa: F401  (registers the ids)
+    from placerl.agents import rollout
+
+    env = gym.make("placerl/Placement-v0", graph=GRAPH, cluster=CLUSTER)
+    model = make_agent("maskable_ppo", env, "mlp", n_steps=16, batch_size=16)
+    assert rollout(model, env).feasible
+    assert run_search(model, env, "sample", budget=3).evaluations == 3
