@@ -54,7 +54,8 @@ def run(variant: str, graph: str, seed: int, steps: int, every: int,
     """One training run: the curve of greedy runtime over HEFT's."""
     config = {"graph": graph, "cluster": CLUSTER, "extractor": extractor, "total_steps": steps,
               "eval_every": every, "checkpoint_every": 0, "baselines": ["heft"], "seed": seed,
-              "keep_best": False, **VARIANTS[variant]}  # fmt: skip
+              "keep_best": False, "rollback": False,  # the learning curves of PPO itself
+              **VARIANTS[variant]}  # fmt: skip
     result = train(config)
     (outcome,) = result.graphs
     heft = outcome.baselines["heft"]
