@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import markdown_table, write_results
 
+from placerl.train import vs_best_baseline
+
 
 def trials(sweep: Path, searched: list[str]) -> list[dict[str, Any]]:
     """One row per finished trial: its number, the searched parameters, its objective."""
@@ -35,11 +37,7 @@ def trials(sweep: Path, searched: list[str]) -> list[dict[str, Any]]:
         overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text())
         chosen = dict(item.split("=", 1) for item in overrides)
         graphs = json.loads(result.read_text())["graphs"]
-        if all(g["baselines"] for g in graphs):
-            ratios = [g["final_runtime"] / min(g["baselines"].values()) for g in graphs]
-            objective = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        else:  # the objective needs baselines
-            objective = math.nan
+        objective = vs_best_baseline([(g["final_runtime"], g["baselines"]) for g in graphs])
         rows.append({"trial": int(folder.name.split("_")[1]),
                      **{key.lstrip("+").split(".")[-1]: chosen.get(key, "-") for key in searched},
                      "vs_best_baseline": round(objective, 4)})  # fmt: skip

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import hydra
-import numpy as np
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -29,7 +28,14 @@ from placerl.evaluate import evaluate
 from placerl.figures import plot_best_placement, plot_learning_curve
 from placerl.run_config import EvalRunConfig, RunConfig, to_train_config
 from placerl.tracking import open_tracker
-from placerl.train import RESUMABLE_CHANGES, TrainConfig, TrainResult, is_evaluation, train
+from placerl.train import (
+    TrainConfig,
+    TrainResult,
+    changed_options,
+    is_evaluation,
+    train,
+    vs_best_baseline,
+)
 
 #: Where Hydra finds the config tree: the ``configs/`` folder, mapped into the package by an
 #: install (wheel or editable); a bare checkout on ``sys.path`` reads the folder itself.
@@ -121,11 +127,7 @@ def run_job(out_dir: Path, force: bool, job: Callable[[], TrainResult]) -> float
 
 def _objective(result: dict) -> float:
     """:attr:`TrainResult.vs_best_baseline` of a ``result.json``."""
-    graphs = result["graphs"]
-    if any(not g["baselines"] for g in graphs):
-        return float("nan")
-    ratios = [g["final_runtime"] / min(g["baselines"].values()) for g in graphs]
-    return float(np.exp(np.mean(np.log(ratios))))
+    return vs_best_baseline([(g["final_runtime"], g["baselines"]) for g in result["graphs"]])
 
 
 @hydra.main(version_base=None, config_path=CONFIG_PATH, config_name="train")
@@ -157,9 +159,7 @@ def _changed_keys(out_dir: Path, config: TrainConfig) -> list[str]:
         saved = json.loads(path.read_text())["config"]
     except (ValueError, KeyError, TypeError):
         return []  # unreadable: run_job's own reading reports it
-    current = config.to_dict()
-    return sorted(k for k in current if k not in RESUMABLE_CHANGES
-                  and k in saved and saved[k] != current[k])  # fmt: skip
+    return changed_options(saved, config.to_dict())
 
 
 @hydra.main(version_base=None, config_path=CONFIG_PATH, config_name="eval")

@@ -244,10 +244,7 @@ class TrainResult:
         """The geometric mean over graphs of the final greedy runtime over the best baseline's
         (below 1: the policy beats every baseline): what hyperparameter sweeps minimize.
         ``nan`` when a graph has no baselines."""
-        if any(not g.baselines for g in self.graphs):
-            return math.nan
-        ratios = [g.final_runtime / g.best_baseline for g in self.graphs]
-        return float(np.exp(np.mean(np.log(ratios))))
+        return vs_best_baseline([(g.final_runtime, g.baselines) for g in self.graphs])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, with each graph's speedups."""
@@ -255,6 +252,22 @@ class TrainResult:
         for record, outcome in zip(out["graphs"], self.graphs, strict=True):
             record["speedups"] = outcome.speedups()
         return out
+
+
+def vs_best_baseline(outcomes: Sequence[tuple[float, Mapping[str, float]]]) -> float:
+    """The geometric mean of ``final runtime / best baseline runtime`` over ``(final runtime,
+    {baseline: runtime})`` pairs, one per graph; ``nan`` when a graph has no baselines."""
+    if any(not baselines for _, baselines in outcomes):
+        return math.nan
+    ratios = [final / min(baselines.values()) for final, baselines in outcomes]
+    return float(np.exp(np.mean(np.log(ratios))))
+
+
+def changed_options(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """The options of ``current`` that ``saved`` (an earlier run's config) holds with another
+    value, outside :data:`RESUMABLE_CHANGES` (the schedule may change)."""
+    return sorted(k for k in current if k not in RESUMABLE_CHANGES
+                  and k in saved and saved[k] != current[k])  # fmt: skip
 
 
 def is_evaluation(config: Mapping[str, Any]) -> bool:
@@ -464,9 +477,7 @@ def _load_state(out: Path, config: TrainConfig) -> dict[str, Any] | None:
     if not (state.is_file() and (out / "checkpoint" / "model.zip").is_file()):
         return None
     data = json.loads(state.read_text())
-    saved, current = data.get("config", {}), config.to_dict()
-    changed = sorted(k for k in current if k not in RESUMABLE_CHANGES
-                     and k in saved and saved[k] != current[k])  # fmt: skip
+    changed = changed_options(data.get("config", {}), config.to_dict())
     if changed:
         raise ConfigError(
             f"{out} holds a checkpoint of another configuration ({', '.join(changed)} differ); "

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
-from placerl.agents.episodes import rollout
+from placerl.agents.episodes import greedy_score
 
 
 class BestPlacement:
@@ -129,15 +129,13 @@ class Evaluate(_Periodic):
 
     def evaluate(self) -> list[float]:
         """Run the evaluation now; returns the greedy runtime per graph."""
-        results = [rollout(self.model, self.env, graph=g, seed=0)
-                   for g in range(len(self.env.graphs))]  # fmt: skip
+        results, self.last_score = greedy_score(self.model, self.env)
         for g, result in enumerate(results):
             self.best.offer(g, result.runtime, result.feasible, result.placement,
                             self.num_timesteps)  # fmt: skip
         runtimes = [r.runtime for r in results]
         self.curve.append({"step": int(self.num_timesteps), "runtimes": runtimes,
                            "wall_s": round(self.clock(), 3)})  # fmt: skip
-        self.last_score = float(np.mean([r.runtime / r.reference_runtime for r in results]))
         if self.last_score < self.best_score:
             self.best_score, self.best_step = self.last_score, int(self.num_timesteps)
             self._best_weights = copy.deepcopy(self.model.policy.state_dict())
@@ -201,9 +199,7 @@ class Rollback(BaseCallback):
 
     def check(self) -> None:
         """Evaluate now; keep the weights if best, restore the best if worse."""
-        results = [rollout(self.model, self.env, graph=g, seed=0)
-                   for g in range(len(self.env.graphs))]  # fmt: skip
-        score = float(np.mean([r.runtime / r.reference_runtime for r in results]))
+        _, score = greedy_score(self.model, self.env)
         self.checks += 1
         if score <= self.best_score * (1 + 1e-12):  # better or a tie: the new point to keep
             self.best_score = min(score, self.best_score)

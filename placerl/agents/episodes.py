@@ -33,6 +33,12 @@ class Rollout:
     episode_return: float
     reference_runtime: float
 
+    @classmethod
+    def ended(cls, info: dict[str, Any], episode_return: float) -> Rollout:
+        """The episode whose last step returned ``info``."""
+        return cls(int(info["graph_index"]), float(info["runtime"]), bool(info["feasible"]),
+                   info["placement"], episode_return, float(info["reference_runtime"]))
+
 
 def uses_masks(model: Any) -> bool:
     """Whether ``model`` (built by :func:`~placerl.agents.make_agent`) predicts with masks."""
@@ -65,8 +71,7 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
         while not done:
             obs, reward, terminated, truncated, info = env.step(act(obs, env, deterministic))
             total, done = total + reward, terminated or truncated
-    return Rollout(int(info["graph_index"]), float(info["runtime"]), bool(info["feasible"]),
-                   info["placement"], total, float(info["reference_runtime"]))  # fmt: skip
+    return Rollout.ended(info, total)
 
 
 def _is_recurrent(model: Any) -> bool:
@@ -156,9 +161,7 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: 
                 observations[k], reward, terminated, truncated, info = copies[k].step(int(action))
                 totals[k] += reward
                 if terminated or truncated:
-                    finished[k] = Rollout(int(info["graph_index"]), float(info["runtime"]),
-                                          bool(info["feasible"]), info["placement"], totals[k],
-                                          float(info["reference_runtime"]))  # fmt: skip
+                    finished[k] = Rollout.ended(info, totals[k])
     return [f for f in finished if f is not None], spent()
 
 
@@ -176,3 +179,10 @@ def _sampled_one_by_one(model: Any, env: Any, count: int, graph: int, seed: int,
         runs.append(rollout(model, env, graph=graph, deterministic=False, seed=seed + k))
         cost = max(cost, base.simulations - before)
     return runs, base.simulations - start
+
+
+def greedy_score(model: Any, env: Any) -> tuple[list[Rollout], float]:
+    """The greedy episode on every graph of ``env`` and their mean runtime over the reference
+    runtime (the score evaluations and rollback compare)."""
+    results = [rollout(model, env, graph=g, seed=0) for g in range(len(env.graphs))]
+    return results, float(np.mean([r.runtime / r.reference_runtime for r in results]))

@@ -260,9 +260,7 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
             action = int(distribution.get_actions(deterministic=True)[0])
             obs, reward, terminated, truncated, info = env.step(action)
             total, done = total + reward, terminated or truncated
-    run = Rollout(int(info["graph_index"]), float(info["runtime"]), bool(info["feasible"]),
-                  info["placement"], total, float(info["reference_runtime"]))  # fmt: skip
-    return run, preferences
+    return Rollout.ended(info, total), preferences
 
 
 @register_search("active", needs_budget=True)
