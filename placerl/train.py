@@ -32,12 +32,12 @@ from typing import Any
 
 import numpy as np
 
+from placerl._env_ids import ENV_KINDS, env_class
 from placerl._io import atomic_write_text
 from placerl._options import check_int
 from placerl._provenance import provenance
 from placerl.errors import ConfigError
 
-ENV_KINDS = ("construct", "refine")
 VEC_ENVS = ("dummy", "subproc")
 
 
@@ -50,7 +50,8 @@ class TrainConfig:
         cluster: A cluster spec.
         order: A traversal order name.
         objective: ``step_time`` or ``pipeline``.
-        env: ``construct`` (``placerl/Placement-v0``) or ``refine`` (``PlacementRefine-v0``).
+        env: ``construct`` (``placerl/Placement-v0``), ``refine`` (``PlacementRefine-v0``) or
+            ``dual`` (``PlacementDual-v0``, DOPPLER's select-then-place MDP).
         env_kwargs: Further env arguments (``reward``, ``memory``, ``reference``, ``initial``,
             ``passes``, ``max_nodes``, ...).
         start_from_best: Refine only: each training env starts every episode from the best
@@ -278,10 +279,7 @@ def is_evaluation(config: Mapping[str, Any]) -> bool:
 
 def make_env(arguments: Mapping[str, Any], kind: str) -> Any:
     """Build one placement env from plain ``arguments`` (runs in vector-env subprocesses)."""
-    from placerl.envs import PlacementEnv, PlacementRefineEnv
-
-    cls = PlacementRefineEnv if kind == "refine" else PlacementEnv
-    return cls(**arguments)
+    return env_class(kind)(**arguments)
 
 
 def _monitored(arguments: dict[str, Any], kind: str, start_from_best: bool = False) -> Any:

@@ -3,7 +3,8 @@
 DOPPLER (ICLR 2026) pretrains its placement policy on a critical-path heuristic before RL.
 Here any registered placer can be the expert: at step ``t`` the expert action is the
 placer's device for the node the env asks about (``order[t]``, or ``order[t mod N]`` when
-refining). The policy is fitted to those actions by cross-entropy over its masked
+refining); in the dual env's select steps it is the ready node of highest upward rank
+(HEFT's order; :meth:`~placerl.envs.dual.DualPlacementEnv.expert_action`). The policy is fitted to those actions by cross-entropy over its masked
 distribution, and its value head to the expert episode's returns, so that PPO's first
 updates start from the expert's behaviour and a value scale that matches it.
 """
@@ -61,8 +62,7 @@ def expert_episodes(env: Any, placer: str) -> Demonstrations:
         obs, _ = env.reset(seed=0, options={"graph": g})
         rewards, kept, done, info = [], [], False, {}
         while not done:
-            node = int(env.case.order[int(np.argmax(obs["current"]))])
-            action, mask = int(expert[node]), env.action_masks()
+            action, mask = env.expert_action(expert), env.action_masks()
             kept.append(bool(mask[action]))  # a move the mask rules out cannot be imitated
             if kept[-1]:
                 observations.append(obs)

@@ -90,7 +90,7 @@ def env_for(settings: dict[str, Any], problem: Problem) -> Any:
     Raises:
         ConfigError: Another device count, or a graph larger than the policy's padding.
     """
-    from placerl.envs import PlacementEnv, PlacementRefineEnv
+    from placerl._env_ids import env_class
 
     if problem.cluster.num_devices != settings["num_devices"]:
         raise ConfigError(
@@ -109,11 +109,8 @@ def env_for(settings: dict[str, Any], problem: Problem) -> Any:
     kwargs = {k: settings[k] for k in ("order", "order_seed", "memory", "observation",
                                        "max_nodes", "max_edges")}  # fmt: skip
     kwargs["fold"] = settings.get("fold", False)  # policies saved before folding existed
-    if settings["env"] == "refine":
-        kwargs.update(initial=settings["initial"], passes=settings["passes"])
-        cls = PlacementRefineEnv
-    else:
-        cls = PlacementEnv
+    cls = env_class(settings["env"])
+    kwargs.update({name: settings[name] for name in cls.extra_arguments})
     return cls(graph=graph, cluster=problem.cluster, objective=problem.objective, **kwargs)
 
 

@@ -2,11 +2,13 @@
 
 * ``placerl/Placement-v0`` - construct a placement node by node in a traversal order.
 * ``placerl/PlacementRefine-v0`` - Placeto's MDP: refine a full placement node by node.
+* ``placerl/PlacementDual-v0`` - DOPPLER's MDP: pick the next ready node, then its device.
 * ``placerl/Parallelize-v0`` - choose each op's parallelization configuration (PaSE's problem).
 * ``placerl/Sanity*-v0`` - tiny problems with known optima for tests and learning checks.
 * :class:`StartFromBest` - Placeto's schedule: each episode from the best placement so far.
 """
 
+from placerl.envs.dual import DualPlacementEnv
 from placerl.envs.parallelize import ParallelizeEnv
 from placerl.envs.placement import PlacementEnv
 from placerl.envs.refine import INITIAL_PLACEMENTS, PlacementRefineEnv
@@ -15,6 +17,7 @@ from placerl.envs.sanity import SANITY_PROBLEMS
 from placerl.envs.wrappers import StartFromBest
 
 __all__ = [
+    "DualPlacementEnv",
     "INITIAL_PLACEMENTS",
     "REWARDS",
     "SANITY_PROBLEMS",

@@ -46,8 +46,11 @@ class PlacementEnvBase(gym.Env):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
-    #: The MDP's name in :meth:`settings` (``construct`` or ``refine``).
+    #: The MDP's name in :meth:`settings` (a kind of :data:`placerl._env_ids.ENV_KINDS`).
     kind: ClassVar[str] = ""
+    #: Constructor arguments of this kind beyond the common ones, kept in :meth:`settings` so
+    #: that a saved policy's env can be rebuilt.
+    extra_arguments: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -146,7 +149,12 @@ class PlacementEnvBase(gym.Env):
         }
 
     def _extra_settings(self) -> dict[str, Any]:
-        return {}
+        return {name: getattr(self, name) for name in self.extra_arguments}
+
+    def expert_action(self, expert: np.ndarray) -> int:
+        """The action of an expert whose placement is ``expert`` (behaviour cloning): its
+        device for the current node."""
+        return int(expert[int(self.case.order[self._row])])
 
     # ------------------------------------------------------------------ episode setup
     def _case(self, index: int) -> GraphCase:

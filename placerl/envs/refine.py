@@ -92,6 +92,7 @@ class PlacementRefineEnv(PlacementEnvBase):
     """
 
     kind = "refine"
+    extra_arguments = ("initial", "passes")
 
     def __init__(self, *args: Any, initial: str = "single_device", passes: int = 1,
                  reward: str = "normalized_delta", **kwargs: Any) -> None:  # fmt: skip
@@ -99,9 +100,6 @@ class PlacementRefineEnv(PlacementEnvBase):
         self.passes = check_int(passes, "passes", minimum=1)
         _check_initial(initial)
         self.initial = initial
-
-    def _extra_settings(self) -> dict[str, Any]:
-        return {"initial": self.initial, "passes": self.passes}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
