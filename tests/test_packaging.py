@@ -8,7 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The experiment group as the apps' --help lists it.
-EXPERIMENTS = ("experiment: generalization, measured, order_sweep, pipeline_msr, placeto, "
+EXPERIMENTS = ("experiment: doppler, generalization, measured, order_sweep, pipeline_msr, placeto, "
                "quickstart")
 tomllib = pytest.importorskip("tomllib", reason="Python 3.11+ reads pyproject.toml")
 

@@ -35,3 +35,20 @@ def test_placeto_learns_to_improve_a_poor_start():
     final = result.graphs[0].final_runtime
     assert final < 0.7 * curve[0]  # the untrained policy's refinement, at step 0
     assert final < 0.7 * single
+
+
+def test_doppler_selects_then_places_and_imitates_the_best_classic_placer():
+    config = to_train_config(_compose("experiment=doppler"), out_dir=None)
+    assert config.env == "dual" and config.warm_start == "best_of"
+    assert config.env_kwargs["reference"] == "best_of"
+
+
+def test_doppler_learns_an_order_and_devices_from_scratch():
+    """Without imitation, the dual policy learns in 1.5k steps (measured: 0.179 ms at step 0,
+    0.139 ms at the end; HEFT 0.128 ms, single device 0.254 ms)."""
+    run = _compose("experiment=doppler", *SMALL, "agent.warm_start=null")
+    result = train(to_train_config(run, out_dir=None))
+    curve = [c["runtimes"][0] for c in result.curve]
+    final = result.graphs[0].final_runtime
+    assert final < 0.85 * curve[0]
+    assert final < 0.6 * solve("single_device", GRAPH, CLUSTER).runtime

@@ -12,7 +12,9 @@ Algorithms (the :data:`ALGORITHMS` registry):
   penalty; and its LSTM sits between the extractor and the head, so it uses SB3's MLP head.
 
 Heads (``head=``): ``devices`` (default where possible), the device-equivariant heads of
-:mod:`placerl.agents.heads`; ``mlp``, SB3's MLP over the flat features, tied to one device count.
+:mod:`placerl.agents.heads`; ``mlp``, SB3's MLP over the flat features, tied to one device count;
+``nodes`` (``maskable_ppo`` only; the default and the only head for the dual env), DOPPLER's
+select-then-place heads of :mod:`placerl.agents.node_heads`.
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ ALGORITHMS: Registry[Algorithm] = Registry("algorithm")
 _HEADS = "placerl.agents.heads"
 for _algo in (
     Algorithm("maskable_ppo", "sb3_contrib", "MaskablePPO",
-              {"devices": f"{_HEADS}:MaskableDevicePolicy", "mlp": "MultiInputPolicy"},
+              {"devices": f"{_HEADS}:MaskableDevicePolicy", "mlp": "MultiInputPolicy",
+               "nodes": "placerl.agents.node_heads:MaskableNodePolicy"},
               masks=True, defaults=PPO_DEFAULTS, rollout=PPO_ROLLOUT),
     Algorithm("ppo", "stable_baselines3", "PPO",
               {"devices": f"{_HEADS}:DevicePolicy", "mlp": "MultiInputPolicy"},
@@ -133,8 +136,9 @@ def make_agent(
         extractor: ``gnn``, ``lstm``, ``mlp`` (:data:`~placerl.agents.extractors.EXTRACTORS`),
             or ``None`` for SB3's own ``CombinedExtractor``, which flattens every key into an
             MLP and needs the env's ``observation="flat"``.
-        head: ``devices`` (device-equivariant; the default with a placerl extractor) or
-            ``mlp`` (SB3's; the default without one and for ``recurrent_ppo``).
+        head: ``devices`` (device-equivariant; the default with a placerl extractor),
+            ``mlp`` (SB3's; the default without one and for ``recurrent_ppo``) or ``nodes``
+            (select-then-place; the dual env's head, with the ``gnn`` or ``lstm`` extractor).
         seed: Seeds the model (and through it the env).
         extractor_kwargs: Options of the extractor (``layer``, ``hidden``, ``rounds``, ...).
         policy_kwargs: Further SB3 ``policy_kwargs`` (``head_hidden`` for the device head).
@@ -158,10 +162,14 @@ def make_agent(
     spec = ALGORITHMS[algo]
     cls = spec.load()
     settings = _env_settings(env)
+    dual = settings.get("env") == "dual"
     if head is None:
-        head = "devices" if extractor is not None and "devices" in spec.policies else "mlp"
+        head = ("nodes" if dual else "devices") if extractor is not None else "mlp"
+        head = head if head in spec.policies else "mlp"
+    _check_head(head, dual, extractor, algo)
     policy = spec.policy(head)
     kwargs = dict(policy_kwargs or {})
+    extractor_kwargs = {**(extractor_kwargs or {}), **({"per_node": True} if dual else {})}
     if extractor is None:
         if settings.get("observation") == "graph":
             raise ConfigError(
@@ -189,6 +197,19 @@ def make_agent(
                 **options)  # fmt: skip
     model.placerl_settings = {**settings, "algo": algo, "extractor": extractor, "head": head}
     return model
+
+
+def _check_head(head: str, dual: bool, extractor: str | None, algo: str) -> None:
+    """The dual env's actions (a row, then a device) need the ``nodes`` head, and it them."""
+    if dual and head != "nodes":
+        raise ConfigError(
+            f"the dual env picks rows and devices: it needs head='nodes' with algo="
+            f"'maskable_ppo' and extractor 'gnn' or 'lstm', got head={head!r}, algo={algo!r}"
+        )
+    if head == "nodes" and not dual:
+        raise ConfigError("head='nodes' scores the ready rows of the dual env (env='dual')")
+    if head == "nodes" and extractor not in ("gnn", "lstm"):
+        raise ConfigError(f"head='nodes' needs extractor 'gnn' or 'lstm', got {extractor!r}")
 
 
 #: Arguments of the SB3 constructors that make_agent fills itself.

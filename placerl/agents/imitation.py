@@ -4,7 +4,8 @@ DOPPLER (ICLR 2026) pretrains its placement policy on a critical-path heuristic 
 Here any registered placer can be the expert: at step ``t`` the expert action is the
 placer's device for the node the env asks about (``order[t]``, or ``order[t mod N]`` when
 refining); in the dual env's select steps it is the ready node of highest upward rank
-(HEFT's order; :meth:`~placerl.envs.dual.DualPlacementEnv.expert_action`). The policy is fitted to those actions by cross-entropy over its masked
+(HEFT's order; :meth:`~placerl.envs.dual.DualPlacementEnv.expert_action`).
+The policy is fitted to those actions by cross-entropy over its masked
 distribution, and its value head to the expert episode's returns, so that PPO's first
 updates start from the expert's behaviour and a value scale that matches it.
 """

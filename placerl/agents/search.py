@@ -252,11 +252,12 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
     policy.set_training_mode(False)
     with torch.no_grad():
         while not done:
-            node = int(base.case.order[int(np.argmax(obs["current"]))])
             batch = {k: torch.as_tensor(v, device=policy.device)[None] for k, v in obs.items()}
             extra = {"action_masks": base.action_masks()[None]} if masked else {}
             distribution = policy.get_distribution(batch, **extra)
-            preferences[node] = distribution.distribution.probs[0].cpu().numpy()
+            if obs["current"].any():  # not a select step of the dual env
+                node = int(base.case.order[int(np.argmax(obs["current"]))])
+                preferences[node] = distribution.distribution.probs[0, :devices].cpu().numpy()
             action = int(distribution.get_actions(deterministic=True)[0])
             obs, reward, terminated, truncated, info = env.step(action)
             total, done = total + reward, terminated or truncated

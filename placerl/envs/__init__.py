@@ -17,10 +17,10 @@ from placerl.envs.sanity import SANITY_PROBLEMS
 from placerl.envs.wrappers import StartFromBest
 
 __all__ = [
-    "DualPlacementEnv",
     "INITIAL_PLACEMENTS",
     "REWARDS",
     "SANITY_PROBLEMS",
+    "DualPlacementEnv",
     "ParallelizeEnv",
     "PlacementEnv",
     "PlacementRefineEnv",

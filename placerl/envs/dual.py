@@ -101,8 +101,9 @@ class DualPlacementEnv(PlacementEnv):
     step earns 0.
 
     ## Episode end
-    Terminates after the last node's place step (two steps per colocation group); with ``memory="mask"`` it ends
-    early, as construct mode does, when no ready node fits on any device.
+    Terminates after the last node's place step (two steps per colocation group); with
+    ``memory="mask"`` it ends early, as construct mode does, when no ready node fits on any
+    device.
 
     ## Arguments
     Those of ``placerl/Placement-v0``.

@@ -79,7 +79,7 @@ def test_two_steps_per_node_and_the_phases_show_in_the_observation():
 def test_every_selected_node_has_its_producers_placed(graph):
     g = training_graph() if graph == "training" else load_graph(graph)
     env = DualPlacementEnv(graph=g, cluster=homogeneous(2))
-    _, info, selected = play(env, random_choice(1))
+    _, _, selected = play(env, random_choice(1))
     position = np.argsort(traversal_order(g, "topo"))
     placed = set()
     for v in selected:
@@ -170,7 +170,7 @@ def test_a_placed_node_or_padding_is_refused(env):
         env.step(first)
     padded = DualPlacementEnv(graph="synthetic:layered?n=12&seed=1", max_nodes=16)
     padded.reset(seed=0)
-    with pytest.raises(PlacementError, match="row 14 .* 12 rows, 14 is padding"):
+    with pytest.raises(PlacementError, match=r"row 14 .* 12 rows, 14 is padding"):
         padded.step(14)
 
 
@@ -182,7 +182,7 @@ def test_a_device_the_node_cannot_use_is_refused_by_name():
     env.step(0)
     env.step(0)
     env.step(1)
-    with pytest.raises(PlacementError, match=r"device 0 cannot take node 1 \('b'\); allowed: \[1\]"):
+    with pytest.raises(PlacementError, match=r"device 0 cannot take node 1 \('b'\); allowed: \[1"):
         env.step(0)
 
 
@@ -199,5 +199,5 @@ def test_actions_that_are_not_rows_are_refused(env, action, message):
 
 def test_a_device_index_out_of_range_is_refused(env):
     env.step(int(np.flatnonzero(env.action_masks())[0]))
-    with pytest.raises(PlacementError, match="action 7 is not a device index in 0..3"):
+    with pytest.raises(PlacementError, match=r"action 7 is not a device index in 0\.\.3"):
         env.step(7)

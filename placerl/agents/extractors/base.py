@@ -10,7 +10,9 @@ one flat vector laid out as ``[context | device rows]``:
   ``device_features=False``, by the env's ``devices`` features (what HEFT sees).
 
 The device-equivariant heads of :mod:`placerl.agents.heads` read that layout back, score every
-device with one shared network, and so work for any device count.
+device with one shared network, and so work for any device count. An extractor built with
+``per_node=True`` (for the ``nodes`` head of :mod:`placerl.agents.node_heads`) appends the phase
+flag (1 when a node is current) and every node row's state, ``(max_nodes, node_dim)`` flattened.
 """
 
 from __future__ import annotations
@@ -37,15 +39,17 @@ class PlacementExtractor(BaseFeaturesExtractor):
             extractors).
         context_dim: Width of :meth:`context`'s output.
         device_features: Append the env's ``devices`` features to every device row.
+        node_dim: Width of the per-node states appended to the output (0: none).
 
     Attributes:
         context_dim: Width of the context part of the output.
+        node_dim: Width of one node's state in the output (0 when the output has none).
         num_devices: Devices of the observation space.
         device_dim: Width of one device row.
     """
 
     def __init__(self, observation_space: spaces.Dict, context_dim: int,
-                 device_features: bool = True) -> None:  # fmt: skip
+                 device_features: bool = True, node_dim: int = 0) -> None:  # fmt: skip
         missing = {"nodes", "edge_index", "edge_mask", "node_mask", "current", "devices"}
         missing -= set(getattr(observation_space, "spaces", {}))
         if missing:
@@ -60,11 +64,18 @@ class PlacementExtractor(BaseFeaturesExtractor):
         self.device_dim = NUM_SUMMARY + (num_device_features if device_features else 0)
         self.context_dim = context_dim
         self.num_nodes, self.num_features = num_nodes, num_features
-        super().__init__(observation_space, context_dim + num_devices * self.device_dim)
+        self.node_dim = node_dim
+        nodes_part = 1 + num_nodes * node_dim if node_dim else 0
+        super().__init__(observation_space,
+                         context_dim + num_devices * self.device_dim + nodes_part)  # fmt: skip
 
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """``(B, context_dim)``: what the encoder says about the current node and the graph."""
         raise NotImplementedError
+
+    def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The context and, when ``node_dim`` > 0, every row's state ``(B, N, node_dim)``."""
+        return self.context(obs), None
 
     def device_rows(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """``(B, D, device_dim)``: placed compute and memory shares, then the HEFT features."""
@@ -78,7 +89,11 @@ class PlacementExtractor(BaseFeaturesExtractor):
         return torch.cat([shares, obs["devices"]], dim=-1)
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        return torch.cat([self.context(obs), self.device_rows(obs).flatten(1)], dim=1)
+        context, states = self.encode(obs)
+        parts = [context, self.device_rows(obs).flatten(1)]
+        if self.node_dim:
+            parts += [obs["current"].sum(dim=1, keepdim=True), states.flatten(1)]
+        return torch.cat(parts, dim=1)
 
 
 def current_rows(hidden: torch.Tensor, current: torch.Tensor) -> torch.Tensor:

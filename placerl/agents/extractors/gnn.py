@@ -11,6 +11,9 @@ updates only the nodes within ``k - 1 - r`` hops, the ones a later round still r
 embedding as message passing over whole graphs, which made PPO updates the bottleneck (about 5x
 fewer node updates than every round over the whole neighbourhood on 100-300-node graphs, half
 the update time). The graph embedding pools the first embedding of every node.
+
+With ``per_node=True`` (the ``nodes`` head, which scores every node) the rounds run over every
+node of the batch instead, and the context pools the last embeddings.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from torch import nn
 
 from placerl._extras import require
 from placerl._registry import Registry
-from placerl.agents.extractors.base import PlacementExtractor
+from placerl.agents.extractors.base import PlacementExtractor, current_rows, masked_mean
 
 #: ``(in_dim, out_dim) -> PyG message-passing layer``, chosen by name.
 GNN_LAYERS: Registry[Callable[[int, int], nn.Module]] = Registry("GNN layer")
@@ -94,12 +97,15 @@ class GnnExtractor(PlacementExtractor):
         hidden: Width of the node embeddings.
         rounds: Message-passing rounds (each reaches one hop further both ways).
         device_features: See :class:`~placerl.agents.extractors.base.PlacementExtractor`.
+        per_node: Also output every node's embedding (see the module docstring).
     """
 
     def __init__(self, observation_space: spaces.Dict, layer: str = "sage", hidden: int = 64,
-                 rounds: int = 3, device_features: bool = True) -> None:  # fmt: skip
+                 rounds: int = 3, device_features: bool = True,
+                 per_node: bool = False) -> None:  # fmt: skip
         GNN_LAYERS[layer]  # fail fast on an unknown name
-        super().__init__(observation_space, 2 * hidden, device_features)
+        super().__init__(observation_space, 2 * hidden, device_features,
+                         node_dim=hidden if per_node else 0)  # fmt: skip
         self.hidden = hidden
         self.embed = nn.Sequential(nn.Linear(self.num_features, hidden), nn.ReLU())
         self.rounds = nn.ModuleList(_TwoWayLayer(layer, hidden) for _ in range(rounds))
@@ -121,6 +127,22 @@ class GnnExtractor(PlacementExtractor):
         for r, layer in enumerate(self.rounds):  # round r updates the nodes a later one reads
             h = layer(h, sub_edges, outputs=within[len(self.rounds) - 1 - r])
         return torch.cat([h, pooled], dim=1)  # the seeds are the first rows, in batch order
+
+    def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if not self.node_dim:
+            return self.context(obs), None
+        nodes, node_mask = obs["nodes"], obs["node_mask"]
+        batch, num_nodes = node_mask.shape
+        offsets = torch.arange(batch, device=nodes.device) * num_nodes
+        edges = obs["edge_index"].long() + offsets[:, None, None]
+        edges = edges.transpose(0, 1)[:, obs["edge_mask"] > 0.5]
+        h = self.embed(nodes.reshape(batch * num_nodes, -1))
+        for layer in self.rounds:
+            h = layer(h, edges)
+        states = h.reshape(batch, num_nodes, -1) * node_mask[..., None]
+        context = torch.cat([current_rows(states, obs["current"]),
+                             masked_mean(states, node_mask)], dim=1)  # fmt: skip
+        return context, states
 
 
 def _neighbourhood(seeds: torch.Tensor, edges: torch.Tensor, num_nodes: int,

@@ -26,11 +26,13 @@ class LstmExtractor(PlacementExtractor):
         hidden: Width of the node embedding and of each direction's state is ``hidden // 2``.
         layers: Stacked LSTM layers.
         device_features: See :class:`~placerl.agents.extractors.base.PlacementExtractor`.
+        per_node: Also output every row's state (both directions), for the ``nodes`` head.
     """
 
     def __init__(self, observation_space: spaces.Dict, hidden: int = 64, layers: int = 1,
-                 device_features: bool = True) -> None:  # fmt: skip
-        super().__init__(observation_space, 2 * hidden, device_features)
+                 device_features: bool = True, per_node: bool = False) -> None:  # fmt: skip
+        super().__init__(observation_space, 2 * hidden, device_features,
+                         node_dim=2 * (hidden // 2) if per_node else 0)  # fmt: skip
         self.embed = nn.Sequential(nn.Linear(self.num_features, hidden), nn.ReLU())
         self.lstm = nn.LSTM(hidden, hidden // 2, num_layers=layers, batch_first=True,
                             bidirectional=True)  # fmt: skip
@@ -38,6 +40,9 @@ class LstmExtractor(PlacementExtractor):
         self.project = nn.Linear(2 * self.state_dim, 2 * hidden)
 
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.encode(obs)[0]
+
+    def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
         nodes, mask = obs["nodes"], obs["node_mask"]
         lengths = mask.sum(dim=1).round().long().clamp_min(1).cpu()
         packed = pack_padded_sequence(self.embed(nodes), lengths, batch_first=True,
@@ -46,4 +51,5 @@ class LstmExtractor(PlacementExtractor):
         states, _ = pad_packed_sequence(out, batch_first=True, total_length=nodes.shape[1])
         summary = torch.cat([h_n[-2], h_n[-1]], dim=1)  # last layer: forward, backward
         current = current_rows(states, obs["current"])
-        return torch.relu(self.project(torch.cat([current, summary], dim=1)))
+        context = torch.relu(self.project(torch.cat([current, summary], dim=1)))
+        return context, (states * mask[..., None] if self.node_dim else None)

@@ -1,0 +1,181 @@
+"""The published recipes against the classic placers, on held-out graphs of a family.
+
+Each recipe (``experiment=<recipe>``, composed from the Hydra configs exactly as
+``placerl-train`` composes it; ``default`` is ``placerl-train``'s own defaults) trains one
+policy per seed on the training graphs of a synthetic family, then places held-out graphs it
+never saw:
+
+* ``zero-shot``: the policy's greedy placement (one episode; the refine recipe's episode starts
+  from ``best_of`` and simulates every move), against the best constructive placer per graph
+  (HEFT, m-ETF, m-SCT) and against ``best_of`` (those, m-TOPO and Tarnawski's DP split);
+* ``local``: policy-guided local search at a budget of simulator evaluations, against
+  ``local_search`` from ``best_of`` at the same budget.
+
+Every recipe gets the same env steps. The split is fixed before any tuning and is the one of
+``bench_search.py``: ``synthetic:layered?n=80&seed=0..23`` train, ``seed=24..31`` held out, on
+``placeto?n_devices=4`` under ``step_time`` (the ``placeto`` recipe was tuned on
+``seed=100``, outside both).
+
+    python benchmarks/bench_recipes.py                 # 3 recipes x 2 seeds, 12k steps each
+    python benchmarks/bench_recipes.py --quick         # 1 seed, 3 graphs, 3k steps
+
+Results: ``benchmarks/results/recipes.{json,md}`` (runs; per recipe and method the geometric
+mean over graphs and seeds with a 95% t-interval, wins, worst case and inference seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import add_run_options, apply_run_options, markdown_table, write_results
+
+from placerl.agents.placer import env_for, load_model
+from placerl.agents.search import run_search
+from placerl.baselines import solve
+from placerl.baselines.problem import Problem
+from placerl.baselines.references import reference
+from placerl.cluster import load_cluster
+from placerl.graph import load_graph
+from placerl.run_config import to_train_config
+from placerl.train import TrainConfig, train
+
+FAMILY = "synthetic:layered?n=80&seed={seed}"
+TRAIN, HELD_OUT = range(24), range(24, 32)
+CLUSTER, OBJECTIVE = "placeto?n_devices=4", "step_time"
+CONSTRUCTIVE = ("heft", "m_etf", "m_sct")
+RECIPES = ("default", "placeto", "doppler")
+
+
+def recipe_config(recipe: str, seed: int, steps: int, out: str) -> TrainConfig:
+    """``recipe``'s training config on the family's training graphs."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    overrides = [] if recipe == "default" else [f"experiment={recipe}"]
+    with initialize_config_module(config_module="placerl.configs", version_base=None):
+        run = OmegaConf.to_object(compose(config_name="train", overrides=overrides))
+    config = to_train_config(run, out_dir=out)
+    graphs = [load_graph(FAMILY.format(seed=s)) for s in (*TRAIN, *HELD_OUT)]
+    padding = {"max_nodes": max(g.num_nodes for g in graphs),
+               "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip
+    return dataclasses.replace(
+        config, graph=[FAMILY.format(seed=s) for s in TRAIN], cluster=CLUSTER,
+        objective=OBJECTIVE, env_kwargs={**config.env_kwargs, **padding}, total_steps=steps,
+        seed=seed, eval_every=max(steps // 4, 1), eval_samples=0, checkpoint_every=0,
+        baselines=(), progress_bar=False,
+    )  # fmt: skip
+
+
+def place_held_out(model: Any, spec: str, budget: int) -> list[dict[str, Any]]:
+    """The policy's zero-shot and local-search placements of ``spec`` beside the placers'."""
+    graph, cluster = load_graph(spec), load_cluster(CLUSTER)
+    env = env_for(model.placerl_settings, Problem(graph, cluster, OBJECTIVE))
+    constructive = min(solve(p, graph, cluster, OBJECTIVE).runtime for p in CONSTRUCTIVE)
+    best_of = reference(graph, cluster, OBJECTIVE, "best_of")
+    rows = []
+    for method, search in (("zero-shot", "greedy"), ("local", "local")):
+        found = run_search(model, env, search, budget=0 if search == "greedy" else budget)
+        rows.append({"method": method, "runtime": found.runtime,
+                     "vs_constructive": found.runtime / constructive,
+                     "vs_best_of": found.runtime / best_of.runtime,
+                     "evaluations": found.evaluations, "wall_s": found.wall_s})  # fmt: skip
+    ref = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6, time_limit=1e6,
+                max_evaluations=budget, init=best_of.placement)  # fmt: skip
+    rows[-1]["vs_local_search"] = rows[-1]["runtime"] / ref.runtime
+    rows[0]["vs_local_search"] = float("nan")
+    return rows
+
+
+def _interval(ratios: np.ndarray) -> tuple[float, str]:
+    logs = np.log(ratios)
+    if len(logs) < 2:
+        return float(np.exp(logs.mean())), "-"
+    mean = logs.mean()
+    half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
+    return float(np.exp(mean)), f"{np.exp(mean - half):.3f}-{np.exp(mean + half):.3f}"
+
+
+def _geomean(values: list[float]) -> float:
+    return round(float(np.exp(np.mean(np.log(values)))), 3)
+
+
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per recipe and method: geometric means with 95% t-intervals over graphs and seeds."""
+    out = []
+    for recipe, method in dict.fromkeys((r["recipe"], r["method"]) for r in rows):
+        mine = [r for r in rows if r["recipe"] == recipe and r["method"] == method]
+        versus = "vs_constructive" if method == "zero-shot" else "vs_local_search"
+        ratios = np.array([r[versus] for r in mine])
+        mean, ci = _interval(ratios)
+        seconds = float(np.mean([r["wall_s"] for r in mine]))
+        out.append({"recipe": recipe, "method": method, "against": versus[3:], "runs": len(mine),
+                    "geomean": round(mean, 3), "ci95": ci,
+                    "at_most": f"{int((ratios <= 1 + 1e-9).sum())}/{len(ratios)}",
+                    "worst": round(float(ratios.max()), 3),
+                    "vs_best_of": _geomean([r["vs_best_of"] for r in mine]),
+                    "inference_s": round(seconds, 2)})  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipes", default=",".join(RECIPES))
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=12_000, help="env steps per policy")
+    parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
+    parser.add_argument("--graphs", type=int, default=len(HELD_OUT), help="held-out graphs")
+    parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
+    parser.add_argument("--name", default="recipes", help="results file name")
+    add_run_options(parser)
+    args = parser.parse_args()
+    apply_run_options(args)
+    if args.quick:
+        args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
+    warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
+    begin, rows = time.perf_counter(), []
+    for recipe in args.recipes.split(","):
+        for seed in range(args.seeds):
+            with tempfile.TemporaryDirectory() as out:
+                start = time.perf_counter()
+                result = train(recipe_config(recipe, seed, args.steps, out))
+                trained = time.perf_counter() - start
+                model = load_model(Path(out) / "model.zip", "cpu")
+                print(f"{recipe} seed {seed}: {result.steps} steps in {trained:.0f} s (weights "
+                      f"of step {result.policy_step})", flush=True)  # fmt: skip
+                for s in list(HELD_OUT)[: args.graphs]:
+                    spec = FAMILY.format(seed=s)
+                    for row in place_held_out(model, spec, args.budget):
+                        rounded = {k: round(v, 4) if isinstance(v, float) else v
+                                   for k, v in row.items()}  # fmt: skip
+                        rows.append({"recipe": recipe, "seed": seed, "graph": spec.split(":")[1],
+                                     "train_s": round(trained), **rounded})  # fmt: skip
+                        print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
+                              flush=True)  # fmt: skip
+    command = "python benchmarks/bench_recipes.py " + " ".join(sys.argv[1:])
+    write_results(args.name, rows, args.out)
+    table = markdown_table(summarize(rows))
+    text = (f"Command: `{command.strip()}` ({time.perf_counter() - begin:.0f} s). Held-out "
+            f"{FAMILY.format(seed='24..31')} on {CLUSTER}, {args.steps} env steps per policy. "
+            "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
+            f"per graph; `local`: policy-guided local search at {args.budget} simulator "
+            f"evaluations over `local_search` from `best_of` at the same budget; `vs_best_of`: "
+            f"over `best_of` (below 1: better).\n\n{table}\n\n"
+            f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
+    (Path(args.out) / f"{args.name}.md").write_text(text)
+    print(f"\n{table}")
+
+
+if __name__ == "__main__":
+    main()

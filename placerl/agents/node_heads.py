@@ -1,0 +1,117 @@
+"""The ``nodes`` head: DOPPLER's two policies, SEL (which ready node next) and PLC (its device).
+
+For the dual env (:class:`~placerl.envs.dual.DualPlacementEnv`), whose action is a row in a
+select step and a device in a place step. The extractor runs with ``per_node=True`` and so
+outputs, after the ``[context | device rows]`` layout of
+:class:`~placerl.agents.extractors.base.PlacementExtractor`, the phase flag and every node
+row's state. In a select step the head scores every row from its state and the graph context
+with one shared network (node-equivariant, any graph size); in a place step it scores the
+devices with the device-equivariant scorer of :mod:`placerl.agents.heads`. The env's mask
+leaves the ready rows or the usable devices; the value head is the device heads' value.
+
+Plugged into sb3-contrib's maskable policy through ``_build``, as the device heads are.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
+from torch import nn
+
+from placerl.agents.extractors.base import PlacementExtractor, mlp
+from placerl.agents.heads import DeviceScorer, DeviceValue
+from placerl.errors import ConfigError
+
+#: Logit of the padding entries of each phase's scores (the env's mask rules them out too).
+_PAD = -1e8
+
+
+class NodeDeviceScorer(nn.Module):
+    """Action head over ``Discrete(max(N, D))``: row scores in a select step, device scores in
+    a place step.
+
+    Args:
+        extractor: The per-node extractor whose output this head reads.
+        hidden: Width of the shared scorers.
+        actions: Size of the action space.
+    """
+
+    def __init__(self, extractor: PlacementExtractor, hidden: int, actions: int) -> None:
+        super().__init__()
+        self.context_dim, self.node_dim = extractor.context_dim, extractor.node_dim
+        self.num_nodes, self.actions = extractor.num_nodes, actions
+        self.devices_end = extractor.context_dim + extractor.num_devices * extractor.device_dim
+        self.place = DeviceScorer(extractor.context_dim, extractor.device_dim, hidden)
+        self.select = mlp([self.node_dim + self.context_dim, hidden, hidden, 1], nn.Tanh)
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        batch = latent.shape[0]
+        context = latent[:, : self.context_dim]
+        placing = latent[:, self.devices_end] > 0.5
+        states = latent[:, self.devices_end + 1 :].reshape(batch, self.num_nodes, self.node_dim)
+        pairs = torch.cat([states, context[:, None, :].expand(-1, self.num_nodes, -1)], dim=-1)
+        rows = _padded(self.select(pairs).squeeze(-1), self.actions)
+        devices = _padded(self.place(latent[:, : self.devices_end]), self.actions)
+        return torch.where(placing[:, None], devices, rows)
+
+
+class NodeDeviceValue(nn.Module):
+    """Value head: :class:`~placerl.agents.heads.DeviceValue` over ``[context | device rows]``."""
+
+    def __init__(self, extractor: PlacementExtractor, hidden: int) -> None:
+        super().__init__()
+        self.devices_end = extractor.context_dim + extractor.num_devices * extractor.device_dim
+        self.value = DeviceValue(extractor.context_dim, extractor.device_dim, hidden)
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        return self.value(latent[:, : self.devices_end])
+
+
+def _padded(scores: torch.Tensor, size: int) -> torch.Tensor:
+    if scores.shape[1] >= size:
+        return scores[:, :size]
+    return torch.nn.functional.pad(scores, (0, size - scores.shape[1]), value=_PAD)
+
+
+class MaskableNodePolicy(MaskableMultiInputActorCriticPolicy):
+    """sb3-contrib's maskable multi-input policy with the select-then-place heads.
+
+    ``head_hidden`` sets the width of the shared scorers; ``net_arch`` is fixed to no shared
+    MLP, and the extractor must be built with ``per_node=True`` (``make_agent`` does both).
+    """
+
+    def __init__(self, *args: Any, head_hidden: int = 64, **kwargs: Any) -> None:
+        if kwargs.get("net_arch") not in (None, [], {"pi": [], "vf": []}):
+            raise ConfigError("the nodes head reads the extractor's output directly; drop net_arch")
+        kwargs["net_arch"] = {"pi": [], "vf": []}
+        self.head_hidden = head_hidden
+        super().__init__(*args, **kwargs)
+
+    def _build(self, lr_schedule: Any) -> None:
+        super()._build(lr_schedule)
+        extractor = self.features_extractor
+        if not isinstance(extractor, PlacementExtractor) or not extractor.node_dim:
+            raise ConfigError(
+                "the nodes head needs a placerl extractor built with per_node=True (gnn or "
+                f"lstm), got {type(extractor).__name__}"
+            )
+        self.action_net = NodeDeviceScorer(extractor, self.head_hidden, self.action_space.n)
+        self.value_net = NodeDeviceValue(extractor, self.head_hidden)
+        if self.ortho_init:  # SB3's gains: small initial logits, unit value scale
+            self.action_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
+            self.action_net.place.score.apply(partial(self.init_weights, gain=0.01))
+            self.action_net.select[-1].apply(partial(self.init_weights, gain=0.01))
+            self.value_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
+            self.value_net.value.value.apply(partial(self.init_weights, gain=1.0))
+        self.optimizer = self.optimizer_class(
+            self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
+        )
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data["head_hidden"] = self.head_hidden
+        return data
