@@ -60,13 +60,10 @@ RECIPES = ("default", "placeto", "doppler")
 
 def recipe_config(recipe: str, seed: int, steps: int, out: str) -> TrainConfig:
     """``recipe``'s training config on the family's training graphs."""
-    from hydra import compose, initialize_config_module
-    from omegaconf import OmegaConf
+    from placerl.apps import compose_run
 
     overrides = [] if recipe == "default" else [f"experiment={recipe}"]
-    with initialize_config_module(config_module="placerl.configs", version_base=None):
-        run = OmegaConf.to_object(compose(config_name="train", overrides=overrides))
-    config = to_train_config(run, out_dir=out)
+    config = to_train_config(compose_run(*overrides), out_dir=out)
     graphs = [load_graph(FAMILY.format(seed=s)) for s in (*TRAIN, *HELD_OUT)]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),
                "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip

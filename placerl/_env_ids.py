@@ -20,6 +20,7 @@ ENV_IDS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("placerl/Placement-v0", "placerl.envs.placement:PlacementEnv", {}),
     ("placerl/PlacementRefine-v0", "placerl.envs.refine:PlacementRefineEnv", {}),
     ("placerl/PlacementDual-v0", "placerl.envs.dual:DualPlacementEnv", {}),
+    ("placerl/PlacementOneShot-v0", "placerl.envs.one_shot:OneShotPlacementEnv", {}),
     ("placerl/PlacementMeasured-v0", "placerl.envs.placement:PlacementEnv", _MEASURED),
     ("placerl/PlacementRefineMeasured-v0", "placerl.envs.refine:PlacementRefineEnv", _MEASURED),
     ("placerl/Parallelize-v0", "placerl.envs.parallelize:ParallelizeEnv", {}),
@@ -34,6 +35,7 @@ ENV_KINDS: dict[str, str] = {
     "construct": "placerl/Placement-v0",
     "refine": "placerl/PlacementRefine-v0",
     "dual": "placerl/PlacementDual-v0",
+    "one_shot": "placerl/PlacementOneShot-v0",
 }
 
 

@@ -54,6 +54,22 @@ ConfigStore.instance().store(name="run_schema", node=RunConfig)
 ConfigStore.instance().store(name="eval_schema", node=EvalRunConfig)
 
 
+def compose_run(*overrides: str, config_name: str = "train") -> RunConfig | EvalRunConfig:
+    """The run that ``placerl-train`` (``config_name="eval"``: ``placerl-eval``) composes from
+    these command-line overrides, without running it (for notebooks, benchmarks and tests).
+
+    Example: ``to_train_config(compose_run("experiment=doppler"), out_dir=None)``.
+    """
+    from hydra import compose, initialize_config_dir, initialize_config_module
+
+    if CONFIG_PATH.startswith("pkg://"):
+        context = initialize_config_module(config_module=CONFIG_MODULE, version_base=None)
+    else:
+        context = initialize_config_dir(config_dir=CONFIG_PATH, version_base=None)
+    with context:
+        return OmegaConf.to_object(compose(config_name=config_name, overrides=list(overrides)))
+
+
 def run_training(run: RunConfig, out_dir: str) -> TrainResult:
     """Train as ``run`` says, writing under ``out_dir`` and tracking with ``run.logger``;
     print and return the result."""

@@ -55,8 +55,8 @@ class EnvGroup:
     """``env/``: the MDP (see the env docstrings for each argument).
 
     Attributes:
-        kind: ``construct`` (``placerl/Placement-v0``), ``refine`` (``PlacementRefine-v0``) or
-            ``dual`` (``PlacementDual-v0``).
+        kind: ``construct`` (``placerl/Placement-v0``), ``refine`` (``PlacementRefine-v0``),
+            ``dual`` (``PlacementDual-v0``) or ``one_shot`` (``PlacementOneShot-v0``).
         objective: ``step_time`` or ``pipeline``.
         reward: A registered reward.
         reference: The placer whose runtime rewards are measured against.

@@ -51,7 +51,8 @@ class TrainConfig:
         order: A traversal order name.
         objective: ``step_time`` or ``pipeline``.
         env: ``construct`` (``placerl/Placement-v0``), ``refine`` (``PlacementRefine-v0``) or
-            ``dual`` (``PlacementDual-v0``, DOPPLER's select-then-place MDP).
+            ``dual`` (``PlacementDual-v0``, DOPPLER's select-then-place MDP) or ``one_shot``
+            (``PlacementOneShot-v0``, GDP's).
         env_kwargs: Further env arguments (``reward``, ``memory``, ``reference``, ``initial``,
             ``passes``, ``max_nodes``, ...).
         start_from_best: Refine only: each training env starts every episode from the best

@@ -74,36 +74,43 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
     return Rollout.ended(info, total)
 
 
+def as_action(values: Any) -> int | np.ndarray:
+    """One env's action from a policy's output: an int (``Discrete``) or an int array (the
+    one-shot env's ``MultiDiscrete``)."""
+    array = np.asarray(values.cpu() if isinstance(values, torch.Tensor) else values)
+    return int(array) if array.ndim == 0 else array.astype(np.int64)
+
+
 def _is_recurrent(model: Any) -> bool:
     return hasattr(model.policy, "lstm_actor")
 
 
-def _actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], int]:
+def _actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], Any]:
     """One action per call straight from the policy's distribution: ``predict``'s checks and
     conversions, paid on every step of an episode, cost about a quarter of a greedy rollout."""
     policy = model.policy
     masked = uses_masks(model)
 
-    def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> int:
+    def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> Any:
         batch = {k: torch.as_tensor(v, device=policy.device).unsqueeze(0) for k, v in obs.items()}
         masks = getattr(env, "unwrapped", env).action_masks  # wrappers do not forward it
         extra = {"action_masks": masks()[None]} if masked else {}
         distribution = policy.get_distribution(batch, **extra)
-        return int(distribution.get_actions(deterministic=deterministic)[0])
+        return as_action(distribution.get_actions(deterministic=deterministic)[0])
 
     return act
 
 
-def _recurrent_actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], int]:
+def _recurrent_actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], Any]:
     """``predict`` with the LSTM state carried from step to step."""
     memory: dict[str, Any] = {"state": None, "start": np.ones(1, dtype=bool)}
 
-    def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> int:
+    def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> Any:
         action, memory["state"] = model.predict(obs, state=memory["state"],
                                                 episode_start=memory["start"],
                                                 deterministic=deterministic)  # fmt: skip
         memory["start"] = np.zeros(1, dtype=bool)
-        return int(action)
+        return as_action(action)
 
     return act
 
@@ -158,7 +165,8 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: 
             for k, action in zip(live, actions.cpu().numpy(), strict=True):
                 if spent() >= max_simulations:
                     break
-                observations[k], reward, terminated, truncated, info = copies[k].step(int(action))
+                observations[k], reward, terminated, truncated, info = copies[k].step(
+                    as_action(action))
                 totals[k] += reward
                 if terminated or truncated:
                     finished[k] = Rollout.ended(info, totals[k])

@@ -13,8 +13,9 @@ Algorithms (the :data:`ALGORITHMS` registry):
 
 Heads (``head=``): ``devices`` (default where possible), the device-equivariant heads of
 :mod:`placerl.agents.heads`; ``mlp``, SB3's MLP over the flat features, tied to one device count;
-``nodes`` (``maskable_ppo`` only; the default and the only head for the dual env), DOPPLER's
-select-then-place heads of :mod:`placerl.agents.node_heads`.
+``nodes`` (``maskable_ppo`` only; the dual env's head), DOPPLER's select-then-place heads of
+:mod:`placerl.agents.node_heads`; ``attention`` (``maskable_ppo`` only; the one-shot env's head),
+GDP's attention over every node, :mod:`placerl.agents.attention_heads`.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ _HEADS = "placerl.agents.heads"
 for _algo in (
     Algorithm("maskable_ppo", "sb3_contrib", "MaskablePPO",
               {"devices": f"{_HEADS}:MaskableDevicePolicy", "mlp": "MultiInputPolicy",
-               "nodes": "placerl.agents.node_heads:MaskableNodePolicy"},
+               "nodes": "placerl.agents.node_heads:MaskableNodePolicy",
+               "attention": "placerl.agents.attention_heads:MaskableAttentionPolicy"},
               masks=True, defaults=PPO_DEFAULTS, rollout=PPO_ROLLOUT),
     Algorithm("ppo", "stable_baselines3", "PPO",
               {"devices": f"{_HEADS}:DevicePolicy", "mlp": "MultiInputPolicy"},
@@ -137,8 +139,9 @@ def make_agent(
             or ``None`` for SB3's own ``CombinedExtractor``, which flattens every key into an
             MLP and needs the env's ``observation="flat"``.
         head: ``devices`` (device-equivariant; the default with a placerl extractor),
-            ``mlp`` (SB3's; the default without one and for ``recurrent_ppo``) or ``nodes``
-            (select-then-place; the dual env's head, with the ``gnn`` or ``lstm`` extractor).
+            ``mlp`` (SB3's; the default without one and for ``recurrent_ppo``), ``nodes``
+            (select-then-place; the dual env's) or ``attention`` (the one-shot env's); these
+            two need the ``gnn`` or ``lstm`` extractor, and are picked for their env.
         seed: Seeds the model (and through it the env).
         extractor_kwargs: Options of the extractor (``layer``, ``hidden``, ``rounds``, ...).
         policy_kwargs: Further SB3 ``policy_kwargs`` (``head_hidden`` for the device head).
@@ -162,14 +165,14 @@ def make_agent(
     spec = ALGORITHMS[algo]
     cls = spec.load()
     settings = _env_settings(env)
-    dual = settings.get("env") == "dual"
+    needed = ENV_HEADS.get(settings.get("env"))
     if head is None:
-        head = ("nodes" if dual else "devices") if extractor is not None else "mlp"
+        head = (needed or "devices") if extractor is not None else "mlp"
         head = head if head in spec.policies else "mlp"
-    _check_head(head, dual, extractor, algo)
+    _check_head(head, settings.get("env"), extractor, algo)
     policy = spec.policy(head)
     kwargs = dict(policy_kwargs or {})
-    extractor_kwargs = {**(extractor_kwargs or {}), **({"per_node": True} if dual else {})}
+    extractor_kwargs = {**(extractor_kwargs or {}), **({"per_node": True} if needed else {})}
     if extractor is None:
         if settings.get("observation") == "graph":
             raise ConfigError(
@@ -199,17 +202,25 @@ def make_agent(
     return model
 
 
-def _check_head(head: str, dual: bool, extractor: str | None, algo: str) -> None:
-    """The dual env's actions (a row, then a device) need the ``nodes`` head, and it them."""
-    if dual and head != "nodes":
+#: The head an env kind's actions need (the other kinds take ``devices`` or ``mlp``): the dual
+#: env's rows then devices, the one-shot env's device per row.
+ENV_HEADS = {"dual": "nodes", "one_shot": "attention"}
+
+
+def _check_head(head: str, env_kind: str | None, extractor: str | None, algo: str) -> None:
+    """An env kind of :data:`ENV_HEADS` needs its head, and those heads need their env."""
+    needed = ENV_HEADS.get(env_kind)
+    if needed is not None and head != needed:
         raise ConfigError(
-            f"the dual env picks rows and devices: it needs head='nodes' with algo="
-            f"'maskable_ppo' and extractor 'gnn' or 'lstm', got head={head!r}, algo={algo!r}"
+            f"the {env_kind} env needs head={needed!r} with algo='maskable_ppo' and extractor "
+            f"'gnn' or 'lstm', got head={head!r}, algo={algo!r}"
         )
-    if head == "nodes" and not dual:
-        raise ConfigError("head='nodes' scores the ready rows of the dual env (env='dual')")
-    if head == "nodes" and extractor not in ("gnn", "lstm"):
-        raise ConfigError(f"head='nodes' needs extractor 'gnn' or 'lstm', got {extractor!r}")
+    if head in ENV_HEADS.values() and needed != head:
+        kind = next(k for k, h in ENV_HEADS.items() if h == head)
+        raise ConfigError(f"head={head!r} is the {kind} env's (env={kind!r}), not the "
+                          f"{env_kind} env's")  # fmt: skip
+    if needed is not None and extractor not in ("gnn", "lstm"):
+        raise ConfigError(f"head={head!r} needs extractor 'gnn' or 'lstm', got {extractor!r}")
 
 
 #: Arguments of the SB3 constructors that make_agent fills itself.

@@ -64,7 +64,7 @@ def expert_episodes(env: Any, placer: str) -> Demonstrations:
         rewards, kept, done, info = [], [], False, {}
         while not done:
             action, mask = env.expert_action(expert), env.action_masks()
-            kept.append(bool(mask[action]))  # a move the mask rules out cannot be imitated
+            kept.append(_allowed(mask, action))  # a move the mask rules out cannot be imitated
             if kept[-1]:
                 observations.append(obs)
                 actions.append(action)
@@ -77,6 +77,14 @@ def expert_episodes(env: Any, placer: str) -> Demonstrations:
         runtimes.append(float(info["runtime"]))
     stacked = {k: np.stack([o[k] for o in observations]) for k in observations[0]}
     return stacked, np.array(actions), np.array(masks), np.array(returns, np.float32), runtimes
+
+
+def _allowed(mask: np.ndarray, action: int | np.ndarray) -> bool:
+    """Whether the mask allows the action (a device per row for the one-shot env)."""
+    if np.ndim(action) == 0:
+        return bool(mask[action])
+    rows = mask.reshape(len(action), -1)
+    return bool(rows[np.arange(len(action)), action].all())
 
 
 def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,

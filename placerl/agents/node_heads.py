@@ -3,10 +3,10 @@
 For the dual env (:class:`~placerl.envs.dual.DualPlacementEnv`), whose action is a row in a
 select step and a device in a place step. The extractor runs with ``per_node=True`` and so
 outputs, after the ``[context | device rows]`` layout of
-:class:`~placerl.agents.extractors.base.PlacementExtractor`, the phase flag and every node
-row's state. In a select step the head scores every row from its state and the graph context
-with one shared network (node-equivariant, any graph size); in a place step it scores the
-devices with the device-equivariant scorer of :mod:`placerl.agents.heads`. The env's mask
+:class:`~placerl.agents.extractors.base.PlacementExtractor`, the phase flag, the node mask and
+every node row's state. In a select step the head scores every row from its state and the
+graph context with one shared network (node-equivariant, any graph size); in a place step it
+scores the devices with the device-equivariant scorer of :mod:`placerl.agents.heads`. The env's mask
 leaves the ready rows or the usable devices; the value head is the device heads' value.
 
 Plugged into sb3-contrib's maskable policy through ``_build``, as the device heads are.
@@ -52,7 +52,8 @@ class NodeDeviceScorer(nn.Module):
         batch = latent.shape[0]
         context = latent[:, : self.context_dim]
         placing = latent[:, self.devices_end] > 0.5
-        states = latent[:, self.devices_end + 1 :].reshape(batch, self.num_nodes, self.node_dim)
+        states = latent[:, self.devices_end + 1 + self.num_nodes :]  # after phase, node_mask
+        states = states.reshape(batch, self.num_nodes, self.node_dim)
         pairs = torch.cat([states, context[:, None, :].expand(-1, self.num_nodes, -1)], dim=-1)
         rows = _padded(self.select(pairs).squeeze(-1), self.actions)
         devices = _padded(self.place(latent[:, : self.devices_end]), self.actions)

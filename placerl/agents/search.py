@@ -38,6 +38,7 @@ from placerl._registry import Registry
 from placerl.agents.episodes import (
     Rollout,
     _is_recurrent,
+    as_action,
     rollout,
     sampled_rollouts,
     uses_masks,
@@ -255,13 +256,26 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
             batch = {k: torch.as_tensor(v, device=policy.device)[None] for k, v in obs.items()}
             extra = {"action_masks": base.action_masks()[None]} if masked else {}
             distribution = policy.get_distribution(batch, **extra)
-            if obs["current"].any():  # not a select step of the dual env
-                node = int(base.case.order[int(np.argmax(obs["current"]))])
-                preferences[node] = distribution.distribution.probs[0, :devices].cpu().numpy()
-            action = int(distribution.get_actions(deterministic=True)[0])
+            _record_preferences(preferences, base, obs, distribution)
+            action = as_action(distribution.get_actions(deterministic=True)[0])
             obs, reward, terminated, truncated, info = env.step(action)
             total, done = total + reward, terminated or truncated
     return Rollout.ended(info, total), preferences
+
+
+def _record_preferences(preferences: np.ndarray, base: Any, obs: dict[str, np.ndarray],
+                        distribution: Any) -> None:  # fmt: skip
+    """Note the policy's probabilities over devices for the nodes this step decides: the
+    current node's, or every row's for the one-shot env (a select step of the dual env
+    decides none)."""
+    order, devices = base.case.order, preferences.shape[1]
+    if hasattr(distribution, "distributions"):  # MultiDiscrete: one categorical per row
+        for row in base.rows:
+            probs = distribution.distributions[row].probs[0, :devices]
+            preferences[int(order[row])] = probs.cpu().numpy()
+    elif obs["current"].any():
+        node = int(order[int(np.argmax(obs["current"]))])
+        preferences[node] = distribution.distribution.probs[0, :devices].cpu().numpy()
 
 
 @register_search("active", needs_budget=True)

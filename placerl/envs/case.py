@@ -66,6 +66,18 @@ class GraphCase:
     reference: Reference
     device_tables: DeviceTables
 
+    def unit_rows(self) -> np.ndarray:
+        """One row per unit (a colocation group, with its copies when folding): the unit's
+        first row among ``steps``, in order. Placing that row's node places the unit."""
+        seen: set[int] = set()
+        rows = []
+        for row in self.steps:
+            unit = int(self.members[int(self.order[row])].min())
+            if unit not in seen:
+                seen.add(unit)
+                rows.append(int(row))
+        return np.array(rows, dtype=np.int64)
+
     @property
     def reference_placement(self) -> np.ndarray:
         """The reference placer's placement."""

@@ -47,14 +47,8 @@ class ReadyTables:
         a = graph.arrays
         position = np.empty(graph.num_nodes, dtype=np.int64)
         position[traversal_order(graph, "topo")] = np.arange(graph.num_nodes)
-        seen: set[int] = set()
-        rows, units = [], []
-        for row in case.steps:
-            members = case.members[int(case.order[row])]
-            if int(members.min()) not in seen:
-                seen.add(int(members.min()))
-                rows.append(int(row))
-                units.append(members)
+        rows = case.unit_rows()
+        units = [case.members[int(case.order[row])] for row in rows]
         unit_of_row = np.full(graph.num_nodes, -1, dtype=np.int64)
         unit_of_row[rows] = np.arange(len(rows))
         anchors = np.array([m[np.argmin(position[m])] for m in units], dtype=np.int64)
@@ -67,7 +61,7 @@ class ReadyTables:
             releases.append(fed[fed >= 0])
         rank = upward_rank(problem)
         priority = np.array([rank[m].max() for m in units])
-        return cls(rows=np.array(rows, dtype=np.int64), unit_of_row=unit_of_row,
+        return cls(rows=rows, unit_of_row=unit_of_row,
                    waiting=waiting, releases=releases, priority=priority)  # fmt: skip
 
 

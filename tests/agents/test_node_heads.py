@@ -68,7 +68,7 @@ def test_the_trained_dual_policy_is_a_placer_with_every_search(tmp_path):
 
 
 BAD = [
-    ({"algo": "ppo"}, "the dual env picks rows and devices: it needs head='nodes'"),
+    ({"algo": "ppo"}, "the dual env needs head='nodes' with algo='maskable_ppo'"),
     ({"head": "devices"}, "needs head='nodes' .* got head='devices'"),
     ({"extractor": "mlp"}, "head='nodes' needs extractor 'gnn' or 'lstm', got 'mlp'"),
 ]
@@ -83,7 +83,7 @@ def test_the_dual_env_needs_the_nodes_head(change, message):
 
 
 def test_the_nodes_head_needs_the_dual_env():
-    with pytest.raises(ConfigError, match=r"head='nodes' scores the ready rows of the dual env"):
+    with pytest.raises(ConfigError, match=r"head='nodes' is the dual env's \(env='dual'\), not"):
         make_agent("maskable_ppo", PlacementEnv(GRAPH, CLUSTER), "gnn", head="nodes")
 
 

@@ -11,8 +11,9 @@ one flat vector laid out as ``[context | device rows]``:
 
 The device-equivariant heads of :mod:`placerl.agents.heads` read that layout back, score every
 device with one shared network, and so work for any device count. An extractor built with
-``per_node=True`` (for the ``nodes`` head of :mod:`placerl.agents.node_heads`) appends the phase
-flag (1 when a node is current) and every node row's state, ``(max_nodes, node_dim)`` flattened.
+``per_node=True`` (for the heads that score every node, :mod:`placerl.agents.node_heads` and
+:mod:`placerl.agents.attention_heads`) appends the phase flag (1 when a node is current), the
+``node_mask`` and every node row's state, ``(max_nodes, node_dim)`` flattened.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
         self.context_dim = context_dim
         self.num_nodes, self.num_features = num_nodes, num_features
         self.node_dim = node_dim
-        nodes_part = 1 + num_nodes * node_dim if node_dim else 0
+        nodes_part = 1 + num_nodes * (1 + node_dim) if node_dim else 0
         super().__init__(observation_space,
                          context_dim + num_devices * self.device_dim + nodes_part)  # fmt: skip
 
@@ -92,7 +93,8 @@ class PlacementExtractor(BaseFeaturesExtractor):
         context, states = self.encode(obs)
         parts = [context, self.device_rows(obs).flatten(1)]
         if self.node_dim:
-            parts += [obs["current"].sum(dim=1, keepdim=True), states.flatten(1)]
+            phase = obs["current"].sum(dim=1, keepdim=True)
+            parts += [phase, obs["node_mask"], states.flatten(1)]
         return torch.cat(parts, dim=1)
 
 
