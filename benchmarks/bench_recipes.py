@@ -5,18 +5,20 @@ Each recipe (``experiment=<recipe>``, composed from the Hydra configs exactly as
 policy per seed on the training graphs of a synthetic family, then places held-out graphs it
 never saw:
 
-* ``zero-shot``: the policy's greedy placement (one episode; the refine recipe's episode starts
-  from ``best_of`` and simulates every move), against the best constructive placer per graph
-  (HEFT, m-ETF, m-SCT) and against ``best_of`` (those, m-TOPO and Tarnawski's DP split);
+* ``zero-shot``: the policy's greedy placement (one episode; the refine recipe's starts from
+  ``best_of`` and simulates every move; the one-shot recipe's is one forward pass), against
+  the best constructive placer per graph (HEFT, m-ETF, m-SCT) and against ``best_of`` (those,
+  m-TOPO and Tarnawski's DP split);
 * ``local``: policy-guided local search at a budget of simulator evaluations, against
   ``local_search`` from ``best_of`` at the same budget.
 
-Every recipe gets the same env steps. The split is fixed before any tuning and is the one of
-``bench_search.py``: ``synthetic:layered?n=80&seed=0..23`` train, ``seed=24..31`` held out, on
+Every recipe gets the same env steps (a one-shot step is a whole placement, a dual-env node
+takes two steps; the runs give each recipe's training seconds). The split is fixed before any
+tuning and is the one of ``bench_search.py``: ``synthetic:layered?n=80&seed=0..23`` train, ``seed=24..31`` held out, on
 ``placeto?n_devices=4`` under ``step_time`` (the ``placeto`` recipe was tuned on
 ``seed=100``, outside both).
 
-    python benchmarks/bench_recipes.py                 # 3 recipes x 2 seeds, 12k steps each
+    python benchmarks/bench_recipes.py                 # 4 recipes x 2 seeds, 8k steps each
     python benchmarks/bench_recipes.py --quick         # 1 seed, 3 graphs, 3k steps
 
 Results: ``benchmarks/results/recipes.{json,md}`` (runs; per recipe and method the geometric
@@ -55,7 +57,7 @@ FAMILY = "synthetic:layered?n=80&seed={seed}"
 TRAIN, HELD_OUT = range(24), range(24, 32)
 CLUSTER, OBJECTIVE = "placeto?n_devices=4", "step_time"
 CONSTRUCTIVE = ("heft", "m_etf", "m_sct")
-RECIPES = ("default", "placeto", "doppler")
+RECIPES = ("default", "placeto", "doppler", "gdp")
 
 
 def recipe_config(recipe: str, seed: int, steps: int, out: str) -> TrainConfig:
@@ -130,7 +132,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", default=",".join(RECIPES))
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=12_000, help="env steps per policy")
+    parser.add_argument("--steps", type=int, default=8_000, help="env steps per policy")
     parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
     parser.add_argument("--graphs", type=int, default=len(HELD_OUT), help="held-out graphs")
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
@@ -160,10 +162,15 @@ def main() -> None:
                                      "train_s": round(trained), **rounded})  # fmt: skip
                         print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
                               flush=True)  # fmt: skip
+                report(args, rows, time.perf_counter() - begin)  # after every policy
+
+
+def report(args: argparse.Namespace, rows: list[dict[str, Any]], seconds: float) -> None:
+    """Write the runs and the summary (JSON and markdown) and print the summary."""
     command = "python benchmarks/bench_recipes.py " + " ".join(sys.argv[1:])
     write_results(args.name, rows, args.out)
     table = markdown_table(summarize(rows))
-    text = (f"Command: `{command.strip()}` ({time.perf_counter() - begin:.0f} s). Held-out "
+    text = (f"Command: `{command.strip()}` ({seconds:.0f} s). Held-out "
             f"{FAMILY.format(seed='24..31')} on {CLUSTER}, {args.steps} env steps per policy. "
             "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
             f"per graph; `local`: policy-guided local search at {args.budget} simulator "
@@ -171,7 +178,7 @@ def main() -> None:
             f"over `best_of` (below 1: better).\n\n{table}\n\n"
             f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
     (Path(args.out) / f"{args.name}.md").write_text(text)
-    print(f"\n{table}")
+    print(f"\n{table}", flush=True)
 
 
 if __name__ == "__main__":
