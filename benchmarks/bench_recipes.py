@@ -14,9 +14,9 @@ never saw:
 
 Every recipe gets the same env steps (a one-shot step is a whole placement, a dual-env node
 takes two steps; the runs give each recipe's training seconds). The split is fixed before any
-tuning and is the one of ``bench_search.py``: ``synthetic:layered?n=80&seed=0..23`` train, ``seed=24..31`` held out, on
-``placeto?n_devices=4`` under ``step_time`` (the ``placeto`` recipe was tuned on
-``seed=100``, outside both).
+tuning and is the one of ``bench_search.py``: ``synthetic:layered?n=80&seed=0..23`` train,
+``seed=24..31`` held out, on ``placeto?n_devices=4`` under ``step_time`` (the ``placeto``
+recipe was tuned on ``seed=100``, outside both).
 
     python benchmarks/bench_recipes.py                 # 4 recipes x 2 seeds, 8k steps each
     python benchmarks/bench_recipes.py --quick         # 1 seed, 3 graphs, 3k steps
