@@ -219,18 +219,21 @@ class PlacementEnvBase(gym.Env):
             PlacementError: Not an integer (Python or numpy int, or a 0-d integer array; bools,
                 floats, strings and None are refused), or not a device index.
         """
+        return self._index(action, self.num_devices, "device")
+
+    @staticmethod
+    def _index(action: Any, size: int, what: str) -> int:
+        """The action as an index in ``0..size - 1`` of ``what`` (a device, a row)."""
         value = action
         if isinstance(value, np.ndarray) and value.ndim == 0:
             value = value[()]
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise PlacementError(
-                f"action must be an integer device index in 0..{self.num_devices - 1}, "
+                f"action must be an integer {what} index in 0..{size - 1}, "
                 f"got {action!r} ({type(action).__name__})"
             )
-        if not 0 <= value < self.num_devices:
-            raise PlacementError(
-                f"action {int(value)} is not a device index in 0..{self.num_devices - 1}"
-            )
+        if not 0 <= value < size:
+            raise PlacementError(f"action {int(value)} is not a {what} index in 0..{size - 1}")
         return int(value)
 
     def _move_group(self, v: int, device: int) -> np.ndarray:

@@ -199,17 +199,6 @@ class DualPlacementEnv(PlacementEnv):
         self._devices = np.zeros((self.num_devices, NUM_DEVICE_FEATURES), dtype=np.float32)
         return bool(rows)
 
-    def _index(self, action: Any, size: int, what: str) -> int:
-        value = action[()] if isinstance(action, np.ndarray) and action.ndim == 0 else action
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise PlacementError(
-                f"action must be an integer {what} in 0..{size - 1}, got {action!r} "
-                f"({type(action).__name__})"
-            )
-        if not 0 <= value < size:
-            raise PlacementError(f"action {int(value)} is not a {what} index in 0..{size - 1}")
-        return int(value)
-
     def _why(self, row: int) -> str:
         case = self.case
         if row >= case.graph.num_nodes:

@@ -187,7 +187,7 @@ def test_a_device_the_node_cannot_use_is_refused_by_name():
 
 
 @pytest.mark.parametrize(("action", "message"), [
-    (1.5, "action must be an integer row in 0..11, got 1.5"),
+    (1.5, "action must be an integer row index in 0..11, got 1.5"),
     (True, "action must be an integer row"),
     (-1, "action -1 is not a row index in 0..11"),
     (12, "action 12 is not a row index in 0..11"),
