@@ -398,7 +398,7 @@ def _check_seed(seed: Any) -> int:
 def _resolve_options(spec: FamilySpec, params: Mapping[str, Any]) -> dict[str, Any]:
     unknown = [key for key in params if key not in spec.options]
     if unknown:
-        known = ", ".join(spec.options) or "none"
+        known = ", ".join(["n", "seed", *spec.options])  # every family takes n and seed
         raise ConfigError(
             f"unknown option(s) {', '.join(map(repr, unknown))} for graph family "
             f"{spec.name!r}; known: {known}"

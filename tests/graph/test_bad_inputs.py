@@ -344,7 +344,7 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("family-option-zero", lambda: generate("ptb", vocab=0), ConfigError,
      "option 'vocab' of graph family 'ptb' must be >= 1, got 0"),
     ("family-option-unknown", lambda: generate("chain", widht=3), ConfigError,
-     "unknown option(s) 'widht' for graph family 'chain'; known: batch"),
+     "unknown option(s) 'widht' for graph family 'chain'; known: n, seed, batch"),
     ("family-count-bool", lambda: family("chain", count=True), ConfigError,
      "count must be a positive integer, got True"),
     ("register-family-default-n-string", lambda: register_family("x", default_n="5"), ConfigError,
