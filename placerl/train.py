@@ -24,6 +24,7 @@ import functools
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ from placerl._provenance import provenance
 from placerl.errors import ConfigError
 
 VEC_ENVS = ("dummy", "subproc")
+#: The torch devices a policy may train on (SB3's ``auto`` picks CUDA when there is one).
+TORCH_DEVICES = r"auto|cpu|cuda(:\d+)?|mps"
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,13 @@ class TrainConfig:
             )
         if self.resume and self.out_dir is None:
             raise ConfigError("resume=True needs an out_dir to resume from")
+        if self.out_dir is not None and Path(self.out_dir).is_file():
+            raise ConfigError(f"out_dir {self.out_dir!r} is a file; give a folder")
+        if not isinstance(self.device, str) or not re.fullmatch(TORCH_DEVICES, self.device):
+            raise ConfigError(
+                f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', "
+                f"got {self.device!r}"
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
@@ -470,12 +480,19 @@ def _load_state(out: Path, config: TrainConfig) -> dict[str, Any] | None:
     """The checkpoint state to resume from, or ``None`` when there is none yet.
 
     Raises:
-        ConfigError: The checkpoint was made with another configuration.
+        ConfigError: The checkpoint was made with another configuration, or its state file is
+            not JSON.
     """
     state = out / "checkpoint" / "state.json"
     if not (state.is_file() and (out / "checkpoint" / "model.zip").is_file()):
         return None
-    data = json.loads(state.read_text())
+    try:
+        data = json.loads(state.read_text())
+    except json.JSONDecodeError as err:
+        raise ConfigError(
+            f"{state} is not a checkpoint state ({err.msg} at line {err.lineno}); delete the "
+            "checkpoint folder to start afresh, or resume=False"
+        ) from None
     changed = changed_options(data.get("config", {}), config.to_dict())
     if changed:
         raise ConfigError(

@@ -128,6 +128,14 @@ def test_resume_refuses_another_configuration(tmp_path):
     assert more.steps >= 128
 
 
+def test_resume_names_a_corrupted_checkpoint_state(tmp_path):
+    train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
+    (tmp_path / "checkpoint" / "state.json").write_text('{"steps": 6')
+    with pytest.raises(ConfigError, match=r"state.json is not a checkpoint state .*afresh"):
+        train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
+               "resume": True})  # fmt: skip
+
+
 def test_time_limit_stops_training_early():
     result = train({**SMALL, "total_steps": 100_000, "eval_every": 0, "time_limit_s": 1e-9})
     assert result.steps == SMALL["n_envs"]  # stopped at the first step after the budget
@@ -153,6 +161,8 @@ BAD = [
     ({"order": "zigzag"}, "unknown traversal order 'zigzag'"),
     ({"algo": "sac"}, "unknown algorithm 'sac'"),
     ({"start_from_best": True}, "start_from_best needs env='refine'.*got env='construct'"),
+    ({"device": "tpu"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got 'tpu'"),
+    ({"out_dir": __file__}, r"out_dir '.*test_train.py' is a file; give a folder"),
 ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,16 @@ def load_model(path: str | os.PathLike[str], device: str = "auto") -> Any:
     """Load a model saved by :func:`placerl.train.train` (or any model of ``make_agent``).
 
     Raises:
-        ConfigError: No such file, or a zip without placerl's settings.
+        ConfigError: No such file, not a zip file, or a zip without placerl's settings.
     """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"no policy file at {path}")
+    if not zipfile.is_zipfile(path):
+        raise ConfigError(
+            f"{path} is not a model zip (as placerl.train saves model.zip); was it truncated "
+            "or overwritten?"
+        )
     return _load(str(path.resolve()), path.stat().st_mtime_ns, device)
 
 

@@ -272,7 +272,12 @@ class CostModel:
         Returns:
             ``(runtimes, feasible)``: float and bool arrays of shape ``(batch,)``.
         """
-        batch = np.asarray(placements)
+        try:
+            batch = np.asarray(placements)
+        except ValueError:  # rows of different lengths
+            raise PlacementError(
+                "a batch of placements must be 2-D (batch, nodes): its rows differ in length"
+            ) from None
         if batch.ndim != 2:
             raise PlacementError(
                 f"a batch of placements must be 2-D (batch, nodes), got shape {batch.shape}"

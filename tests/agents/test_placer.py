@@ -60,6 +60,12 @@ def test_bad_uses(model_path, change, message):
         solve("policy", arguments.pop("graph"), arguments.pop("cluster"), **arguments)
 
 
+def test_a_file_that_is_not_a_zip(tmp_path):
+    (tmp_path / "model.zip").write_text("half a model")
+    with pytest.raises(ConfigError, match=r"model.zip is not a model zip .*truncated"):
+        solve("policy", GRAPH, "placeto?n_devices=2", path=str(tmp_path / "model.zip"))
+
+
 def test_a_zip_without_placerl_settings(tmp_path):
     from stable_baselines3 import PPO
 

@@ -64,6 +64,8 @@ BAD = [
      PlacementError, "a batch of placements must be 2-D (batch, nodes), got shape (3,)"),
     ("bad row in a batch", lambda: CostModel(GRAPH, CLUSTER).evaluate_batch([[0, 0, 0], [0, 5, 0]]),
      PlacementError, "placement puts node 'b' on device 5"),
+    ("ragged batch", lambda: CostModel(GRAPH, CLUSTER).evaluate_batch([[0, 0, 0], [0]]),
+     PlacementError, "a batch of placements must be 2-D (batch, nodes): its rows differ"),
 ]  # fmt: skip
 
 
