@@ -167,7 +167,10 @@ def _as_float(value: Any, what: str) -> float:
         value, (int, float, np.integer, np.floating)
     ):
         raise GraphError(f"{what} must be a number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int past float's range (about 1.8e308)
+        raise GraphError(f"{what} is {value:.3e}, beyond a float's range") from None
 
 
 def _check_size(value: Any, what: str, *, allow_inf: bool = False) -> float:
