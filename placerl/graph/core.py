@@ -170,7 +170,8 @@ def _as_float(value: Any, what: str) -> float:
     try:
         return float(value)
     except OverflowError:  # an int past float's range (about 1.8e308)
-        raise GraphError(f"{what} is {value:.3e}, beyond a float's range") from None
+        raise GraphError(f"{what} is an integer of {len(str(abs(value)))} digits, beyond a "
+                         "float's range (about 1.8e308)") from None
 
 
 def _check_size(value: Any, what: str, *, allow_inf: bool = False) -> float:
