@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from placerl.evaluate import evaluate
 from placerl.figures import plot_best_placement, plot_learning_curve
-from placerl.run_config import EvalRunConfig, RunConfig, to_train_config
+from placerl.run_config import EvalRunConfig, RunConfig, check_known_keys, to_train_config
 from placerl.tracking import open_tracker
 from placerl.train import (
     TrainConfig,
@@ -67,7 +67,14 @@ def compose_run(*overrides: str, config_name: str = "train") -> RunConfig | Eval
     else:
         context = initialize_config_dir(config_dir=CONFIG_PATH, version_base=None)
     with context:
-        return OmegaConf.to_object(compose(config_name=config_name, overrides=list(overrides)))
+        return _to_run(compose(config_name=config_name, overrides=list(overrides)))
+
+
+def _to_run(cfg: DictConfig) -> RunConfig | EvalRunConfig:
+    """The composed config as its dataclass, refusing keys the schema lacks (``+typo=1``)."""
+    schema = RunConfig if OmegaConf.get_type(cfg) is RunConfig else EvalRunConfig
+    check_known_keys(OmegaConf.to_container(cfg, resolve=False), schema)
+    return OmegaConf.to_object(cfg)
 
 
 def run_training(run: RunConfig, out_dir: str) -> TrainResult:
@@ -153,7 +160,7 @@ def train_app(cfg: DictConfig) -> float | None:
     Jobs are run by :func:`run_job`. An unfinished run directory resumes from its checkpoint
     (``resume=true``); ``force=true`` trains a finished one again from scratch.
     """
-    run = OmegaConf.to_object(cfg)
+    run = _to_run(cfg)
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     changed = _changed_keys(out_dir, to_train_config(run, str(out_dir)))
     if changed:  # e.g. an Optuna trial number that now stands for other parameters
@@ -184,7 +191,7 @@ def eval_app(cfg: DictConfig) -> None:
 
     Writes ``result.json`` in the training schema; jobs are run by :func:`run_job`.
     """
-    run = OmegaConf.to_object(cfg)
+    run = _to_run(cfg)
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     run_job(out_dir, run.force, lambda: run_evaluation(run, str(out_dir)))
 

@@ -9,9 +9,14 @@ names the key. This module is plain dataclasses: it imports neither Hydra nor Om
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from placerl.errors import ConfigError
 from placerl.train import TrainConfig
 
 
@@ -221,3 +226,27 @@ class EvalRunConfig:
     objective: str = "step_time"
     baselines: list[str] = field(default_factory=lambda: ["single_device", "random", "heft"])
     force: bool = False
+
+
+def check_known_keys(values: Mapping[str, Any], schema: type, prefix: str = "") -> None:
+    """Refuse keys that no field of the dataclass ``schema`` declares, into its nested groups.
+
+    Hydra lets ``+key=value`` add a key the schema lacks, and the structured config then drops
+    it without a word: a mistyped ``+total_step=4000`` would train the default 20k steps. Free
+    mappings (``hyperparams``, ``extractor_kwargs``) are checked later by what reads them.
+
+    Raises:
+        ConfigError: An unknown key, named with its path and the closest known one.
+    """
+    fields = {f.name for f in dataclasses.fields(schema)}
+    types = typing.get_type_hints(schema)
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), sorted(fields), n=1)
+            hint = f"; did you mean {prefix}{close[0]}?" if close else ""
+            raise ConfigError(
+                f"unknown option {path!r}{hint} (known here: {', '.join(sorted(fields))})"
+            )
+        if dataclasses.is_dataclass(types[key]) and isinstance(value, Mapping):
+            check_known_keys(value, types[key], prefix=f"{path}.")

@@ -17,6 +17,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError
 
 import placerl.apps  # registers the run schema
+from placerl.errors import ConfigError
 from placerl.run_config import RunConfig, to_train_config
 from placerl.train import TrainConfig
 
@@ -110,6 +111,24 @@ def test_bad_overrides_fail_before_any_work(override, error, message):
         _compose(override)
     text = str(caught.value) + str(getattr(caught.value, "__cause__", ""))
     assert message in text
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("+total_step=4000", "unknown option 'total_step'; did you mean total_steps?"),
+    ("+env.rewrd=x", "unknown option 'env.rewrd'; did you mean env.reward?"),
+    ("+agent.colour=red", r"unknown option 'agent.colour' \(known here: algo, extractor"),
+])  # fmt: skip
+def test_added_keys_the_schema_lacks_fail_before_any_work(override, message):
+    """Hydra's hint for a typo (``+key=...``) must not train the defaults without a word."""
+    with pytest.raises(ConfigError, match=message):
+        _compose(override)
+
+
+def test_the_train_app_refuses_an_added_typo(tmp_path):
+    done = _app(tmp_path, "train_app", *TINY, "+total_step=64", f"hydra.run.dir={tmp_path}")
+    assert done.returncode != 0
+    assert "did you mean total_steps?" in done.stderr
+    assert not (tmp_path / "result.json").exists()
 
 
 def test_placerl_train_runs_and_resumes(tmp_path):
