@@ -21,7 +21,7 @@ import torch
 from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
 from torch import nn
 
-from placerl.agents.extractors.base import PlacementExtractor, masked_mean, mlp
+from placerl.agents.extractors.base import PlacementExtractor, check_sizes, masked_mean, mlp
 from placerl.errors import ConfigError
 
 
@@ -95,6 +95,8 @@ class MaskableAttentionPolicy(MaskableMultiInputActorCriticPolicy):
                  attention_heads: int = 4, **kwargs: Any) -> None:  # fmt: skip
         if kwargs.get("net_arch") not in (None, [], {"pi": [], "vf": []}):
             raise ConfigError("the attention head reads the extractor's output; drop net_arch")
+        check_sizes("the attention head", head_hidden=head_hidden,
+                    attention_layers=attention_layers, attention_heads=attention_heads)
         if head_hidden % attention_heads:
             raise ConfigError(
                 f"attention_heads={attention_heads} must divide head_hidden={head_hidden}"

@@ -21,6 +21,7 @@ GDP's attention over every node, :mod:`placerl.agents.attention_heads`.
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from typing import Any
 import gymnasium as gym
 
 from placerl._extras import require
-from placerl._options import check_options
+from placerl._options import check_int, check_options
 from placerl._registry import Registry
 from placerl.agents.schedules import parse_schedules
 from placerl.errors import ConfigError
@@ -194,6 +195,12 @@ def make_agent(
         options["n_steps"] = min(options["n_steps"], -(-spec.rollout // _num_envs(env)))
     check_options(cls.__init__, options, what=f"algorithm {algo!r}", error=ConfigError,
                   given=_GIVEN)  # fmt: skip
+    for name in _COUNTS:  # SB3 takes 0 and trains nothing, or fails deep inside an update
+        if name in options:
+            check_int(options[name], f"option {name!r} of algorithm {algo!r}", minimum=1)
+    if settings.get("num_devices") == 1:
+        warnings.warn("the env has one device: every placement puts every node there, so "
+                      "the policy has nothing to choose", UserWarning, stacklevel=2)  # fmt: skip
     if "batch_size" in options and "n_steps" in options:
         options["batch_size"] = min(options["batch_size"], options["n_steps"] * _num_envs(env))
     model = cls(policy, env, policy_kwargs=kwargs, seed=seed, device=device, verbose=verbose,
@@ -222,6 +229,9 @@ def _check_head(head: str, env_kind: str | None, extractor: str | None, algo: st
     if needed is not None and extractor not in ("gnn", "lstm"):
         raise ConfigError(f"head={head!r} needs extractor 'gnn' or 'lstm', got {extractor!r}")
 
+
+#: Hyperparameters that count steps, samples or passes: each must be at least 1.
+_COUNTS = ("n_steps", "batch_size", "n_epochs")
 
 #: Arguments of the SB3 constructors that make_agent fills itself.
 _GIVEN = ("self", "policy", "env", "policy_kwargs", "seed", "device", "verbose")

@@ -23,7 +23,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from torch import nn
 from torch.nn import functional as F
 
-from placerl.agents.extractors.base import PlacementExtractor, mlp
+from placerl.agents.extractors.base import PlacementExtractor, check_sizes, mlp
 from placerl.errors import ConfigError
 
 
@@ -89,6 +89,7 @@ class _DeviceHeads:
                 "the device head reads the extractor's output directly; drop net_arch "
                 "(or use head='mlp' for SB3's MLP head)"
             )
+        check_sizes("the device head", head_hidden=head_hidden)
         kwargs["net_arch"] = {"pi": [], "vf": []}
         self.head_hidden = head_hidden
         super().__init__(*args, **kwargs)

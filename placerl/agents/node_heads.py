@@ -22,7 +22,7 @@ import torch
 from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
 from torch import nn
 
-from placerl.agents.extractors.base import PlacementExtractor, mlp
+from placerl.agents.extractors.base import PlacementExtractor, check_sizes, mlp
 from placerl.agents.heads import DeviceScorer, DeviceValue
 from placerl.errors import ConfigError
 
@@ -88,6 +88,7 @@ class MaskableNodePolicy(MaskableMultiInputActorCriticPolicy):
     def __init__(self, *args: Any, head_hidden: int = 64, **kwargs: Any) -> None:
         if kwargs.get("net_arch") not in (None, [], {"pi": [], "vf": []}):
             raise ConfigError("the nodes head reads the extractor's output directly; drop net_arch")
+        check_sizes("the nodes head", head_hidden=head_hidden)
         kwargs["net_arch"] = {"pi": [], "vf": []}
         self.head_hidden = head_hidden
         super().__init__(*args, **kwargs)

@@ -67,7 +67,15 @@ BAD = [
     (dict(extractor_kwargs={"hiden": 8}), "unknown option.*hiden for extractor 'mlp'"),
     (dict(extractor=None), "SB3's own extractor feeds raw edge indices"),
     (dict(policy_kwargs={"net_arch": [64]}), "the device head reads the extractor's output"),
-]
+    (dict(n_steps=0), "option 'n_steps' of algorithm 'maskable_ppo' must be an integer >= 1"),
+    (dict(batch_size=-8), "option 'batch_size' of algorithm 'maskable_ppo' must be an integer"),
+    (dict(extractor_kwargs={"hidden": 0}), "MlpExtractor option 'hidden' must be an integer >= 1"),
+    (dict(extractor="gnn", extractor_kwargs={"rounds": -1}),
+     "GnnExtractor option 'rounds' must be an integer >= 1, got -1"),
+    (dict(extractor="lstm", extractor_kwargs={"layers": 0}),
+     "LstmExtractor option 'layers' must be an integer >= 1, got 0"),
+    (dict(policy_kwargs={"head_hidden": 0}), "the device head option 'head_hidden' must be an"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("change", "message"), BAD, ids=[m[:30] for _, m in BAD])
@@ -76,6 +84,12 @@ def test_bad_arguments(change, message):
     with pytest.raises(ConfigError, match=message):
         make_agent(arguments.pop("algo"), SanityEnv("chain"), arguments.pop("extractor"),
                    **arguments)  # fmt: skip
+
+
+def test_one_device_warns_that_there_is_nothing_to_choose():
+    env = PlacementEnv(graph="synthetic:layered?n=10&seed=0", cluster="placeto?n_devices=1")
+    with pytest.warns(UserWarning, match="one device: every placement puts every node there"):
+        make_agent("maskable_ppo", env, "mlp")
 
 
 def test_not_a_placement_env():

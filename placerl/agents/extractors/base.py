@@ -19,12 +19,14 @@ device with one shared network, and so work for any device count. An extractor b
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from placerl._options import check_int
 from placerl.envs.case import COST, MEM_BYTES, NUM_BASE_FEATURES
 from placerl.errors import ConfigError
 
@@ -96,6 +98,13 @@ class PlacementExtractor(BaseFeaturesExtractor):
             phase = obs["current"].sum(dim=1, keepdim=True)
             parts += [phase, obs["node_mask"], states.flatten(1)]
         return torch.cat(parts, dim=1)
+
+
+def check_sizes(owner: str, **sizes: Any) -> None:
+    """Refuse layer widths and counts below 1, naming ``owner``'s option (a zero width builds
+    empty tensors that train nothing, without an error from torch)."""
+    for name, value in sizes.items():
+        check_int(value, f"{owner} option {name!r}", minimum=1)
 
 
 def current_rows(hidden: torch.Tensor, current: torch.Tensor) -> torch.Tensor:

@@ -26,7 +26,12 @@ from torch import nn
 
 from placerl._extras import require
 from placerl._registry import Registry
-from placerl.agents.extractors.base import PlacementExtractor, current_rows, masked_mean
+from placerl.agents.extractors.base import (
+    PlacementExtractor,
+    check_sizes,
+    current_rows,
+    masked_mean,
+)
 
 #: ``(in_dim, out_dim) -> PyG message-passing layer``, chosen by name.
 GNN_LAYERS: Registry[Callable[[int, int], nn.Module]] = Registry("GNN layer")
@@ -104,6 +109,7 @@ class GnnExtractor(PlacementExtractor):
                  rounds: int = 3, device_features: bool = True,
                  per_node: bool = False) -> None:  # fmt: skip
         GNN_LAYERS[layer]  # fail fast on an unknown name
+        check_sizes("GnnExtractor", hidden=hidden, rounds=rounds)
         super().__init__(observation_space, 2 * hidden, device_features,
                          node_dim=hidden if per_node else 0)  # fmt: skip
         self.hidden = hidden

@@ -12,7 +12,7 @@ from gymnasium import spaces
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from placerl.agents.extractors.base import PlacementExtractor, current_rows
+from placerl.agents.extractors.base import PlacementExtractor, check_sizes, current_rows
 
 
 class LstmExtractor(PlacementExtractor):
@@ -31,6 +31,7 @@ class LstmExtractor(PlacementExtractor):
 
     def __init__(self, observation_space: spaces.Dict, hidden: int = 64, layers: int = 1,
                  device_features: bool = True, per_node: bool = False) -> None:  # fmt: skip
+        check_sizes("LstmExtractor", hidden=hidden, layers=layers)
         super().__init__(observation_space, 2 * hidden, device_features,
                          node_dim=2 * (hidden // 2) if per_node else 0)  # fmt: skip
         self.embed = nn.Sequential(nn.Linear(self.num_features, hidden), nn.ReLU())

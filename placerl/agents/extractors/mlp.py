@@ -6,7 +6,13 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from placerl.agents.extractors.base import PlacementExtractor, current_rows, masked_mean, mlp
+from placerl.agents.extractors.base import (
+    PlacementExtractor,
+    check_sizes,
+    current_rows,
+    masked_mean,
+    mlp,
+)
 
 
 class MlpExtractor(PlacementExtractor):
@@ -21,6 +27,7 @@ class MlpExtractor(PlacementExtractor):
 
     def __init__(self, observation_space: spaces.Dict, hidden: int = 64, layers: int = 2,
                  device_features: bool = True) -> None:  # fmt: skip
+        check_sizes("MlpExtractor", hidden=hidden, layers=layers)
         super().__init__(observation_space, hidden, device_features)
         self.net = mlp([3 * self.num_features] + [hidden] * layers)
         self.out = nn.ReLU()
