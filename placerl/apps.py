@@ -109,9 +109,10 @@ def summary_table(result: TrainResult) -> str:
                   f"(above 1x: the {mine} is faster)")  # fmt: skip
     for column in ("graph", "placer", "runtime (ms)", f"{mine} speedup"):
         table.add_column(column, justify="left" if column in ("graph", "placer") else "right")
-    for outcome in result.graphs:
+    for g, outcome in enumerate(result.graphs):
         if mine == "policy":
-            rows = {"policy (greedy)": outcome.final_runtime,
+            rows = {f"policy (greedy, weights of step {result.policy_step:,})":
+                    outcome.final_runtime, **_last_weights(result, g),
                     "policy (best seen)": outcome.best_runtime, **outcome.baselines}  # fmt: skip
         else:
             rows = {**outcome.baselines, result.config["placer"]: outcome.final_runtime}
@@ -122,6 +123,15 @@ def summary_table(result: TrainResult) -> str:
     with console.capture() as capture:
         console.print(table)
     return capture.get()
+
+
+def _last_weights(result: TrainResult, graph: int) -> dict[str, float]:
+    """The last weights' greedy runtime on ``graph`` when ``keep_best`` kept earlier ones (the
+    final evaluation, on the curve's last point)."""
+    last = result.curve[-1] if result.curve else None
+    if last is None or result.policy_step == result.steps or last["step"] != result.steps:
+        return {}
+    return {f"policy (last weights, step {result.steps:,})": last["runtimes"][graph]}
 
 
 def run_job(out_dir: Path, force: bool, job: Callable[[], TrainResult]) -> float | None:

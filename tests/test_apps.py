@@ -136,7 +136,7 @@ def test_placerl_train_runs_and_resumes(tmp_path):
     job = [*TINY, SPEC, "total_steps=128", "eval_every=64"]
     done = _app(tmp_path, "train_app", *job, f"hydra.run.dir={out}")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "policy (greedy)" in done.stdout and "heft" in done.stdout
+    assert "policy (greedy, weights of step" in done.stdout and "heft" in done.stdout
     result = json.loads((out / "result.json").read_text())
     assert result["steps"] >= 128 and result["config"]["graph"] == "synthetic:layered?n=12&seed=0"
     assert (out / ".hydra" / "config.yaml").is_file() and (out / "model.zip").is_file()
@@ -243,3 +243,20 @@ def test_the_slurm_launcher_config_extends_submitit():
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
     assert launcher.gpus_per_node == 1 and launcher.timeout_min == 240
+
+
+def test_the_table_names_the_weights_it_shows_and_the_last_ones_beside_them():
+    from placerl.apps import summary_table
+    from placerl.train import GraphOutcome, TrainResult
+
+    outcome = GraphOutcome(graph="g", final_runtime=1e-3, sampled_runtime=1e-3,
+                           best_runtime=0.9e-3, best_placement=[0],
+                           baselines={"heft": 1.1e-3})  # fmt: skip
+    curve = [{"step": 0, "runtimes": [1.2e-3]}, {"step": 2000, "runtimes": [1e-3]},
+             {"step": 4096, "runtimes": [1.5e-3]}]  # fmt: skip
+    kept = TrainResult({"graph": "g"}, [outcome], curve, 4096, {"train": 3.0}, policy_step=2000)
+    text = summary_table(kept)
+    assert "policy (greedy, weights of step 2,000)" in text
+    assert "policy (last weights, step 4,096)" in text and "1.500" in text
+    last = TrainResult({"graph": "g"}, [outcome], curve, 4096, {"train": 3.0}, policy_step=4096)
+    assert "last weights" not in summary_table(last)
