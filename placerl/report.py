@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -50,20 +51,30 @@ NOT_VARIANT = {
 def load_runs(folders: Sequence[str | Path]) -> Any:
     """One row per (result.json, graph) under ``folders``, as a pandas DataFrame.
 
+    A ``result.json`` that cannot be read (truncated, hand-edited) is skipped with a warning
+    naming it; ``frame.attrs["skipped"]`` lists those files with the reason.
+
     Raises:
-        FileNotFoundError: A folder does not exist, or none holds a ``result.json``.
+        FileNotFoundError: A folder does not exist, or none holds a readable ``result.json``.
     """
     import pandas as pd
 
-    rows = []
+    rows, skipped = [], []
     for folder in map(Path, folders):
         if not folder.exists():
             raise FileNotFoundError(f"no such folder: {folder}")
         for path in sorted(folder.rglob("result.json")):
-            rows.extend(_rows(json.loads(path.read_text()), path.parent))
+            try:
+                rows.extend(_rows(json.loads(path.read_text()), path.parent))
+            except (ValueError, KeyError, TypeError, IndexError) as error:
+                reason = f"{type(error).__name__}: {error}"
+                warnings.warn(f"skipped {path}: not a readable result ({reason})", stacklevel=2)
+                skipped.append(f"{path} ({reason})")
     if not rows:
-        raise FileNotFoundError(f"no result.json under {', '.join(map(str, folders))}")
-    return pd.DataFrame(rows)
+        raise FileNotFoundError(f"no readable result.json under {', '.join(map(str, folders))}")
+    frame = pd.DataFrame(rows)
+    frame.attrs["skipped"] = skipped
+    return frame
 
 
 def variant(config: dict[str, Any]) -> str:
@@ -164,6 +175,9 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
             f"## Orders against {reference_order} (paired)", "",
             orders.to_markdown(index=False, floatfmt=".4g") if len(orders) else "(no pairs)",
             "", *[f"![{name}]({name}.png)" for name in figures], ""]  # fmt: skip
+    skipped = runs.attrs.get("skipped", [])
+    if skipped:
+        text += ["## Skipped result files", "", *[f"- {entry}" for entry in skipped], ""]
     path = out / "report.md"
     path.write_text("\n".join(text))
     return path

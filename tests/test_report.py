@@ -96,7 +96,21 @@ def test_report_writes_tables_and_plots(sweep, capsys):
 def test_missing_or_empty_folders_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no such folder: .*nowhere"):
         write_report([tmp_path / "nowhere"], tmp_path / "out")
-    with pytest.raises(FileNotFoundError, match=r"no result\.json under"):
+    with pytest.raises(FileNotFoundError, match=r"no readable result\.json under"):
         write_report([tmp_path], tmp_path / "out")
     with pytest.raises(SystemExit):
         main([str(tmp_path / "nowhere")])
+
+
+def test_unreadable_results_are_skipped_with_a_warning_and_listed(sweep):
+    truncated = sweep / "sweep" / "cut" / "result.json"
+    truncated.parent.mkdir()
+    truncated.write_text('{"config": {"order": "topo"')
+    edited = sweep / "sweep" / "edited" / "result.json"
+    edited.parent.mkdir()
+    edited.write_text('{"config": {"order": "topo"}}')
+    with pytest.warns(UserWarning, match=r"skipped .*cut.result\.json: not a readable result"):
+        write_report([sweep], sweep / "report")
+    text = (sweep / "report" / "report.md").read_text()
+    assert "## Skipped result files" in text
+    assert "cut/result.json (JSONDecodeError" in text and "edited/result.json (KeyError" in text
