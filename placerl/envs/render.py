@@ -26,12 +26,14 @@ def render_ansi(case, placement: np.ndarray, cluster: Cluster) -> str:
 
 
 def render_rgb(case, placement: np.ndarray, cluster: Cluster) -> np.ndarray:
-    """The graph in topological layers, nodes coloured by device (grey: unplaced)."""
+    """The graph in topological layers, nodes coloured by device (grey: unplaced), with a
+    legend of the devices' colours."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
     import networkx as nx
+    from matplotlib.patches import Patch
 
     graph = case.graph
     g = nx.DiGraph()
@@ -46,8 +48,13 @@ def render_rgb(case, placement: np.ndarray, cluster: Cluster) -> np.ndarray:
     fig, ax = plt.subplots(figsize=(6, 4), dpi=80)
     nx.draw_networkx(g, pos, ax=ax, node_color=colours, node_size=40, with_labels=False,
                      arrows=False, width=0.3)  # fmt: skip
-    ax.set_title(f"{graph.name} on {cluster.name}")
+    ax.set_title(f"{graph.name} on {cluster.name} ({cluster.num_devices} devices)")
+    handles = [Patch(color=palette(d % 10), label=device.name)
+               for d, device in enumerate(cluster.devices)]  # fmt: skip
+    ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+              title="device", title_fontsize=6, frameon=False)  # fmt: skip
     ax.axis("off")
+    fig.tight_layout()
     fig.canvas.draw()
     image = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
     plt.close(fig)

@@ -385,6 +385,12 @@ def test_render_modes():
     image = rgb.render()
     assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
     assert len(np.unique(image.reshape(-1, 3), axis=0)) > 3
+    # every node starts on gpu:0; the legend still shows the other devices' colours
+    import matplotlib.pyplot as plt
+
+    for d in range(4):
+        colour = np.array(plt.get_cmap("tab10")(d)[:3]) * 255
+        assert (np.abs(image.astype(float) - colour).max(axis=2) < 3).any(), d
 
 
 def test_graph_lists_sample_one_graph_per_episode():
