@@ -184,6 +184,9 @@ def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
     again = _app(tmp_path, "train_app", *job)
     assert "already holds result.json; skipped" in again.stdout
     assert (finished / "result.json").stat().st_mtime_ns == before
+    logged = _app(tmp_path, "train_app", *job, "logger.mode=disabled")  # no result changes
+    assert "already holds result.json; skipped" in logged.stdout
+    assert (finished / "result.json").stat().st_mtime_ns == before
 
 
 def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
