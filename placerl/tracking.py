@@ -16,6 +16,7 @@ the run later). If wandb cannot start, training goes on and says so.
 from __future__ import annotations
 
 import os
+import shlex
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,12 @@ RENAMED = {"time/fps": "charts/SPS"}
 
 #: Metrics whose run summary is their minimum (lower runtimes are better).
 MINIMIZED = ("eval/runtime_ms", "sim/best_runtime_ms")
+
+
+def sync_command(folder: str | os.PathLike[str]) -> str:
+    """The shell command that uploads an offline run folder, quoted for pasting (a sweep job's
+    folder name holds ``=``, quotes and ``&`` from its overrides)."""
+    return f"wandb sync {shlex.quote(str(folder))}"
 
 
 class Tracker:
@@ -101,7 +108,7 @@ class WandbTracker(Tracker):
             return
         if mode == "offline":
             print(f"wandb: offline run in {self.run.dir}; upload it with: "
-                  f"wandb sync {Path(self.run.dir).parent}")  # fmt: skip
+                  f"{sync_command(Path(self.run.dir).parent)}")  # fmt: skip
 
     def callbacks(self) -> list[Any]:
         return [] if self.run is None else [_wandb_callback(self.run)]

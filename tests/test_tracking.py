@@ -97,3 +97,12 @@ def test_none_logger_records_nothing_and_unknown_loggers_are_named(tmp_path):
     assert type(tracker) is Tracker and tracker.callbacks() == []
     with pytest.raises(ConfigError, match="unknown logger 'tensorboard'; known: none, wandb"):
         open_tracker(LoggerGroup(kind="tensorboard"), CONFIG, str(tmp_path))
+
+
+def test_the_sync_command_can_be_pasted_into_a_shell():
+    import shlex
+
+    from placerl.tracking import sync_command
+
+    folder = "multirun/placerl-train/graph.spec='synthetic:layered?n=12&seed=0',seed=1/wandb/x"
+    assert shlex.split(sync_command(folder)) == ["wandb", "sync", folder]
