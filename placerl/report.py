@@ -8,7 +8,8 @@ never pooled), and a paired comparison of each
 traversal order against a reference order on the same graphs, agents and seeds (ratio of
 runtimes, wins, and a Wilcoxon signed-rank p-value). It writes ``report.md``, ``runs.csv``,
 ``summary.csv``, ``orders.csv`` and three plots: runtime per order per graph, learning curves
-per order, and speedup over the best baseline placer.
+per order, and speedup over the best baseline placer. An evaluation run (``placerl-eval``) has
+order ``none``, its placer spec as agent, and its bars labelled by that spec.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ import numpy as np
 from placerl.train import is_evaluation
 
 KEYS = ["graph", "cluster", "objective", "order", "agent", "variant"]
+#: The ``order`` of an evaluation run (a placer follows no traversal order); its ``agent`` is
+#: the placer spec, and the plots label it by that.
+NO_ORDER = "none"
 
 #: Config fields that do not make runs different experiments: the seed and the bookkeeping.
 NOT_VARIANT = {
@@ -87,7 +91,7 @@ def variant(config: dict[str, Any]) -> str:
 def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
     config = result["config"]
     if is_evaluation(config):
-        order, agent, seed = "-", config["placer"], 0
+        order, agent, seed = NO_ORDER, config["placer"], 0
     else:
         order, seed = config["order"], config["seed"]
         agent = f"{config['algo']}_{config['extractor']}"
@@ -137,7 +141,7 @@ def compare_orders(runs: Any, reference: str = "topo") -> Any:
     import pandas as pd
     from scipy import stats
 
-    trained = runs[runs["order"] != "-"]
+    trained = runs[runs["order"] != NO_ORDER]
     pivot = trained.pivot_table(index=["graph", "cluster", "objective", "agent", "variant",
                                        "seed"], columns="order", values="runtime_ms")  # fmt: skip
     rows = []
@@ -193,7 +197,9 @@ def _plots(runs: Any, summary: Any, out: Path) -> list[str]:
     for name, column, label in (("runtime_per_order", "runtime_ms", "runtime (ms)"),
                                 ("speedup_vs_best", "speedup_vs_best",
                                  "speedup over the best baseline")):  # fmt: skip
-        table = summary.pivot_table(index="graph", columns="order", values=column)
+        series = summary["order"].where(summary["order"] != NO_ORDER, summary["agent"])
+        table = summary.assign(series=series).pivot_table(index="graph", columns="series",
+                                                          values=column)  # fmt: skip
         ax = table.plot.bar(figsize=(8, 4), rot=0)
         ax.set_ylabel(label)
         ax.figure.tight_layout()
@@ -201,7 +207,7 @@ def _plots(runs: Any, summary: Any, out: Path) -> list[str]:
         plt.close(ax.figure)
         names.append(name)
     fig, ax = plt.subplots(figsize=(8, 4))
-    for (graph, order), group in runs[runs["order"] != "-"].groupby(["graph", "order"]):
+    for (graph, order), group in runs[runs["order"] != NO_ORDER].groupby(["graph", "order"]):
         curves = [dict(c) for c in group["curve"] if c]
         steps = sorted(set().union(*curves)) if curves else []
         if steps:
