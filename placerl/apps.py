@@ -16,10 +16,12 @@ import importlib.util
 import json
 import traceback
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import hydra
 from hydra.core.config_store import ConfigStore
+from hydra.experimental.callback import Callback
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -123,6 +125,29 @@ def summary_table(result: TrainResult) -> str:
     with console.capture() as capture:
         console.print(table)
     return capture.get()
+
+
+class SweepSummary(Callback):
+    """Hydra callback: after a multirun, one table over every finished job of the sweep (the
+    jobs each print their own as they end); failed jobs are counted apart."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from placerl.report import load_runs, summarize
+
+        sweep = Path(config.hydra.sweep.dir)
+        failed = sorted(p.parent.name for p in sweep.rglob("error.txt")
+                        if not (p.parent / "result.json").is_file())  # fmt: skip
+        try:
+            summary = summarize(load_runs([sweep]))
+        except FileNotFoundError:
+            print(f"sweep {sweep}: no finished job" + (f"; failed: {', '.join(failed)}"
+                                                       if failed else ""))  # fmt: skip
+            return
+        columns = ["graph", "order", "agent", "seeds", "runtime_ms", "runtime_ci95_ms",
+                   "speedup_vs_best"]  # fmt: skip
+        print(f"\nsweep {sweep}: mean over seeds, 95% CI ({len(failed)} failed job(s)"
+              + (f": {', '.join(failed)})" if failed else ")"))
+        print(summary[columns].to_markdown(index=False, floatfmt=".4g"))
 
 
 def _last_weights(result: TrainResult, graph: int) -> dict[str, float]:

@@ -180,6 +180,8 @@ def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
     (finished,) = [d for d in sweep.iterdir() if "seed=0" in d.name]
     assert "unknown graph family 'nope'" in (failed / "error.txt").read_text()
     assert (finished / "result.json").is_file() and not (finished / "error.txt").exists()
+    summary = done.stdout[done.stdout.index(f"sweep {sweep}: mean over seeds"):]
+    assert f"(1 failed job(s): {failed.name})" in summary and "| layered-n12-s0 |" in summary
     before = (finished / "result.json").stat().st_mtime_ns
     again = _app(tmp_path, "train_app", *job)
     assert "already holds result.json; skipped" in again.stdout
