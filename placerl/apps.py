@@ -16,13 +16,13 @@ import importlib.util
 import json
 import traceback
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.core.config_store import ConfigStore
-from hydra.experimental.callback import Callback
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
