@@ -20,6 +20,7 @@ recipe was tuned on ``seed=100``, outside both).
 
     python benchmarks/bench_recipes.py                 # 4 recipes x 2 seeds, 8k steps each
     python benchmarks/bench_recipes.py --quick         # 1 seed, 3 graphs, 3k steps
+    python benchmarks/bench_recipes.py --resume        # go on after an interruption
 
 Results: ``benchmarks/results/recipes.{json,md}`` (runs; per recipe and method the geometric
 mean over graphs and seeds with a 95% t-interval, wins, worst case and inference seconds).
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import tempfile
 import time
@@ -137,6 +139,8 @@ def main() -> None:
     parser.add_argument("--graphs", type=int, default=len(HELD_OUT), help="held-out graphs")
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
     parser.add_argument("--name", default="recipes", help="results file name")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the (recipe, seed) pairs the results file already holds")
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
@@ -144,8 +148,14 @@ def main() -> None:
         args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
     warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
     begin, rows = time.perf_counter(), []
+    previous = Path(args.out) / f"{args.name}.json"
+    if args.resume and previous.is_file():  # keep the policies an interrupted run finished
+        rows = json.loads(previous.read_text())
+    done = {(r["recipe"], r["seed"]) for r in rows}
     for recipe in args.recipes.split(","):
         for seed in range(args.seeds):
+            if (recipe, seed) in done:
+                continue
             with tempfile.TemporaryDirectory() as out:
                 start = time.perf_counter()
                 result = train(recipe_config(recipe, seed, args.steps, out))

@@ -26,7 +26,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -358,7 +358,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     timings: dict[str, float] = {"warm_start": 0.0, "train": 0.0}
     if state is not None:
         algo_cls = ALGORITHMS[config.algo].load()
-        model = algo_cls.load(out / "checkpoint" / "model.zip", env=venv, device=config.device)
+        model = algo_cls.load(out / CHECKPOINT / state["files"]["model"], env=venv,
+                              device=config.device)  # fmt: skip
         best, curve = BestPlacement.from_dict(state["best"]), state["curve"]
         timings.update(state["timings"])
         warm = state.get("warm_start")
@@ -377,21 +378,18 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     clock = lambda: time.perf_counter() - clock_start  # noqa: E731
     evaluate = Evaluate(eval_env, config.eval_every, curve, best, clock)
     if state is not None and "keep_best" in state:
-        evaluate.load_best(state["keep_best"], out / "checkpoint" / "best_policy.pt")
+        evaluate.load_best(state["keep_best"], out / CHECKPOINT / state["files"]["best"])
 
-    def save_state() -> None:
-        scores = evaluate.save_best(out / "checkpoint" / "best_policy.pt")
-        _write_json(out / "checkpoint" / "state.json", {
-            "steps": int(model.num_timesteps), "best": best.to_dict(), "curve": curve,
-            "timings": timings, "warm_start": warm, "keep_best": scores,
-            "config": config.to_dict()})  # fmt: skip
+    def state_of(best_file: Path) -> dict[str, Any]:
+        return {"steps": int(model.num_timesteps), "best": best.to_dict(), "curve": curve,
+                "timings": timings, "warm_start": warm,
+                "keep_best": evaluate.save_best(best_file), "config": config.to_dict()}  # fmt: skip
 
     def save_checkpoint(model: Any) -> None:
         if out is None:
             return
         timings["train"] = clock()
-        _save_model(model, out / "checkpoint" / "model.zip")
-        save_state()
+        _write_checkpoint(out / CHECKPOINT, model, state_of)
 
     remaining = config.total_steps - model.num_timesteps
     if remaining > 0:
@@ -409,7 +407,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     evaluate.init_callback(model)
     evaluate.evaluate()
     if out is not None:  # the last weights, which resuming continues from
-        _save_model(model, out / "checkpoint" / "model.zip")
+        _write_checkpoint(out / CHECKPOINT, model, state_of)
     policy_step = evaluate.restore_best() if config.keep_best else trained_steps
     final_runs = []
     for g in range(len(eval_env.graphs)):
@@ -435,7 +433,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
                          None if out is None else str(out), policy_step,
                          provenance())  # fmt: skip
     if out is not None:
-        save_state()
+        _write_checkpoint(out / CHECKPOINT, model, state_of)
         _save_model(model, out / "model.zip")
         _write_json(out / "best_placement.json", best.to_dict())
         write_result(result, out)
@@ -448,6 +446,30 @@ def _baselines(graph: Any, env: Any, config: TrainConfig) -> dict[str, float]:
 
     return {spec: reference(graph, env.cluster, config.objective, spec).score
             for spec in config.baselines}  # fmt: skip
+
+
+#: The folder of a run's checkpoint (``state.json`` and the files it names).
+CHECKPOINT = "checkpoint"
+
+
+def _write_checkpoint(folder: Path, model: Any,
+                      state_of: Callable[[Path], dict[str, Any]]) -> None:  # fmt: skip
+    """Write a checkpoint that a kill at any moment leaves whole.
+
+    The model and the best weights go to files named by the step count, then ``state.json``
+    (written atomically) names them, then older files go: until the new state is in place,
+    the old one still names files that exist.
+    """
+    steps = int(model.num_timesteps)
+    files = {"model": f"model-{steps}.zip", "best": f"best_policy-{steps}.pt"}
+    _save_model(model, folder / files["model"])
+    state = state_of(folder / files["best"])
+    _write_json(folder / "state.json", {**state, "files": files})
+    leftovers = (*folder.glob("model-*.zip"), *folder.glob("best_policy-*.pt"),
+                 *folder.glob("*.partial*"))  # fmt: skip
+    for old in leftovers:
+        if old.name not in files.values():
+            old.unlink(missing_ok=True)
 
 
 def _save_model(model: Any, path: Path) -> None:
@@ -483,8 +505,8 @@ def _load_state(out: Path, config: TrainConfig) -> dict[str, Any] | None:
         ConfigError: The checkpoint was made with another configuration, or its state file is
             not JSON.
     """
-    state = out / "checkpoint" / "state.json"
-    if not (state.is_file() and (out / "checkpoint" / "model.zip").is_file()):
+    state = out / CHECKPOINT / "state.json"
+    if not state.is_file():
         return None
     try:
         data = json.loads(state.read_text())
@@ -493,6 +515,12 @@ def _load_state(out: Path, config: TrainConfig) -> dict[str, Any] | None:
             f"{state} is not a checkpoint state ({err.msg} at line {err.lineno}); delete the "
             "checkpoint folder to start afresh, or resume=False"
         ) from None
+    files = data.get("files", {}) if isinstance(data, dict) else {}
+    if not (out / CHECKPOINT / str(files.get("model"))).is_file():
+        raise ConfigError(
+            f"{state} names no model file that exists (written by another placerl version?); "
+            "delete the checkpoint folder to start afresh, or resume=False"
+        )
     changed = changed_options(data.get("config", {}), config.to_dict())
     if changed:
         raise ConfigError(

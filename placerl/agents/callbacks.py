@@ -148,7 +148,9 @@ class Evaluate(_Periodic):
     def save_best(self, path: Path) -> dict[str, Any]:
         """Write the best weights to ``path``; returns the scores to keep beside them."""
         if self._best_weights is not None:
-            torch.save(self._best_weights, path)
+            partial = path.with_name(path.name + ".partial")
+            torch.save(self._best_weights, partial)
+            partial.replace(path)  # atomic: a kill mid-write leaves no half file
         return {"best_score": self.best_score, "best_step": self.best_step,
                 "last_score": self.last_score}  # fmt: skip
 

@@ -1,0 +1,66 @@
+"""A training run killed at any moment (SIGKILL, also mid-checkpoint) resumes and loses nothing."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from placerl.train import train
+
+pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
+
+CONFIG = {"graph": "synthetic:layered?n=12&seed=0", "cluster": "placeto?n_devices=2",
+          "extractor": "mlp", "n_envs": 1, "hyperparams": {"n_steps": 32, "batch_size": 32},
+          "total_steps": 640, "eval_every": 32, "checkpoint_every": 32, "baselines": [],
+          "warm_start": None, "threads": 1, "seed": 3}  # fmt: skip
+
+
+def _start(out_dir) -> subprocess.Popen:
+    config = {**CONFIG, "out_dir": str(out_dir), "resume": True}
+    code = f"from placerl.train import train; train({config!r})"
+    env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-c", code], env=env)
+
+
+def _checkpointed_steps(out_dir) -> int:
+    state = out_dir / "checkpoint" / "state.json"
+    return json.loads(state.read_text())["steps"] if state.is_file() else 0
+
+
+def test_a_run_killed_several_times_resumes_to_the_uninterrupted_result(tmp_path):
+    reference = train({**CONFIG, "out_dir": str(tmp_path / "reference")})
+    out = tmp_path / "killed"
+    first_checkpoint, kills = None, 0
+    rng = np.random.default_rng(0)
+    while kills < 3:
+        job = _start(out)
+        before = _checkpointed_steps(out)
+        deadline = time.monotonic() + 120
+        while _checkpointed_steps(out) <= before and job.poll() is None:  # train a little
+            assert time.monotonic() < deadline, "no checkpoint in 2 minutes"
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.3))  # then die anywhere, a checkpoint write included
+        if job.poll() is not None:
+            break  # finished before the kill: nothing left to interrupt
+        job.send_signal(signal.SIGKILL)
+        job.wait()
+        kills += 1
+        first_checkpoint = first_checkpoint or _checkpointed_steps(out)
+    assert kills >= 2, "the run finished before it could be killed twice"
+    finish = _start(out)
+    assert finish.wait(timeout=300) == 0
+    result = json.loads((out / "result.json").read_text())
+    assert result["steps"] == reference.steps == 640
+    steps = [c["step"] for c in result["curve"]]
+    assert steps == sorted(steps) and steps[-1] == 640
+    same = [c for c in reference.curve if c["step"] <= first_checkpoint]
+    assert result["curve"][: len(same)] == [dict(c, wall_s=r["wall_s"]) for c, r in
+                                             zip(same, result["curve"], strict=False)]
+    leftovers = sorted(p.name for p in (out / "checkpoint").iterdir())
+    assert leftovers == sorted([*json.loads((out / "checkpoint" / "state.json").read_text())
+                                ["files"].values(), "state.json"])  # fmt: skip
