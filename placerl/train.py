@@ -338,6 +338,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
         Checkpoint,
         Evaluate,
         PhaseThreads,
+        Progress,
         Rollback,
         TimeBudget,
         TrackBest,
@@ -394,11 +395,11 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     remaining = config.total_steps - model.num_timesteps
     if remaining > 0:
         guard = [Rollback(eval_env)] if config.rollback else []
+        progress = [Progress(remaining)] if config.progress_bar else []
         callbacks = [phases, *guard, *callbacks, TrackBest(best, len(eval_env.graphs)), evaluate,
                      Checkpoint(config.checkpoint_every, save_checkpoint),
-                     TimeBudget(config.time_limit_s, clock)]  # fmt: skip
-        model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None,
-                    progress_bar=config.progress_bar)  # fmt: skip
+                     TimeBudget(config.time_limit_s, clock), *progress]  # fmt: skip
+        model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None)
     timings["train"] = clock()
     trained_steps = int(model.num_timesteps)
     venv.close()

@@ -204,3 +204,22 @@ def test_config_round_trips():
     data = config.to_dict()
     assert data["graph"] == ["a", "b"] and data["baselines"] == ["heft"]
     assert TrainConfig.from_dict(data).to_dict() == data
+
+
+def test_the_progress_bar_counts_whole_rollouts_at_the_runs_mean_rate():
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from placerl.agents import make_agent
+    from placerl.agents.callbacks import Progress
+    from placerl.envs import PlacementEnv
+
+    env = DummyVecEnv([lambda: PlacementEnv(SMALL["graph"], SMALL["cluster"])] * 2)
+    model = make_agent("maskable_ppo", env, "mlp", n_steps=128)
+    progress = Progress(300)
+    progress.init_callback(model)
+    progress.on_training_start({}, {})
+    try:
+        assert progress.bar.total == 512  # 300 steps run as two rollouts of 2 x 128
+        assert progress.bar.smoothing == 0  # the mean since the start, as steps_per_s
+    finally:
+        progress.on_training_end()

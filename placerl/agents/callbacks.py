@@ -232,6 +232,40 @@ class Checkpoint(_Periodic):
         self.save(self.model)
 
 
+class Progress(BaseCallback):
+    """A progress bar of env steps whose total is what PPO will run and whose rate is the run's.
+
+    SB3's own bar counts to ``total_timesteps`` although training stops only after a whole
+    rollout (``total_steps=512`` with 1,024-step rollouts showed "1,024/512"), and its rate
+    is smoothed over the last steps of a rollout, so it read 2.5x ``result.json``'s
+    ``steps_per_s``, which counts PPO updates, evaluations and rollbacks too. This bar's total
+    is rounded up to whole rollouts and its rate is the mean since the start (the same
+    quantity as ``steps_per_s``).
+    """
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps = steps
+        self.bar: Any = None
+
+    def _on_training_start(self) -> None:
+        from tqdm.rich import tqdm
+
+        rollout = getattr(self.model, "n_steps", 1) * self.model.n_envs
+        total = self.model.num_timesteps + -(-self.steps // rollout) * rollout
+        self.bar = tqdm(total=total, initial=self.model.num_timesteps, unit="step",
+                        smoothing=0, desc="env steps, all training work included")  # fmt: skip
+
+    def _on_step(self) -> bool:
+        self.bar.update(self.model.n_envs)
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.bar is not None:
+            self.bar.refresh()
+            self.bar.close()
+
+
 class TimeBudget(BaseCallback):
     """Stop training once ``clock()`` passes ``seconds`` (0: no budget).
 
