@@ -133,7 +133,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("total_steps", "n_envs", "eval_every", "eval_samples", "checkpoint_every",
                      "warm_start_epochs", "seed", "threads", "rollout_threads"):  # fmt: skip
-            check_int(getattr(self, name), name, minimum=1 if name in ("n_envs",) else 0)
+            at_least_one = name in ("n_envs", "warm_start_epochs")
+            check_int(getattr(self, name), name, minimum=1 if at_least_one else 0)
         limit = self.time_limit_s
         if isinstance(limit, bool) or not (isinstance(limit, int | float) and limit >= 0):
             raise ConfigError(f"time_limit_s must be a number >= 0, got {self.time_limit_s!r}")
@@ -148,6 +149,13 @@ class TrainConfig:
             )
         if self.resume and self.out_dir is None:
             raise ConfigError("resume=True needs an out_dir to resume from")
+        for name in ("env_kwargs", "extractor_kwargs", "hyperparams"):
+            if not isinstance(getattr(self, name), Mapping):
+                raise ConfigError(
+                    f"{name} must be a mapping of option names to values, got "
+                    f"{getattr(self, name)!r}"
+                )
+        self._check_placers()
         if self.out_dir is not None and Path(self.out_dir).is_file():
             raise ConfigError(f"out_dir {self.out_dir!r} is a file; give a folder")
         if not isinstance(self.device, str) or not re.fullmatch(TORCH_DEVICES, self.device):
@@ -155,6 +163,15 @@ class TrainConfig:
                 f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', "
                 f"got {self.device!r}"
             )
+
+    def _check_placers(self) -> None:
+        """The baselines and the warm start name placers, checked now, not after training."""
+        from placerl.baselines.references import parse_placer
+
+        if isinstance(self.baselines, str) or not isinstance(self.baselines, Sequence):
+            raise ConfigError(f"baselines must be a list of placer specs, got {self.baselines!r}")
+        for spec in (*self.baselines, *([self.warm_start] if self.warm_start else [])):
+            parse_placer(spec)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from placerl._options import check_int
 from placerl.agents.episodes import rollout, uses_masks
 from placerl.baselines.references import reference
 from placerl.errors import ConfigError
@@ -102,10 +103,17 @@ def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
         seed: Seeds the minibatch shuffling.
 
     Raises:
-        ConfigError: A recurrent model (its LSTM state would need whole sequences).
+        ConfigError: A recurrent model (its LSTM state would need whole sequences); epochs or
+            batch_size below 1, or a learning rate that is not a positive number.
     """
     if getattr(model.policy, "lstm_actor", None) is not None:
         raise ConfigError("behaviour cloning supports feed-forward policies, not recurrent_ppo")
+    check_int(epochs, "behaviour cloning epochs", minimum=1)
+    check_int(batch_size, "behaviour cloning batch_size", minimum=1)
+    if isinstance(learning_rate, bool) or not (isinstance(learning_rate, int | float)
+                                               and learning_rate > 0):  # fmt: skip
+        raise ConfigError(f"behaviour cloning learning_rate must be a number > 0, "
+                          f"got {learning_rate!r}")  # fmt: skip
     observations, actions, masks, returns, runtimes = expert_episodes(env, placer)
     policy = model.policy
     policy.set_training_mode(True)

@@ -133,9 +133,11 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
             generators are left as they were).
 
     Raises:
-        ConfigError: See :func:`check_search`; an env over several graphs.
+        ConfigError: See :func:`check_search`; an env over several graphs; a seed that is not
+            an integer >= 0.
     """
     spec, budget = check_search(search, budget)
+    seed = check_int(seed, "search seed")
     base = getattr(env, "unwrapped", env)
     if len(base.graphs) != 1:
         raise ConfigError(f"run_search places one graph; the env has {len(base.graphs)}")

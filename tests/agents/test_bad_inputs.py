@@ -1,0 +1,97 @@
+"""Every bad input to the RL layer's entry points, with the message it must produce.
+
+Like the engine's ``test_bad_inputs`` modules: one table per entry point, each row a bad input
+and the :class:`~placerl.errors.ConfigError` (or ``PlacementError``) text that names it.
+"""
+
+import numpy as np
+import pytest
+
+from placerl.agents import make_agent
+from placerl.agents.episodes import rollout
+from placerl.agents.imitation import behaviour_clone
+from placerl.agents.search import run_search
+from placerl.envs import PlacementEnv
+from placerl.errors import ConfigError, EpisodeError, PlacementError
+from placerl.train import TrainConfig
+
+GRAPH, CLUSTER = "synthetic:layered?n=12&seed=0", "placeto?n_devices=2"
+SMALL = {"graph": GRAPH, "cluster": CLUSTER, "extractor": "mlp"}
+
+
+@pytest.fixture(scope="module")
+def env():
+    return PlacementEnv(GRAPH, CLUSTER)
+
+
+@pytest.fixture(scope="module")
+def model(env):
+    return make_agent("maskable_ppo", env, "mlp", n_steps=32)
+
+
+TRAIN = [
+    ({"baselines": ["nope"]}, "unknown placer 'nope'; known: best_of"),
+    ({"baselines": "heft"}, "baselines must be a list of placer specs, got 'heft'"),
+    ({"warm_start": "heft?depth=2"}, "unknown option.*depth for placer 'heft'"),
+    ({"warm_start_epochs": 0}, "warm_start_epochs must be an integer >= 1, got 0"),
+    ({"hyperparams": [1]}, r"hyperparams must be a mapping of option names to values, got \[1\]"),
+    ({"env_kwargs": "reward"}, "env_kwargs must be a mapping of option names to values"),
+    ({"extractor_kwargs": 3}, "extractor_kwargs must be a mapping"),
+    ({"device": "gpu0"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'"),
+    ({"env": "beam"}, "env must be one of construct, refine, dual, one_shot, got 'beam'"),
+    ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), TRAIN, ids=[m[:30] for _, m in TRAIN])
+def test_train_config_refuses_before_any_work(change, message):
+    with pytest.raises(ConfigError, match=message):
+        TrainConfig.from_dict({**SMALL, **change})
+
+
+CLONE = [
+    ({"placer": "nope"}, "unknown placer 'nope'"),
+    ({"epochs": 0}, "behaviour cloning epochs must be an integer >= 1, got 0"),
+    ({"batch_size": 0}, "behaviour cloning batch_size must be an integer >= 1, got 0"),
+    ({"learning_rate": -1}, "behaviour cloning learning_rate must be a number > 0, got -1"),
+    ({"learning_rate": "fast"}, "behaviour cloning learning_rate must be a number > 0"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), CLONE, ids=[m[:30] for _, m in CLONE])
+def test_behaviour_clone_refuses(model, env, change, message):
+    arguments = {"placer": "heft", **change}
+    with pytest.raises(ConfigError, match=message):
+        behaviour_clone(model, env, arguments.pop("placer"), **arguments)
+
+
+SEARCH = [
+    ({"search": "beam"}, "unknown search 'beam'"),
+    ({"budget": True}, "search budget must be an integer >= 0, got True"),
+    ({"seed": "a"}, "search seed must be an integer >= 0, got 'a'"),
+    ({"search": "sample", "budget": 0}, "search 'sample' needs a budget > 0"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), SEARCH, ids=[m[:30] for _, m in SEARCH])
+def test_run_search_refuses(model, env, change, message):
+    arguments = {"search": "greedy", "budget": 0, **change}
+    with pytest.raises(ConfigError, match=message):
+        run_search(model, env, arguments.pop("search"), **arguments)
+
+
+def test_rollout_refuses_a_graph_the_env_lacks(model, env):
+    with pytest.raises(ConfigError, match=r"reset option 'graph' is 5; the env has graphs 0\.\.0"):
+        rollout(model, env, graph=5)
+
+
+def test_a_step_outside_an_episode_is_an_episode_error():
+    fresh = PlacementEnv(GRAPH, CLUSTER)
+    with pytest.raises(EpisodeError, match=r"step\(\) called before reset\(\)"):
+        fresh.step(0)
+
+
+def test_an_action_that_is_not_a_device_is_a_placement_error(env):
+    env.reset(seed=0)
+    with pytest.raises(PlacementError, match=r"action must be an integer device index in 0\.\.1"):
+        env.step(np.float32(1.0))
