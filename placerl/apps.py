@@ -163,16 +163,23 @@ def run_job(out_dir: Path, force: bool, job: Callable[[], TrainResult]) -> float
     """Run one job of an app in ``out_dir``, as every app does; returns its objective.
 
     A run directory that holds a ``result.json`` is skipped unless ``force`` (its objective is
-    read back). A job that fails writes its traceback to ``error.txt`` there; in a multirun
-    the other jobs go on (a single run fails with the error) and its objective is ``None``.
+    read back); one whose ``result.json`` cannot be read runs again. A job that fails writes
+    its traceback to ``error.txt`` there; in a multirun the other jobs go on (a single run
+    fails with the error) and its objective is ``None``.
 
     The objective, :attr:`TrainResult.vs_best_baseline`, is what Hydra's Optuna sweeper
     minimizes (``configs/hparams_search/``).
     """
     path = out_dir / "result.json"
     if path.is_file() and not force:
-        print(f"{out_dir} already holds result.json; skipped (force=true runs it again)")
-        return _objective(json.loads(path.read_text()))
+        try:
+            objective = _objective(json.loads(path.read_text()))
+        except (ValueError, KeyError, TypeError) as error:  # half-written or hand-edited
+            print(f"{path} is not a readable result ({type(error).__name__}); running the job "
+                  "again")  # fmt: skip
+        else:
+            print(f"{out_dir} already holds result.json; skipped (force=true runs it again)")
+            return objective
     try:
         return job().vs_best_baseline
     except Exception as error:

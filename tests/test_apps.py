@@ -189,6 +189,10 @@ def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
     logged = _app(tmp_path, "train_app", *job, "logger.mode=disabled")  # no result changes
     assert "already holds result.json; skipped" in logged.stdout
     assert (finished / "result.json").stat().st_mtime_ns == before
+    (finished / "result.json").write_text('{"config": {"seed": 0')  # half-written
+    redone = _app(tmp_path, "train_app", *job)
+    assert "is not a readable result (JSONDecodeError); running the job again" in redone.stdout
+    assert json.loads((finished / "result.json").read_text())["steps"] >= 64
 
 
 def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
