@@ -329,7 +329,7 @@ def test_nmt_attention_reads_every_top_encoder_output():
         (lambda: generate("chain", n=50.0), r"integer n"),
         (lambda: generate("cifar10", n=20), r"n >= 23 with blocks=5, got 20"),
         (lambda: generate("fork_join", n=10), r"n >= 16 with branches=4, stages=3, got 10"),
-        (lambda: generate("chain", widht=3), r"unknown option\(s\) 'widht' .*known: batch"),
+        (lambda: generate("chain", widht=3), r"unknown option\(s\) 'widht' .*: n, seed, batch"),
         (lambda: generate("fork_join", branches=-1), r"'branches' .* must be >= 0, got -1"),
         (lambda: generate("fork_join", branches=0), r"'branches' .* must be >= 1, got 0"),
         (lambda: generate("chain", batch=2.5), r"'batch' .* must be an integer"),
