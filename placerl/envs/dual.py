@@ -174,15 +174,9 @@ class DualPlacementEnv(PlacementEnv):
         done = self._t == len(self.ready_tables.rows)
         if not done and not self._select_phase():
             return self._stuck()
-        after = None
-        if done or self.reward_fn.dense:
-            after = self._score(case.model.evaluate(self._completed(), check=False, times=False))
-        reward = self.reward_fn(case.reference_runtime, self._before, after, done)
-        if after is not None:
-            self._before = after
         if done:
             self._ready[:] = 0.0
-        return self._observation(), reward, done, False, self._info(after, done)
+        return self._placed(done)
 
     # ------------------------------------------------------------------------ helpers
     def _select_phase(self, first: bool = False) -> bool:

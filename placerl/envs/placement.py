@@ -108,14 +108,20 @@ class PlacementEnv(PlacementEnvBase):
             self._set_mask(v, self._mask_for(v))
             if self.memory == "mask" and not self._mask.any():
                 return self._stuck()
+        if done:
+            self._set_current(None)
+        return self._placed(done)
+
+    def _placed(self, done: bool) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
+        """The step's outcome once a node is placed: simulated at the end (or after every
+        placement for a dense reward), with unplaced nodes on the reference's devices."""
+        case = self.case
         after = None
         if done or self.reward_fn.dense:
             after = self._score(case.model.evaluate(self._completed(), check=False, times=False))
         reward = self.reward_fn(case.reference_runtime, self._before, after, done)
         if after is not None:
             self._before = after
-        if done:
-            self._set_current(None)
         return self._observation(), reward, done, False, self._info(after, done)
 
     def _completed(self) -> np.ndarray:
