@@ -10,7 +10,9 @@ never saw:
   the best constructive placer per graph (HEFT, m-ETF, m-SCT) and against ``best_of`` (those,
   m-TOPO and Tarnawski's DP split);
 * ``local``: policy-guided local search at a budget of simulator evaluations, against
-  ``local_search`` from ``best_of`` at the same budget.
+  ``local_search`` from ``best_of`` at the same budget;
+* ``local+best_of``: the same search started from the better of the policy's greedy placement
+  and ``best_of``'s (``start=best_of``), so that both searches may start from the same place.
 
 Every recipe gets the same env steps (a one-shot step is a whole placement, a dual-env node
 takes two steps; the runs give each recipe's training seconds). The split is fixed before any
@@ -21,6 +23,7 @@ recipe was tuned on ``seed=100``, outside both).
     python benchmarks/bench_recipes.py                 # 4 recipes x 2 seeds, 8k steps each
     python benchmarks/bench_recipes.py --quick         # 1 seed, 3 graphs, 3k steps
     python benchmarks/bench_recipes.py --resume        # go on after an interruption
+    python benchmarks/bench_recipes.py --models DIR    # keep the policies; reuse those in DIR
 
 Results: ``benchmarks/results/recipes.{json,md}`` (runs; per recipe and method the geometric
 mean over graphs and seeds with a 95% t-interval, wins, worst case and inference seconds).
@@ -60,6 +63,9 @@ TRAIN, HELD_OUT = range(24), range(24, 32)
 CLUSTER, OBJECTIVE = "placeto?n_devices=4", "step_time"
 CONSTRUCTIVE = ("heft", "m_etf", "m_sct")
 RECIPES = ("default", "placeto", "doppler", "gdp")
+#: (method, search, start placer): how each trained policy places a held-out graph.
+METHODS = (("zero-shot", "greedy", None), ("local", "local", None),
+           ("local+best_of", "local", "best_of"))  # fmt: skip
 
 
 def recipe_config(recipe: str, seed: int, steps: int, out: str) -> TrainConfig:
@@ -86,16 +92,18 @@ def place_held_out(model: Any, spec: str, budget: int) -> list[dict[str, Any]]:
     constructive = min(solve(p, graph, cluster, OBJECTIVE).runtime for p in CONSTRUCTIVE)
     best_of = reference(graph, cluster, OBJECTIVE, "best_of")
     rows = []
-    for method, search in (("zero-shot", "greedy"), ("local", "local")):
-        found = run_search(model, env, search, budget=0 if search == "greedy" else budget)
+    for method, search, start in METHODS:
+        found = run_search(model, env, search, budget=0 if search == "greedy" else budget,
+                           start=start)  # fmt: skip
         rows.append({"method": method, "runtime": found.runtime,
                      "vs_constructive": found.runtime / constructive,
                      "vs_best_of": found.runtime / best_of.runtime,
                      "evaluations": found.evaluations, "wall_s": found.wall_s})  # fmt: skip
     ref = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6, time_limit=1e6,
                 max_evaluations=budget, init=best_of.placement)  # fmt: skip
-    rows[-1]["vs_local_search"] = rows[-1]["runtime"] / ref.runtime
-    rows[0]["vs_local_search"] = float("nan")
+    for row in rows:
+        row["vs_local_search"] = (float("nan") if row["method"] == "zero-shot"
+                                  else row["runtime"] / ref.runtime)  # fmt: skip
     return rows
 
 
@@ -141,6 +149,8 @@ def main() -> None:
     parser.add_argument("--name", default="recipes", help="results file name")
     parser.add_argument("--resume", action="store_true",
                         help="keep the (recipe, seed) pairs the results file already holds")
+    parser.add_argument("--models", default=None,
+                        help="folder to keep the trained policies in (and reuse them from)")
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
@@ -156,23 +166,36 @@ def main() -> None:
         for seed in range(args.seeds):
             if (recipe, seed) in done:
                 continue
-            with tempfile.TemporaryDirectory() as out:
-                start = time.perf_counter()
-                result = train(recipe_config(recipe, seed, args.steps, out))
-                trained = time.perf_counter() - start
-                model = load_model(Path(out) / "model.zip", "cpu")
-                print(f"{recipe} seed {seed}: {result.steps} steps in {trained:.0f} s (weights "
-                      f"of step {result.policy_step})", flush=True)  # fmt: skip
-                for s in list(HELD_OUT)[: args.graphs]:
-                    spec = FAMILY.format(seed=s)
-                    for row in place_held_out(model, spec, args.budget):
-                        rounded = {k: round(v, 4) if isinstance(v, float) else v
-                                   for k, v in row.items()}  # fmt: skip
-                        rows.append({"recipe": recipe, "seed": seed, "graph": spec.split(":")[1],
-                                     "train_s": round(trained), **rounded})  # fmt: skip
-                        print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
-                              flush=True)  # fmt: skip
-                report(args, rows, time.perf_counter() - begin)  # after every policy
+            model, trained = trained_policy(recipe, seed, args)
+            for s in list(HELD_OUT)[: args.graphs]:
+                spec = FAMILY.format(seed=s)
+                for row in place_held_out(model, spec, args.budget):
+                    rounded = {k: round(v, 4) if isinstance(v, float) else v
+                               for k, v in row.items()}  # fmt: skip
+                    rows.append({"recipe": recipe, "seed": seed, "graph": spec.split(":")[1],
+                                 "train_s": round(trained), **rounded})  # fmt: skip
+                    print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
+                          flush=True)  # fmt: skip
+            report(args, rows, time.perf_counter() - begin)  # after every policy
+
+
+def trained_policy(recipe: str, seed: int, args: argparse.Namespace) -> tuple[Any, float]:
+    """``recipe``'s policy for ``seed`` and its training seconds: trained here, or the one
+    ``--models`` holds from an earlier run (with the seconds it took then)."""
+    kept = Path(args.models) / f"{recipe}_seed{seed}" if args.models else None
+    if kept is not None and (kept / "model.zip").is_file():
+        seconds = json.loads((kept / "train_s.json").read_text())
+        return load_model(kept / "model.zip", "cpu"), seconds
+    with tempfile.TemporaryDirectory() as scratch:
+        out = kept or Path(scratch)
+        start = time.perf_counter()
+        result = train(recipe_config(recipe, seed, args.steps, str(out)))
+        seconds = time.perf_counter() - start
+        print(f"{recipe} seed {seed}: {result.steps} steps in {seconds:.0f} s (weights "
+              f"of step {result.policy_step})", flush=True)  # fmt: skip
+        if kept is not None:
+            (kept / "train_s.json").write_text(json.dumps(seconds))
+        return load_model(out / "model.zip", "cpu"), seconds
 
 
 def report(args: argparse.Namespace, rows: list[dict[str, Any]], seconds: float) -> None:
@@ -184,7 +207,8 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], seconds: float)
             f"{FAMILY.format(seed='24..31')} on {CLUSTER}, {args.steps} env steps per policy. "
             "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
             f"per graph; `local`: policy-guided local search at {args.budget} simulator "
-            f"evaluations over `local_search` from `best_of` at the same budget; `vs_best_of`: "
+            f"evaluations over `local_search` from `best_of` at the same budget (`local+best_of`: "
+            "the search starts from the better of the policy's and `best_of`'s); `vs_best_of`: "
             f"over `best_of` (below 1: better).\n\n{table}\n\n"
             f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
     (Path(args.out) / f"{args.name}.md").write_text(text)

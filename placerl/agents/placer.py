@@ -58,6 +58,7 @@ def policy_placer(
     budget: int = 0,
     seed: int = 0,
     device: str = "auto",
+    start: str | None = None,
 ) -> Callable[[Problem], np.ndarray]:
     """A placer that runs a trained policy on any graph whose padding fits.
 
@@ -68,6 +69,8 @@ def policy_placer(
         budget: The search's budget in simulator evaluations (0: its own end).
         seed: Seed of the search.
         device: Torch device for the policy.
+        start: A placer spec whose placement the search also starts from (e.g. ``best_of``:
+            the search never ends worse than it; see :func:`placerl.agents.search.run_search`).
 
     Returns:
         ``placer(problem) -> placement``: the search's best placement, on the env the policy was
@@ -85,7 +88,7 @@ def policy_placer(
         from placerl.agents.search import run_search
 
         env = env_for(model.placerl_settings, problem)
-        return run_search(model, env, search, budget=budget, seed=seed).placement
+        return run_search(model, env, search, budget=budget, seed=seed, start=start).placement
 
     return run
 
@@ -122,6 +125,8 @@ def env_for(settings: dict[str, Any], problem: Problem) -> Any:
 
 @register_placer("policy", optimizes="any", needs_solvable=True)
 def policy(problem: Problem, *, path: str, search: str = "greedy", budget: int = 0,
-           seed: int = 0) -> np.ndarray:  # fmt: skip
-    """A trained policy (model zip of placerl.train), with a search at inference."""
-    return policy_placer(path, search=search, budget=budget, seed=seed, device="cpu")(problem)
+           seed: int = 0, start: str | None = None) -> np.ndarray:  # fmt: skip
+    """A trained policy (model zip of placerl.train), with a search at inference, optionally
+    also started from another placer's placement (``start=best_of``)."""
+    return policy_placer(path, search=search, budget=budget, seed=seed, device="cpu",
+                         start=start)(problem)  # fmt: skip

@@ -18,6 +18,12 @@ Searches (the :data:`SEARCHES` registry; ``policy?path=...&search=<name>&budget=
 * ``active`` - active search (Bello et al., 2017): fine-tune a copy of the policy with its RL
   algorithm on this graph alone while the budget lasts; the best placement of any episode or
   of the final greedy one.
+
+Any search can also be given a placer's placement to ``start`` from
+(``policy?...&search=local&start=best_of``): it competes with the policy's greedy placement as
+the start of ``local`` and as a candidate of the others, so the search never ends worse than that
+placer. It costs one simulator evaluation, as ``local_search``'s ``init`` does (the placer's own
+work, e.g. ``best_of``'s, is not counted in either).
 """
 
 from __future__ import annotations
@@ -77,7 +83,8 @@ class Search:
 
     Attributes:
         name: Registry name.
-        fn: ``fn(model, env, budget, seed) -> (placement, runtime, feasible, info)``.
+        fn: ``fn(model, env, budget, seed, start) -> (placement, runtime, feasible, info)``;
+            ``start`` is ``None`` or a placer's ``(placement, runtime, feasible)``.
         needs_budget: The search runs until its budget is spent (``budget`` must be > 0).
     """
 
@@ -93,7 +100,7 @@ SAMPLE_BATCH = 32
 
 
 def register_search(name: str, *, needs_budget: bool) -> Callable:
-    """Register ``fn(model, env, budget, seed)`` as search ``name``."""
+    """Register ``fn(model, env, budget, seed, start)`` as search ``name``."""
 
     def wrap(fn: Callable) -> Callable:
         SEARCHES.register(name, Search(name, fn, needs_budget))
@@ -119,7 +126,7 @@ def check_search(name: str, budget: int) -> tuple[Search, int]:
 
 
 def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
-               seed: int = 0) -> SearchResult:  # fmt: skip
+               seed: int = 0, start: str | None = None) -> SearchResult:  # fmt: skip
     """Search for a placement of ``env``'s graph with ``model``.
 
     Args:
@@ -131,24 +138,50 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
             ``active`` need one). The greedy episode is always run, even past the budget.
         seed: Seeds the episodes, torch's sampling and fine-tuning (the caller's random
             generators are left as they were).
+        start: A placer spec (``best_of``, ``heft``, ``local_search?time_limit=2``, ...) whose
+            placement the search also starts from (see the module docstring); ``None``: the
+            policy's alone.
 
     Raises:
         ConfigError: See :func:`check_search`; an env over several graphs; a seed that is not
-            an integer >= 0.
+            an integer >= 0; an unknown ``start`` placer or option.
     """
     spec, budget = check_search(search, budget)
     seed = check_int(seed, "search seed")
     base = getattr(env, "unwrapped", env)
     if len(base.graphs) != 1:
         raise ConfigError(f"run_search places one graph; the env has {len(base.graphs)}")
-    spent_before, start = base.simulations, time.perf_counter()
+    spent_before, began = base.simulations, time.perf_counter()
+    first = _start_point(base, start)
+    if first is not None and budget:  # the start's evaluation comes out of the budget
+        budget = max(budget - 1, 1)
     with _seeded(seed):
-        placement, runtime, feasible, info = spec.fn(model, env, budget, seed)
+        placement, runtime, feasible, info = spec.fn(model, env, budget, seed, first)
     greedy = info.pop("greedy_runtime")
-    evaluations = base.simulations - spent_before + info.pop("extra_evaluations", 0)
+    evaluations = (base.simulations - spent_before + info.pop("extra_evaluations", 0)
+                   + (first is not None))  # fmt: skip
+    if first is not None:
+        info["start"] = start
     return SearchResult(search, np.asarray(placement), float(runtime), bool(feasible),
-                        int(evaluations), time.perf_counter() - start, float(greedy),
+                        int(evaluations), time.perf_counter() - began, float(greedy),
                         info)  # fmt: skip
+
+
+def _start_point(base: Any, start: str | None) -> tuple[np.ndarray, float, bool] | None:
+    """``start``'s placement on ``base``'s graph, scored as the env scores (penalized when it
+    does not fit)."""
+    if start is None:
+        return None
+    from placerl.baselines.references import reference
+    from placerl.sim import penalized_runtime
+
+    if not isinstance(start, str) or start.split("?")[0] == "policy":
+        raise ConfigError(f"search option 'start' must be a placer spec other than 'policy' "
+                          f"(e.g. 'best_of', 'heft'), got {start!r}")  # fmt: skip
+    case = base.graph_case(0)
+    found = reference(case.graph, base.cluster, base.objective, start)
+    result = case.model.evaluate(found.placement, check=False, times=False)
+    return found.placement, penalized_runtime(result, case.reference_runtime), result.feasible
 
 
 @contextlib.contextmanager
@@ -183,17 +216,22 @@ class _Best:
 
 
 @register_search("greedy", needs_budget=False)
-def _greedy(model: Any, env: Any, budget: int, seed: int) -> tuple:
+def _greedy(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
     run = rollout(model, env, graph=0, seed=seed)
-    return run.placement, run.runtime, run.feasible, {"greedy_runtime": run.runtime}
+    best = _Best(run.placement, run.runtime, run.feasible)
+    if start is not None:
+        best.offer(*start)
+    return best.outcome(greedy_runtime=run.runtime)
 
 
 @register_search("sample", needs_budget=True)
-def _sample(model: Any, env: Any, budget: int, seed: int) -> tuple:
+def _sample(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
     base = getattr(env, "unwrapped", env)
     first = base.simulations
     greedy = rollout(model, env, graph=0, seed=seed)
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
+    if start is not None:
+        best.offer(*start)
     cost = spent = base.simulations - first
     episodes, extra = 1, 0
     while (remaining := budget - spent) >= max(cost, 1):
@@ -210,7 +248,7 @@ def _sample(model: Any, env: Any, budget: int, seed: int) -> tuple:
 
 
 @register_search("local", needs_budget=False)
-def _local(model: Any, env: Any, budget: int, seed: int) -> tuple:
+def _local(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
     from placerl.baselines.local_search import hill_climb
     from placerl.baselines.problem import Problem
     from placerl.sim import penalized_runtime
@@ -219,11 +257,13 @@ def _local(model: Any, env: Any, budget: int, seed: int) -> tuple:
     first = base.simulations
     greedy, preferences = greedy_preferences(model, env, seed=seed)
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
+    if start is not None:
+        best.offer(*start)
     remaining = budget - (base.simulations - first) if budget else 0
     if budget and remaining <= 0:
         return best.outcome(greedy_runtime=greedy.runtime, rounds=0)
     problem = Problem(base.case.graph, base.cluster, base.objective)
-    solution = hill_climb(problem, greedy.placement, rng=np.random.default_rng(seed),
+    solution = hill_climb(problem, best.placement, rng=np.random.default_rng(seed),
                           max_rounds=10**9, max_evaluations=remaining,
                           preferences=preferences)  # fmt: skip
     spent, runtime = solution.info["evaluations"], solution.info["runtime"]
@@ -281,7 +321,7 @@ def _record_preferences(preferences: np.ndarray, base: Any, obs: dict[str, np.nd
 
 
 @register_search("active", needs_budget=True)
-def _active(model: Any, env: Any, budget: int, seed: int) -> tuple:
+def _active(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -296,6 +336,8 @@ def _active(model: Any, env: Any, budget: int, seed: int) -> tuple:
             f"got {budget}"
         )
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
+    if start is not None:
+        best.offer(*start)
     steps = (budget - 2 * cost) * _steps_per_evaluation(base, cost)
     tuned = _copy(model, DummyVecEnv([lambda: env]), n_steps=int(steps) // ACTIVE_UPDATES)
 

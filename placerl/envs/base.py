@@ -157,7 +157,8 @@ class PlacementEnvBase(gym.Env):
         return int(expert[int(self.case.order[self._row])])
 
     # ------------------------------------------------------------------ episode setup
-    def _case(self, index: int) -> GraphCase:
+    def graph_case(self, index: int) -> GraphCase:
+        """Graph ``index``'s case (its order, reference, simulator), built once."""
         if index not in self._cases:
             self._cases[index] = GraphCase.build(
                 self.graphs[index], self.cluster, self.objective, self.order, self.order_seed,
@@ -187,7 +188,7 @@ class PlacementEnvBase(gym.Env):
         else:
             index = 0
         self.graph_index = index
-        case = self.case = self._case(index)
+        case = self.case = self.graph_case(index)
         n = case.graph.num_nodes
         self._nodes = np.zeros((self.max_nodes, self.num_features), dtype=np.float32)
         self._nodes[:n, :NUM_BASE_FEATURES] = case.static

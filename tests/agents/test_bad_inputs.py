@@ -70,6 +70,11 @@ SEARCH = [
     ({"budget": True}, "search budget must be an integer >= 0, got True"),
     ({"seed": "a"}, "search seed must be an integer >= 0, got 'a'"),
     ({"search": "sample", "budget": 0}, "search 'sample' needs a budget > 0"),
+    ({"start": "nope"}, "unknown placer 'nope'"),
+    ({"start": "policy?path=m.zip"}, "search option 'start' must be a placer spec other than "
+                                     "'policy' .* got 'policy\\?path=m.zip'"),
+    ({"start": 3}, "search option 'start' must be a placer spec .* got 3"),
+    ({"start": "heft?depth=2"}, "depth"),
 ]
 
 

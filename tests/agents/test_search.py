@@ -33,6 +33,12 @@ def model(model_path):
     return load_model(model_path, "cpu")
 
 
+def _untrained(env):
+    """An untrained MLP policy: far from ``best_of``, what a start placer is for."""
+    torch.manual_seed(0)
+    return make_agent("maskable_ppo", env, "mlp", n_steps=32, batch_size=32)
+
+
 def _env(**kwargs):
     return PlacementEnv(GRAPH, CLUSTER, reward="normalized_delta", **kwargs)
 
@@ -156,6 +162,35 @@ def test_the_policy_placer_takes_a_search_and_a_budget(model_path):
     greedy = solve("policy", GRAPH, CLUSTER, path=str(model_path))
     local = solve("policy", GRAPH, CLUSTER, path=str(model_path), search="local", budget=50)
     assert local.runtime <= greedy.runtime * (1 + 1e-12)
+
+
+@pytest.mark.parametrize(("search", "budget"), [("greedy", 0), ("sample", 80), ("local", 60),
+                                                ("active", 80)])  # fmt: skip
+def test_a_start_placer_bounds_every_search(search, budget):
+    untrained = _untrained(_env())
+    best_of = solve("best_of", GRAPH, CLUSTER).runtime
+    alone = run_search(untrained, _env(), search, budget=budget, seed=0)
+    started = run_search(untrained, _env(), search, budget=budget, seed=0, start="best_of")
+    assert alone.runtime > best_of * 1.01  # the untrained policy alone is worse
+    assert started.runtime <= best_of * (1 + 1e-12) and started.info["start"] == "best_of"
+    assert started.greedy_runtime == pytest.approx(alone.greedy_runtime)
+    if search == "greedy":  # the start's one evaluation is counted
+        assert started.evaluations == alone.evaluations + 1
+
+
+def test_local_search_climbs_from_the_start_when_it_is_better():
+    graph = "synthetic:layered?n=30&seed=2"
+    env = PlacementEnv(graph, CLUSTER)
+    found = run_search(_untrained(env), env, "local", budget=200, seed=0, start="best_of")
+    best_of = solve("best_of", graph, CLUSTER).runtime
+    assert found.greedy_runtime > best_of  # so the climb began at best_of's placement
+    assert found.runtime < best_of * (1 - 1e-9)  # it moved on from best_of's placement
+    assert found.evaluations <= 200
+
+
+def test_the_policy_placer_takes_a_start(model_path):
+    started = solve("policy", GRAPH, CLUSTER, path=str(model_path), start="heft")
+    assert started.runtime <= solve("heft", GRAPH, CLUSTER).runtime * (1 + 1e-12)
 
 
 BAD = [
