@@ -21,6 +21,8 @@ ENV_IDS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("placerl/PlacementRefine-v0", "placerl.envs.refine:PlacementRefineEnv", {}),
     ("placerl/PlacementDual-v0", "placerl.envs.dual:DualPlacementEnv", {}),
     ("placerl/PlacementOneShot-v0", "placerl.envs.one_shot:OneShotPlacementEnv", {}),
+    ("placerl/PlacementHierarchical-v0", "placerl.envs.hierarchical:HierarchicalPlacementEnv",
+     {}),
     ("placerl/PlacementMeasured-v0", "placerl.envs.placement:PlacementEnv", _MEASURED),
     ("placerl/PlacementRefineMeasured-v0", "placerl.envs.refine:PlacementRefineEnv", _MEASURED),
     ("placerl/Parallelize-v0", "placerl.envs.parallelize:ParallelizeEnv", {}),
@@ -36,6 +38,7 @@ ENV_KINDS: dict[str, str] = {
     "refine": "placerl/PlacementRefine-v0",
     "dual": "placerl/PlacementDual-v0",
     "one_shot": "placerl/PlacementOneShot-v0",
+    "hierarchical": "placerl/PlacementHierarchical-v0",
 }
 
 

@@ -61,7 +61,8 @@ class EnvGroup:
 
     Attributes:
         kind: ``construct`` (``placerl/Placement-v0``), ``refine`` (``PlacementRefine-v0``),
-            ``dual`` (``PlacementDual-v0``) or ``one_shot`` (``PlacementOneShot-v0``).
+            ``dual`` (``PlacementDual-v0``), ``one_shot`` (``PlacementOneShot-v0``) or
+            ``hierarchical`` (``PlacementHierarchical-v0``).
         objective: ``step_time`` or ``pipeline``.
         reward: A registered reward.
         reference: The placer whose runtime rewards are measured against.
@@ -71,6 +72,8 @@ class EnvGroup:
         start_from_best: Refine only: training episodes start from the best placement found
             so far (Placeto's schedule).
         passes: Refine only: passes over the nodes per episode.
+        groups: Hierarchical only: how many groups the grouper fills (``None``: 16, or
+            ``max_nodes`` if fewer).
         max_nodes: Padding (``None``: the largest graph's size).
         max_edges: Padding (``None``: the largest graph's size).
     """
@@ -84,6 +87,7 @@ class EnvGroup:
     initial: str = "single_device"
     start_from_best: bool = False
     passes: int = 1
+    groups: int | None = None
     max_nodes: int | None = None
     max_edges: int | None = None
 
@@ -175,8 +179,9 @@ def env_arguments(env: EnvGroup, order: OrderGroup) -> dict[str, Any]:
               "observation": env.observation, "order_seed": order.seed}  # fmt: skip
     kwargs.update({k: v for k, v in (("max_nodes", env.max_nodes),
                                      ("max_edges", env.max_edges)) if v is not None})  # fmt: skip
-    if env.kind == "refine":
-        kwargs.update(initial=env.initial, passes=env.passes)
+    from placerl._env_ids import env_class
+
+    kwargs.update({name: getattr(env, name) for name in env_class(env.kind).extra_arguments})
     return kwargs
 
 

@@ -155,7 +155,8 @@ def test_several_graphs_and_subprocess_envs():
 
 
 BAD = [
-    ({"env": "grow"}, "env must be one of construct, refine, dual, one_shot, got 'grow'"),
+    ({"env": "grow"}, "env must be one of construct, refine, dual, one_shot, hierarchical, "
+                      "got 'grow'"),
     ({"vec_env": "ray"}, "vec_env must be one of dummy, subproc, got 'ray'"),
     ({"n_envs": 0}, "n_envs must be an integer >= 1, got 0"),
     ({"total_steps": 1.5}, "total_steps must be an integer >= 0, got 1.5"),

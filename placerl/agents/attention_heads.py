@@ -8,12 +8,11 @@ layer then gives each row its device logits, all rows at once. The value head po
 states. Like GDP it is tied to one device count: in one shot there is no placed state to
 describe each device by.
 
-Plugged into sb3-contrib's maskable policy through ``_build``, as the other heads are.
+Plugged into sb3-contrib's maskable policy by :class:`~placerl.agents.head_policy.HeadPolicy`.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPo
 from torch import nn
 
 from placerl.agents.extractors.base import PlacementExtractor, check_sizes, masked_mean, mlp
+from placerl.agents.head_policy import HeadPolicy
 from placerl.errors import ConfigError
 
 
@@ -83,49 +83,34 @@ class AttentionValue(nn.Module):
         return self.value(masked_mean(attended, mask))
 
 
-class MaskableAttentionPolicy(MaskableMultiInputActorCriticPolicy):
+class MaskableAttentionPolicy(HeadPolicy, MaskableMultiInputActorCriticPolicy):
     """sb3-contrib's maskable multi-input policy with the one-shot attention heads.
 
     Args (beyond SB3's): ``head_hidden`` (transformer width, default 64), ``attention_layers``
-    (default 2) and ``attention_heads`` (default 4). ``net_arch`` is fixed to no shared MLP and
-    the extractor must be built with ``per_node=True`` (``make_agent`` does both).
+    (default 2) and ``attention_heads`` (default 4). The extractor must be built with
+    ``per_node=True`` (``make_agent`` does it).
     """
 
-    def __init__(self, *args: Any, head_hidden: int = 64, attention_layers: int = 2,
-                 attention_heads: int = 4, **kwargs: Any) -> None:  # fmt: skip
-        if kwargs.get("net_arch") not in (None, [], {"pi": [], "vf": []}):
-            raise ConfigError("the attention head reads the extractor's output; drop net_arch")
-        check_sizes("the attention head", head_hidden=head_hidden,
-                    attention_layers=attention_layers, attention_heads=attention_heads)
-        if head_hidden % attention_heads:
-            raise ConfigError(
-                f"attention_heads={attention_heads} must divide head_hidden={head_hidden}"
-            )
-        kwargs["net_arch"] = {"pi": [], "vf": []}
-        self.head_hidden = head_hidden
+    head_name, per_node = "attention", True
+
+    def __init__(self, *args: Any, attention_layers: int = 2, attention_heads: int = 4,
+                 **kwargs: Any) -> None:  # fmt: skip
+        hidden = kwargs.get("head_hidden", 64)
+        check_sizes("the attention head", attention_layers=attention_layers,
+                    attention_heads=attention_heads)  # fmt: skip
+        if isinstance(hidden, int) and hidden % attention_heads:
+            raise ConfigError(f"attention_heads={attention_heads} must divide head_hidden={hidden}")
         self.attention_layers, self.attention_heads = attention_layers, attention_heads
         super().__init__(*args, **kwargs)
 
-    def _build(self, lr_schedule: Any) -> None:
-        super()._build(lr_schedule)
-        extractor = self.features_extractor
-        if not isinstance(extractor, PlacementExtractor) or not extractor.node_dim:
-            raise ConfigError(
-                "the attention head needs a placerl extractor built with per_node=True (gnn or "
-                f"lstm), got {type(extractor).__name__}"
-            )
+    def _heads(self, extractor: PlacementExtractor) -> None:
         sizes = (extractor, self.head_hidden, self.attention_layers, self.attention_heads)
         self.action_net, self.value_net = AttentionScorer(*sizes), AttentionValue(*sizes)
-        if self.ortho_init:  # SB3's gains: small initial logits, unit value scale
-            self.action_net.score.apply(partial(self.init_weights, gain=0.01))
-            self.value_net.value.apply(partial(self.init_weights, gain=np.sqrt(2)))
-            self.value_net.value[-1].apply(partial(self.init_weights, gain=1.0))
-        self.optimizer = self.optimizer_class(
-            self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
-        )
+        self._gain(self.action_net.score, 0.01)
+        self._gain(self.value_net.value, np.sqrt(2))
+        self._gain(self.value_net.value[-1], 1.0)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(head_hidden=self.head_hidden, attention_layers=self.attention_layers,
-                    attention_heads=self.attention_heads)  # fmt: skip
+        data.update(attention_layers=self.attention_layers, attention_heads=self.attention_heads)
         return data

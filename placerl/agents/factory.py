@@ -15,7 +15,9 @@ Heads (``head=``): ``devices`` (default where possible), the device-equivariant 
 :mod:`placerl.agents.heads`; ``mlp``, SB3's MLP over the flat features, tied to one device count;
 ``nodes`` (``maskable_ppo`` only; the dual env's head), DOPPLER's select-then-place heads of
 :mod:`placerl.agents.node_heads`; ``attention`` (``maskable_ppo`` only; the one-shot env's head),
-GDP's attention over every node, :mod:`placerl.agents.attention_heads`.
+GDP's attention over every node, :mod:`placerl.agents.attention_heads`; ``groups``
+(``maskable_ppo`` only; the hierarchical env's head), Mirhoseini et al.'s grouper-placer,
+:mod:`placerl.agents.group_heads`.
 """
 
 from __future__ import annotations
@@ -104,7 +106,8 @@ for _algo in (
     Algorithm("maskable_ppo", "sb3_contrib", "MaskablePPO",
               {"devices": f"{_HEADS}:MaskableDevicePolicy", "mlp": "MultiInputPolicy",
                "nodes": "placerl.agents.node_heads:MaskableNodePolicy",
-               "attention": "placerl.agents.attention_heads:MaskableAttentionPolicy"},
+               "attention": "placerl.agents.attention_heads:MaskableAttentionPolicy",
+               "groups": "placerl.agents.group_heads:MaskableGroupPolicy"},
               masks=True, defaults=PPO_DEFAULTS, rollout=PPO_ROLLOUT),
     Algorithm("ppo", "stable_baselines3", "PPO",
               {"devices": f"{_HEADS}:DevicePolicy", "mlp": "MultiInputPolicy"},
@@ -141,8 +144,9 @@ def make_agent(
             MLP and needs the env's ``observation="flat"``.
         head: ``devices`` (device-equivariant; the default with a placerl extractor),
             ``mlp`` (SB3's; the default without one and for ``recurrent_ppo``), ``nodes``
-            (select-then-place; the dual env's) or ``attention`` (the one-shot env's); these
-            two need the ``gnn`` or ``lstm`` extractor, and are picked for their env.
+            (select-then-place; the dual env's), ``attention`` (the one-shot env's) or
+            ``groups`` (grouper-placer; the hierarchical env's); these need the ``gnn`` or
+            ``lstm`` extractor, and are picked for their env.
         seed: Seeds the model (and through it the env).
         extractor_kwargs: Options of the extractor (``layer``, ``hidden``, ``rounds``, ...).
         policy_kwargs: Further SB3 ``policy_kwargs`` (``head_hidden`` for the device head).
@@ -210,8 +214,9 @@ def make_agent(
 
 
 #: The head an env kind's actions need (the other kinds take ``devices`` or ``mlp``): the dual
-#: env's rows then devices, the one-shot env's device per row.
-ENV_HEADS = {"dual": "nodes", "one_shot": "attention"}
+#: env's rows then devices, the one-shot env's device per row, the hierarchical env's group per
+#: row then device per group.
+ENV_HEADS = {"dual": "nodes", "one_shot": "attention", "hierarchical": "groups"}
 
 
 def _check_head(head: str, env_kind: str | None, extractor: str | None, algo: str) -> None:

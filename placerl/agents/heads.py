@@ -7,14 +7,10 @@ and score device ``d`` from ``(context, row d)`` with one network, so permuting 
 permutes the logits and a policy runs on any device count. The value head pools the same
 per-device encodings (a mean, invariant to order and count).
 
-The policies plug into SB3 through ``_build`` only: after SB3 builds its networks, the action
-and value networks are replaced and the optimizer is rebuilt over the new parameters.
+The policies plug into SB3 through :class:`~placerl.agents.head_policy.HeadPolicy`.
 """
 
 from __future__ import annotations
-
-from functools import partial
-from typing import Any
 
 import numpy as np
 import torch
@@ -23,8 +19,8 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from torch import nn
 from torch.nn import functional as F
 
-from placerl.agents.extractors.base import PlacementExtractor, check_sizes, mlp
-from placerl.errors import ConfigError
+from placerl.agents.extractors.base import PlacementExtractor, mlp
+from placerl.agents.head_policy import HeadPolicy
 
 
 class _PerDevice(nn.Module):
@@ -76,47 +72,22 @@ class DeviceValue(nn.Module):
         return self.value(self.encode(latent).mean(dim=1))
 
 
-class _DeviceHeads:
+class _DeviceHeads(HeadPolicy):
     """Mixin for SB3 actor-critic policies: device-equivariant action and value heads.
 
-    ``head_hidden`` sets the width of the shared per-device networks. ``net_arch`` is fixed to
-    no shared MLP so that the heads see the extractor's layout unchanged.
+    ``head_hidden`` sets the width of the shared per-device networks.
     """
 
-    def __init__(self, *args: Any, head_hidden: int = 64, **kwargs: Any) -> None:
-        if kwargs.get("net_arch") not in (None, [], {"pi": [], "vf": []}):
-            raise ConfigError(
-                "the device head reads the extractor's output directly; drop net_arch "
-                "(or use head='mlp' for SB3's MLP head)"
-            )
-        check_sizes("the device head", head_hidden=head_hidden)
-        kwargs["net_arch"] = {"pi": [], "vf": []}
-        self.head_hidden = head_hidden
-        super().__init__(*args, **kwargs)
+    head_name = "device"
+    net_arch_hint = " (or use head='mlp' for SB3's MLP head)"
 
-    def _build(self, lr_schedule: Any) -> None:
-        super()._build(lr_schedule)
-        extractor = self.features_extractor
-        if not isinstance(extractor, PlacementExtractor):
-            raise ConfigError(
-                "the device head needs a placerl extractor (gnn, lstm, mlp), got "
-                f"{type(extractor).__name__}"
-            )
+    def _heads(self, extractor: PlacementExtractor) -> None:
         sizes = (extractor.context_dim, extractor.device_dim, self.head_hidden)
         self.action_net, self.value_net = DeviceScorer(*sizes), DeviceValue(*sizes)
-        if self.ortho_init:  # SB3's gains: small initial logits, unit value scale
-            self.action_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
-            self.action_net.score.apply(partial(self.init_weights, gain=0.01))
-            self.value_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
-            self.value_net.value.apply(partial(self.init_weights, gain=1.0))
-        self.optimizer = self.optimizer_class(
-            self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
-        )
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data["head_hidden"] = self.head_hidden
-        return data
+        self._gain(self.action_net, np.sqrt(2))
+        self._gain(self.action_net.score, 0.01)
+        self._gain(self.value_net, np.sqrt(2))
+        self._gain(self.value_net.value, 1.0)
 
 
 class MaskableDevicePolicy(_DeviceHeads, MaskableMultiInputActorCriticPolicy):

@@ -9,22 +9,19 @@ graph context with one shared network (node-equivariant, any graph size); in a p
 scores the devices with the device-equivariant scorer of :mod:`placerl.agents.heads`. The env's mask
 leaves the ready rows or the usable devices; the value head is the device heads' value.
 
-Plugged into sb3-contrib's maskable policy through ``_build``, as the device heads are.
+Plugged into sb3-contrib's maskable policy by :class:`~placerl.agents.head_policy.HeadPolicy`.
 """
 
 from __future__ import annotations
-
-from functools import partial
-from typing import Any
 
 import numpy as np
 import torch
 from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
 from torch import nn
 
-from placerl.agents.extractors.base import PlacementExtractor, check_sizes, mlp
+from placerl.agents.extractors.base import PlacementExtractor, mlp
+from placerl.agents.head_policy import HeadPolicy
 from placerl.agents.heads import DeviceScorer, DeviceValue
-from placerl.errors import ConfigError
 
 #: Logit of the padding entries of each phase's scores (the env's mask rules them out too).
 _PAD = -1e8
@@ -78,42 +75,20 @@ def _padded(scores: torch.Tensor, size: int) -> torch.Tensor:
     return torch.nn.functional.pad(scores, (0, size - scores.shape[1]), value=_PAD)
 
 
-class MaskableNodePolicy(MaskableMultiInputActorCriticPolicy):
+class MaskableNodePolicy(HeadPolicy, MaskableMultiInputActorCriticPolicy):
     """sb3-contrib's maskable multi-input policy with the select-then-place heads.
 
-    ``head_hidden`` sets the width of the shared scorers; ``net_arch`` is fixed to no shared
-    MLP, and the extractor must be built with ``per_node=True`` (``make_agent`` does both).
+    ``head_hidden`` sets the width of the shared scorers; the extractor must be built with
+    ``per_node=True`` (``make_agent`` does it).
     """
 
-    def __init__(self, *args: Any, head_hidden: int = 64, **kwargs: Any) -> None:
-        if kwargs.get("net_arch") not in (None, [], {"pi": [], "vf": []}):
-            raise ConfigError("the nodes head reads the extractor's output directly; drop net_arch")
-        check_sizes("the nodes head", head_hidden=head_hidden)
-        kwargs["net_arch"] = {"pi": [], "vf": []}
-        self.head_hidden = head_hidden
-        super().__init__(*args, **kwargs)
+    head_name, per_node = "nodes", True
 
-    def _build(self, lr_schedule: Any) -> None:
-        super()._build(lr_schedule)
-        extractor = self.features_extractor
-        if not isinstance(extractor, PlacementExtractor) or not extractor.node_dim:
-            raise ConfigError(
-                "the nodes head needs a placerl extractor built with per_node=True (gnn or "
-                f"lstm), got {type(extractor).__name__}"
-            )
+    def _heads(self, extractor: PlacementExtractor) -> None:
         self.action_net = NodeDeviceScorer(extractor, self.head_hidden, self.action_space.n)
         self.value_net = NodeDeviceValue(extractor, self.head_hidden)
-        if self.ortho_init:  # SB3's gains: small initial logits, unit value scale
-            self.action_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
-            self.action_net.place.score.apply(partial(self.init_weights, gain=0.01))
-            self.action_net.select[-1].apply(partial(self.init_weights, gain=0.01))
-            self.value_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
-            self.value_net.value.value.apply(partial(self.init_weights, gain=1.0))
-        self.optimizer = self.optimizer_class(
-            self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
-        )
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data["head_hidden"] = self.head_hidden
-        return data
+        self._gain(self.action_net, np.sqrt(2))
+        self._gain(self.action_net.place.score, 0.01)
+        self._gain(self.action_net.select[-1], 0.01)
+        self._gain(self.value_net, np.sqrt(2))
+        self._gain(self.value_net.value.value, 1.0)

@@ -311,10 +311,9 @@ def _record_preferences(preferences: np.ndarray, base: Any, obs: dict[str, np.nd
     current node's, or every row's for the one-shot env (a select step of the dual env
     decides none)."""
     order, devices = base.case.order, preferences.shape[1]
-    if hasattr(distribution, "distributions"):  # MultiDiscrete: one categorical per row
-        for row in base.rows:
-            probs = distribution.distributions[row].probs[0, :devices]
-            preferences[int(order[row])] = probs.cpu().numpy()
+    if distribution.distribution.probs.dim() == 3:  # MultiDiscrete: (1, rows, choices)
+        probs = distribution.distribution.probs[0, base.rows, :devices].cpu().numpy()
+        preferences[order[base.rows]] = probs
     elif obs["current"].any():
         node = int(order[int(np.argmax(obs["current"]))])
         preferences[node] = distribution.distribution.probs[0, :devices].cpu().numpy()

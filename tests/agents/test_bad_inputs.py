@@ -38,7 +38,8 @@ TRAIN = [
     ({"env_kwargs": "reward"}, "env_kwargs must be a mapping of option names to values"),
     ({"extractor_kwargs": 3}, "extractor_kwargs must be a mapping"),
     ({"device": "gpu0"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'"),
-    ({"env": "beam"}, "env must be one of construct, refine, dual, one_shot, got 'beam'"),
+    ({"env": "beam"}, "env must be one of construct, refine, dual, one_shot, hierarchical, "
+                      "got 'beam'"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
 ]
 

@@ -60,7 +60,8 @@ def test_batch_size_fits_the_rollout():
 BAD = [
     (dict(algo="dqn"), "unknown algorithm 'dqn'; known: a2c, maskable_ppo, ppo, recurrent_ppo"),
     (dict(extractor="transformer"), "unknown feature extractor 'transformer'; known: gnn"),
-    (dict(head="transformer"), "'maskable_ppo' has heads devices, mlp, nodes, attention, not"),
+    (dict(head="transformer"),
+     "'maskable_ppo' has heads devices, mlp, nodes, attention, groups, not"),
     (dict(algo="recurrent_ppo", head="devices"), "has heads mlp, not 'devices'"),
     (dict(learning_rat=1e-3), "unknown option.*learning_rat for algorithm 'maskable_ppo'"),
     (dict(n_epochs="4"), "option 'n_epochs' of algorithm 'maskable_ppo' must be an integer"),

@@ -38,11 +38,14 @@ def make(env_id, **kwargs):
 
 
 def random_allowed(env, rng):
-    """A uniformly random action among those the env's mask allows (the dual env refuses the
-    others; the other envs apply and penalize them, which the tests below check)."""
-    mask = env.unwrapped.action_masks()
-    space = env.unwrapped.action_space
-    if isinstance(space, gym.spaces.MultiDiscrete):  # one device per row
+    """A uniformly random action among those the env's mask allows (the dual and hierarchical
+    envs refuse the others; the other envs apply and penalize them, which the tests below
+    check)."""
+    return _draw(env.unwrapped.action_space, env.unwrapped.action_masks(), rng)
+
+
+def _draw(space, mask, rng):
+    if isinstance(space, gym.spaces.MultiDiscrete):  # one choice per row
         rows = mask.reshape(len(space.nvec), -1)
         return np.array([rng.choice(np.flatnonzero(row)) for row in rows])
     return int(rng.choice(np.flatnonzero(mask)))
@@ -50,10 +53,11 @@ def random_allowed(env, rng):
 
 def sample_allowed_actions(env):
     """Make ``env.action_space.sample()`` draw actions ``env`` allows: the checkers step with
-    unmasked samples, which the dual env refuses. Gymnasium's determinism check seeds the space
-    and samples before its reset: that sample is drawn from the actions allowed at a start."""
+    unmasked samples, which the dual and hierarchical envs refuse. Gymnasium's determinism
+    check seeds the space and samples before its reset: that sample is drawn from the actions
+    allowed at a start."""
     env.reset(seed=0)
-    space, first = env.action_space, np.flatnonzero(env.action_masks())
+    space, first = env.action_space, env.action_masks()
     seed, fresh = space.seed, [False]
 
     def seeded(value=None):
@@ -61,9 +65,9 @@ def sample_allowed_actions(env):
         return seed(value)
 
     def sample(mask=None):
-        allowed = first if fresh[0] else np.flatnonzero(env.action_masks())
+        allowed = first if fresh[0] else env.action_masks()
         fresh[0] = False
-        return int(space.np_random.choice(allowed))
+        return _draw(space, allowed, space.np_random)
 
     space.seed, space.sample = seeded, sample
 
@@ -93,7 +97,7 @@ def test_ids_are_registered():
 @pytest.mark.parametrize("env_id", IDS)
 def test_gymnasium_and_sb3_checkers_pass(env_id, order, objective):
     env = make(env_id, order=order, objective=objective)
-    if "Dual" in env_id:
+    if "Dual" in env_id or "Hierarchical" in env_id:
         sample_allowed_actions(env.unwrapped)
     gym_check_env(env.unwrapped, skip_render_check=True)
     sb3_check_env(env.unwrapped, warn=False)

@@ -13,7 +13,9 @@ The device-equivariant heads of :mod:`placerl.agents.heads` read that layout bac
 device with one shared network, and so work for any device count. An extractor built with
 ``per_node=True`` (for the heads that score every node, :mod:`placerl.agents.node_heads` and
 :mod:`placerl.agents.attention_heads`) appends the phase flag (1 when a node is current), the
-``node_mask`` and every node row's state, ``(max_nodes, node_dim)`` flattened.
+``node_mask`` and every node row's state, ``(max_nodes, node_dim)`` flattened; then, when the
+observation has ``groups`` (the hierarchical env's group of every row, one-hot), those too,
+``(max_nodes, group_dim)`` flattened, for :mod:`placerl.agents.group_heads`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
     Attributes:
         context_dim: Width of the context part of the output.
         node_dim: Width of one node's state in the output (0 when the output has none).
+        group_dim: Width of one row's group one-hot in the output (0 when it has none).
         num_devices: Devices of the observation space.
         device_dim: Width of one device row.
     """
@@ -68,7 +71,9 @@ class PlacementExtractor(BaseFeaturesExtractor):
         self.context_dim = context_dim
         self.num_nodes, self.num_features = num_nodes, num_features
         self.node_dim = node_dim
-        nodes_part = 1 + num_nodes * (1 + node_dim) if node_dim else 0
+        groups = observation_space.spaces.get("groups")
+        self.group_dim = int(groups.shape[1]) if node_dim and groups is not None else 0
+        nodes_part = 1 + num_nodes * (1 + node_dim + self.group_dim) if node_dim else 0
         super().__init__(observation_space,
                          context_dim + num_devices * self.device_dim + nodes_part)  # fmt: skip
 
@@ -97,6 +102,8 @@ class PlacementExtractor(BaseFeaturesExtractor):
         if self.node_dim:
             phase = obs["current"].sum(dim=1, keepdim=True)
             parts += [phase, obs["node_mask"], states.flatten(1)]
+            if self.group_dim:
+                parts.append(obs["groups"].flatten(1))
         return torch.cat(parts, dim=1)
 
 

@@ -1,0 +1,196 @@
+"""``placerl/PlacementHierarchical-v0``: Mirhoseini et al.'s grouper-placer, two steps per
+placement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from placerl._options import check_int
+from placerl.envs.base import PlacementEnvBase
+from placerl.envs.device_features import NUM_DEVICE_FEATURES
+from placerl.errors import ConfigError, PlacementError
+
+#: Groups when none are given (fewer on graphs padded to fewer rows).
+DEFAULT_GROUPS = 16
+
+
+class HierarchicalPlacementEnv(PlacementEnvBase):
+    """Group the nodes, then place the groups (Mirhoseini et al., ICLR 2018).
+
+    ## Description
+    The hierarchical planner splits device placement in two: a grouper puts every node in one
+    of ``groups`` groups, a placer puts every group on a device, and each node runs where its
+    group does. The placer then decides ``groups`` devices instead of one per node, which is
+    what lets it place graphs of thousands of nodes. Here each is one step of a two-step
+    episode: the *group* step assigns every node row a group, the *place* step every group a
+    device, and the placement is simulated once. Each colocation group's nodes follow the group
+    of its first row (in the order).
+
+    ## Observation space
+    That of ``placerl/Placement-v0`` at the start of an episode (nothing placed, no current
+    node), plus ``groups``: ``(max_nodes, groups)``, each row's group one-hot, all 0 in the group
+    step (which is how a policy tells the steps apart).
+
+    ## Action space
+    ``MultiDiscrete([max(groups, D)] * max_nodes)``, masked row by row
+    (:meth:`action_masks`, flat, sb3-contrib's convention):
+
+    * group step: row ``r`` picks the group of its node; rows that follow another, and padding
+      rows, allow choice 0 only;
+    * place step: row ``g < groups`` picks the device of group ``g``, among the devices whose
+      kind can run every node of the group; an empty group, and rows ``>= groups``, allow
+      choice 0 only. (Some device runs every node, as every env requires, so no group is
+      left without one.)
+
+    Memory cannot be masked before the devices are chosen: a placement that overflows a device
+    is scored by the infeasibility penalty. An action that is not ``max_nodes`` integers, or a
+    choice the mask rules out on a deciding row (a node's first row, a group that holds nodes),
+    raises :class:`~placerl.errors.PlacementError` naming the node or the group; the other
+    rows' choices are ignored.
+
+    ## Reward
+    0 for the group step; then any registered reward from the reference runtime to the
+    placement's (default ``log_speedup``: ``log(reference / runtime)``).
+
+    ## Episode end
+    Terminates after the place step; ``step()`` after that raises
+    :class:`~placerl.errors.EpisodeError`.
+
+    ## Arguments
+    Those of ``placerl/Placement-v0``, and ``groups``: how many groups the grouper fills (at
+    least the device count, at most ``max_nodes``; ``None``: 16, or ``max_nodes`` if fewer).
+
+    ## Version history
+    * v0: initial version.
+    """
+
+    kind = "hierarchical"
+    extra_arguments = ("groups",)
+
+    def __init__(self, *args: Any, groups: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if groups is None:
+            groups = max(min(DEFAULT_GROUPS, self.max_nodes), self.num_devices)
+        self.groups = check_int(groups, "groups", minimum=self.num_devices)
+        if groups > self.max_nodes:
+            raise ConfigError(f"groups must be at most max_nodes={self.max_nodes}, got {groups}")
+        self.choices = max(groups, self.num_devices)
+        self.action_space = spaces.MultiDiscrete(np.full(self.max_nodes, self.choices))
+        self.observation_space = spaces.Dict(
+            {**self.observation_space.spaces,
+             "groups": spaces.Box(0.0, 1.0, (self.max_nodes, groups), np.float32)}
+        )  # fmt: skip
+        self._choosing: dict[int, np.ndarray] = {}
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        case = self._start_episode(seed, options)
+        if self.graph_index not in self._choosing:
+            self._choosing[self.graph_index] = case.unit_rows()
+        self.rows = self._choosing[self.graph_index]
+        self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
+        self._row = None
+        self._devices = np.zeros((self.num_devices, NUM_DEVICE_FEATURES), dtype=np.float32)
+        self._group_of = np.full(self.max_nodes, -1, dtype=np.int64)  # per row; -1: no group
+        self._one_hot = np.zeros((self.max_nodes, self.groups), dtype=np.float32)
+        mask = self._single_choice()
+        mask[self.rows, : self.groups] = True
+        self._mask = mask.reshape(-1)
+        return self._observation(), self._info(None, False)
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        self._check_running()
+        values = self._checked(action)
+        if not self.grouped:
+            self._assign_groups(values)
+            return self._observation(), 0.0, False, False, self._info(None, False)
+        case = self.case
+        for row in self.rows:
+            self._move_group(int(case.order[row]), int(values[self._group_of[row]]))
+        runtime = self._score(case.model.evaluate(self.placement, check=False, times=False))
+        reward = self.reward_fn(case.reference_runtime, case.reference_runtime, runtime, True)
+        return self._observation(), reward, True, False, self._info(runtime, True)
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the group step is done (the next step places the groups)."""
+        return bool(self._one_hot.any())
+
+    def _single_choice(self) -> np.ndarray:
+        """A ``(max_nodes, choices)`` mask allowing choice 0 on every row."""
+        mask = np.zeros((self.max_nodes, self.choices), dtype=bool)
+        mask[:, 0] = True
+        return mask
+
+    def _assign_groups(self, values: np.ndarray) -> None:
+        """Give every row its unit's group; mask the place step's devices per group."""
+        case = self.case
+        for row in self.rows:
+            members = case.members[int(case.order[row])]
+            self._group_of[case.row_of[members]] = values[row]
+        self._one_hot[np.flatnonzero(self._group_of >= 0), self._group_of[self._group_of >= 0]] = 1
+        runnable = np.isfinite(case.model.durations)  # (nodes, devices)
+        mask = self._single_choice()
+        for g in range(self.groups):
+            nodes = case.order[np.flatnonzero(self._group_of == g)]
+            if len(nodes):  # never empty: single_device's device runs every node
+                mask[g, : self.num_devices] = runnable[nodes].all(axis=0)
+        self._mask = mask.reshape(-1)
+
+    def _checked(self, action: Any) -> np.ndarray:
+        """The action as one choice per row, checked against the mask on the deciding rows
+        (the other rows' choices are ignored, as their mask allows one only)."""
+        values = np.asarray(action)
+        if values.shape != (self.max_nodes,) or not np.issubdtype(values.dtype, np.integer):
+            raise PlacementError(
+                f"action must be {self.max_nodes} integers (one per row), got an array of shape "
+                f"{values.shape} and dtype {values.dtype}"
+            )
+        allowed = self._mask.reshape(self.max_nodes, self.choices)
+        deciding = self._used_groups() if self.grouped else self.rows
+        chosen = values[deciding]
+        ok = (chosen >= 0) & (chosen < self.choices)
+        ok[ok] = allowed[deciding[ok], chosen[ok]]
+        if not ok.all():
+            row = int(deciding[np.argmin(ok)])
+            raise PlacementError(self._refusal(row, int(values[row]), allowed[row]))
+        return values
+
+    def _used_groups(self) -> np.ndarray:
+        """The groups of the group step that hold nodes."""
+        return np.unique(self._group_of[self._group_of >= 0])
+
+    def _refusal(self, row: int, value: int, allowed: np.ndarray) -> str:
+        choices = np.flatnonzero(allowed).tolist()
+        if self.grouped:
+            return f"group {row}: device {value} cannot run all its nodes; allowed: {choices}"
+        v = int(self.case.order[row])
+        return (f"row {row}: group {value} cannot take node {v} "
+                f"({self.case.graph.names[v]!r}); allowed: {choices}")  # fmt: skip
+
+    def expert_action(self, expert: np.ndarray) -> np.ndarray:
+        """The step's action that reproduces ``expert``'s placement: each device's nodes split
+        into ``groups // D`` groups of consecutive rows (in the order), then each group on its
+        expert device."""
+        case = self.case
+        per_device = self.groups // self.num_devices
+        action = np.zeros(self.max_nodes, dtype=np.int64)
+        if self.grouped:  # the groups of the group step below; empty ones take choice 0
+            for g in self._used_groups():
+                action[g] = min(g // per_device, self.num_devices - 1)
+            return action
+        devices = expert[case.order[self.rows]]
+        for d in range(self.num_devices):
+            rows = self.rows[devices == d]
+            chunk = np.arange(len(rows)) * per_device // max(len(rows), 1)
+            action[rows] = d * per_device + chunk
+        return action
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        obs = super()._observation()
+        obs["groups"] = self._one_hot.copy()
+        return obs
