@@ -136,3 +136,24 @@ def check_int(
     if value < minimum:
         raise error(f"{what} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def check_spec_list(value: Any, what: str, *, empty: bool = True) -> list[Any]:
+    """``value`` as a list of specs: a list or tuple (a lone string would be read letter by
+    letter, so it is refused).
+
+    Raises:
+        ConfigError: Naming ``what`` and the value; also an empty list unless ``empty``.
+    """
+    if isinstance(value, str) or not isinstance(value, Sequence) or (not empty and not value):
+        kind = "list" if empty else "non-empty list"
+        raise ConfigError(f"{what} must be a {kind} of specs, got {value!r}")
+    return list(value)
+
+
+def check_out_dir(out_dir: Any) -> None:
+    """Refuse an ``out_dir`` that is an existing file (it would fail after the work)."""
+    from pathlib import Path
+
+    if out_dir is not None and Path(out_dir).is_file():
+        raise ConfigError(f"out_dir {str(out_dir)!r} is a file; give a folder")

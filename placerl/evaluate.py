@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from placerl._options import check_out_dir, check_spec_list
 from placerl._provenance import provenance
 from placerl.baselines import solve
 from placerl.baselines.references import parse_placer, reference
@@ -37,10 +38,14 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
         out_dir: Where ``result.json`` goes (``None``: nowhere).
 
     Raises:
-        ConfigError: An unknown placer or option, graph or cluster spec.
+        ConfigError: An unknown placer or option, graph or cluster spec; no graphs; baselines
+            that are not a list; an ``out_dir`` that is a file (all before any work).
     """
     name, options = parse_placer(placer)
-    specs = [graphs] if isinstance(graphs, str) else list(graphs)
+    specs = [graphs] if isinstance(graphs, str) else check_spec_list(graphs, "graphs", empty=False)
+    for spec in check_spec_list(baselines, "baselines"):
+        parse_placer(spec)
+    check_out_dir(out_dir)
     devices = load_cluster(cluster)
     outcomes, start = [], time.perf_counter()
     for spec in specs:

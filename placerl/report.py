@@ -24,12 +24,16 @@ from typing import Any
 
 import numpy as np
 
+from placerl._options import check_out_dir
+from placerl.errors import ConfigError
 from placerl.train import is_evaluation
 
 KEYS = ["graph", "cluster", "objective", "order", "agent", "variant"]
 #: The ``order`` of an evaluation run (a placer follows no traversal order); its ``agent`` is
 #: the placer spec, and the plots label it by that.
 NO_ORDER = "none"
+#: The order the others face unless ``--reference-order`` says otherwise.
+DEFAULT_REFERENCE_ORDER = "topo"
 
 #: Config fields that do not make runs different experiments: the seed and the bookkeeping.
 NOT_VARIANT = {
@@ -162,11 +166,28 @@ def compare_orders(runs: Any, reference: str = "topo") -> Any:
 
 
 def write_report(folders: Sequence[str | Path], out: str | Path, *,
-                 reference_order: str = "topo") -> Path:  # fmt: skip
-    """Write the report of every run under ``folders`` into ``out``; returns ``report.md``."""
+                 reference_order: str | None = None) -> Path:  # fmt: skip
+    """Write the report of every run under ``folders`` into ``out``; returns ``report.md``.
+
+    Args:
+        folders: Run or sweep folders holding ``result.json`` files.
+        out: Where the report goes.
+        reference_order: The order the others face (``None``: ``topo``, and where no run used
+            it the report says so).
+
+    Raises:
+        FileNotFoundError: See :func:`load_runs`.
+        ConfigError: ``out`` is a file; a ``reference_order`` given that no run used.
+    """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_dir(out)
     runs = load_runs(folders)
+    orders_run = sorted(set(runs["order"]) - {NO_ORDER})
+    if reference_order is not None and orders_run and reference_order not in orders_run:
+        raise ConfigError(f"reference order {reference_order!r} is none of the runs' orders: "
+                          f"{', '.join(orders_run)}")  # fmt: skip
+    reference_order = reference_order or DEFAULT_REFERENCE_ORDER
+    out.mkdir(parents=True, exist_ok=True)
     summary = summarize(runs)
     orders = compare_orders(runs, reference_order)
     runs.drop(columns="curve").to_csv(out / "runs.csv", index=False)
@@ -177,7 +198,8 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
             "", "## Per graph, order and agent (mean over seeds, 95% CI)", "",
             summary.to_markdown(index=False, floatfmt=".4g"), "",
             f"## Orders against {reference_order} (paired)", "",
-            orders.to_markdown(index=False, floatfmt=".4g") if len(orders) else "(no pairs)",
+            orders.to_markdown(index=False, floatfmt=".4g") if len(orders)
+            else _no_pairs(orders_run, reference_order),
             "", *[f"![{name}]({name}.png)" for name in figures], ""]  # fmt: skip
     skipped = runs.attrs.get("skipped", [])
     if skipped:
@@ -185,6 +207,14 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
     path = out / "report.md"
     path.write_text("\n".join(text))
     return path
+
+
+def _no_pairs(orders_run: list[str], reference_order: str) -> str:
+    """Why the paired table is empty."""
+    if reference_order not in orders_run:
+        return (f"(no pairs: no run used {reference_order}; the runs' orders: "
+                f"{', '.join(orders_run) or 'none'}; pick one with --reference-order)")
+    return f"(no pairs: no other order ran on the same graph, agent and seed as {reference_order})"
 
 
 def _plots(runs: Any, summary: Any, out: Path) -> list[str]:
@@ -228,11 +258,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="placerl-report", description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", help="run or sweep folders holding result.json")
     parser.add_argument("--out", default="report", help="where the report goes")
-    parser.add_argument("--reference-order", default="topo", help="order the others face")
+    parser.add_argument("--reference-order", default=None,
+                        help=f"order the others face (default {DEFAULT_REFERENCE_ORDER})")
     args = parser.parse_args(argv)
     try:
         path = write_report(args.folders, args.out, reference_order=args.reference_order)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, ConfigError) as error:
         parser.error(str(error))
     print(path.read_text())
     print(f"Report, CSV tables and plots in {path.parent}")

@@ -35,7 +35,7 @@ import numpy as np
 
 from placerl._env_ids import ENV_KINDS, env_class
 from placerl._io import atomic_write_text
-from placerl._options import check_int
+from placerl._options import check_int, check_out_dir, check_spec_list
 from placerl._provenance import provenance
 from placerl.errors import ConfigError
 
@@ -156,8 +156,7 @@ class TrainConfig:
                     f"{getattr(self, name)!r}"
                 )
         self._check_placers()
-        if self.out_dir is not None and Path(self.out_dir).is_file():
-            raise ConfigError(f"out_dir {self.out_dir!r} is a file; give a folder")
+        check_out_dir(self.out_dir)
         if not isinstance(self.device, str) or not re.fullmatch(TORCH_DEVICES, self.device):
             raise ConfigError(
                 f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', "
@@ -168,8 +167,7 @@ class TrainConfig:
         """The baselines and the warm start name placers, checked now, not after training."""
         from placerl.baselines.references import parse_placer
 
-        if isinstance(self.baselines, str) or not isinstance(self.baselines, Sequence):
-            raise ConfigError(f"baselines must be a list of placer specs, got {self.baselines!r}")
+        check_spec_list(self.baselines, "baselines")
         for spec in (*self.baselines, *([self.warm_start] if self.warm_start else [])):
             parse_placer(spec)
 

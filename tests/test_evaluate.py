@@ -5,7 +5,7 @@ import json
 import pytest
 
 from placerl.baselines import solve
-from placerl.errors import ConfigError
+from placerl.errors import ClusterError, ConfigError
 from placerl.evaluate import evaluate
 
 GRAPH, CLUSTER = "synthetic:layered?n=12&seed=0", "placeto?n_devices=2"
@@ -49,3 +49,25 @@ def test_a_trained_policy_is_evaluated_like_any_placer(tmp_path):
 def test_bad_placer_specs_are_named(placer, message):
     with pytest.raises(ConfigError, match=message):
         evaluate(GRAPH, CLUSTER, placer)
+
+
+BAD = [
+    ({"placer": 3}, ConfigError, "a placer spec must be a string like 'heft', got 3"),
+    ({"graphs": []}, ConfigError, r"graphs must be a non-empty list of specs, got \[\]"),
+    ({"graphs": 7}, ConfigError, "graphs must be a non-empty list of specs, got 7"),
+    ({"baselines": "heft"}, ConfigError, "baselines must be a list of specs, got 'heft'"),
+    ({"baselines": None}, ConfigError, "baselines must be a list of specs, got None"),
+    ({"baselines": ["hefty"]}, ConfigError, "unknown placer 'hefty'"),
+    ({"objective": "fast"}, ConfigError, "unknown objective 'fast'"),
+    ({"cluster": "tpu_pod"}, ClusterError, "unknown cluster preset 'tpu_pod'"),
+    ({"graphs": "synthetic:nope"}, ConfigError, "unknown graph family 'nope'"),
+    ({"out_dir": __file__}, ConfigError, r"out_dir '.*test_evaluate.py' is a file; give a folder"),
+]
+
+
+@pytest.mark.parametrize(("change", "error", "message"), BAD, ids=[m[:28] for _, _, m in BAD])
+def test_bad_arguments_fail_before_any_work(change, error, message):
+    arguments = {"graphs": GRAPH, "cluster": CLUSTER, "placer": "heft", **change}
+    with pytest.raises(error, match=message):
+        evaluate(arguments.pop("graphs"), arguments.pop("cluster"), arguments.pop("placer"),
+                 **arguments)  # fmt: skip

@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("pandas", reason="the experiments extra is not installed")
 pytest.importorskip("tabulate", reason="the experiments extra is not installed")
 
+from placerl.errors import ConfigError
 from placerl.report import compare_orders, load_runs, main, summarize, write_report
 
 TOPO = [2.0, 2.2, 1.8, 2.1, 1.9, 2.0]
@@ -114,3 +115,28 @@ def test_unreadable_results_are_skipped_with_a_warning_and_listed(sweep):
     text = (sweep / "report" / "report.md").read_text()
     assert "## Skipped result files" in text
     assert "cut/result.json (JSONDecodeError" in text and "edited/result.json (KeyError" in text
+
+
+def test_a_reference_order_no_run_used_is_named(sweep, capsys):
+    with pytest.raises(ConfigError, match="reference order 'bfz' is none of the runs' orders: "
+                                          "bfs, topo"):  # fmt: skip
+        write_report([sweep], sweep / "report", reference_order="bfz")
+    with pytest.raises(SystemExit):
+        main([str(sweep), "--out", str(sweep / "report"), "--reference-order", "bfz"])
+    assert "none of the runs' orders" in capsys.readouterr().err
+
+
+def test_an_out_that_is_a_file_is_refused(sweep):
+    target = sweep / "report.txt"
+    target.write_text("")
+    with pytest.raises(ConfigError, match=r"out_dir '.*report.txt' is a file; give a folder"):
+        write_report([sweep], target)
+
+
+def test_a_report_without_the_default_reference_order_says_so(sweep):
+    for path in sweep.rglob("result.json"):
+        if json.loads(path.read_text())["config"].get("order") != "bfs":
+            path.unlink()
+    text = write_report([sweep], sweep / "report").read_text()
+    assert ("(no pairs: no run used topo; the runs' orders: bfs; pick one with "
+            "--reference-order)") in text

@@ -31,7 +31,7 @@ def model(env):
 
 TRAIN = [
     ({"baselines": ["nope"]}, "unknown placer 'nope'; known: best_of"),
-    ({"baselines": "heft"}, "baselines must be a list of placer specs, got 'heft'"),
+    ({"baselines": "heft"}, "baselines must be a list of specs, got 'heft'"),
     ({"warm_start": "heft?depth=2"}, "unknown option.*depth for placer 'heft'"),
     ({"warm_start_epochs": 0}, "warm_start_epochs must be an integer >= 1, got 0"),
     ({"hyperparams": [1]}, r"hyperparams must be a mapping of option names to values, got \[1\]"),
