@@ -7,7 +7,10 @@ RL and search are compared at equal budget (``benchmarks/bench_search.py``).
 
 Searches (the :data:`SEARCHES` registry; ``policy?path=...&search=<name>&budget=<evaluations>``):
 
-* ``greedy`` - the policy's greedy episode (its cost is the budget it needs).
+* ``greedy`` - the policy's greedy episode (its cost is the budget it needs). On the refine env
+  it keeps the best placement the episode passed through: the dense reward simulated each one,
+  so that costs nothing, and a refinement never ends worse than where it started (``local``
+  starts from that placement too).
 * ``sample`` - the greedy episode, then sampled episodes while the budget lasts (batches of
   up to :data:`SAMPLE_BATCH` stepped side by side, sized by the greedy episode's cost; the
   batch in progress stops when the budget is spent); the best.
@@ -36,6 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -215,10 +219,47 @@ class _Best:
         return self.placement, self.runtime, self.feasible, info
 
 
+class _Visited(gym.Wrapper):
+    """Keeps the fastest feasible placement a refine episode passes through (each one was
+    simulated for the dense reward, so keeping it costs no evaluation)."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.best: tuple[np.ndarray, float, bool] | None = None
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._offer(info)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._offer(info)
+        return obs, reward, terminated, truncated, info
+
+    def _offer(self, info: dict[str, Any]) -> None:
+        runtime = info.get("runtime")
+        if info.get("feasible") and (self.best is None or runtime < self.best[1]):
+            self.best = (self.unwrapped.placement.copy(), float(runtime), True)
+
+
+def _watched(env: Any) -> Any:
+    """``env`` watched by :class:`_Visited` if it is a refine env (the others' steps hold no
+    complete placement)."""
+    return _Visited(env) if getattr(env.unwrapped, "kind", "") == "refine" else env
+
+
+def _offer_visited(best: _Best, env: Any) -> None:
+    if isinstance(env, _Visited) and env.best is not None:
+        best.offer(*env.best)
+
+
 @register_search("greedy", needs_budget=False)
 def _greedy(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
-    run = rollout(model, env, graph=0, seed=seed)
+    watched = _watched(env)
+    run = rollout(model, watched, graph=0, seed=seed)
     best = _Best(run.placement, run.runtime, run.feasible)
+    _offer_visited(best, watched)
     if start is not None:
         best.offer(*start)
     return best.outcome(greedy_runtime=run.runtime)
@@ -255,8 +296,10 @@ def _local(model: Any, env: Any, budget: int, seed: int, start: tuple | None) ->
 
     base = getattr(env, "unwrapped", env)
     first = base.simulations
-    greedy, preferences = greedy_preferences(model, env, seed=seed)
+    watched = _watched(env)
+    greedy, preferences = greedy_preferences(model, watched, seed=seed)
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
+    _offer_visited(best, watched)
     if start is not None:
         best.offer(*start)
     remaining = budget - (base.simulations - first) if budget else 0

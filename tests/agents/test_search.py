@@ -240,3 +240,14 @@ def test_rollout_accepts_an_env_made_by_gymnasium_make():
     model = make_agent("maskable_ppo", env, "mlp", n_steps=16, batch_size=16)
     assert rollout(model, env).feasible
     assert run_search(model, env, "sample", budget=3).evaluations == 3
+
+
+@pytest.mark.parametrize(("search", "budget"), [("greedy", 0), ("local", 40)])
+def test_a_refine_search_keeps_the_best_placement_its_episode_passed_through(search, budget):
+    env = PlacementRefineEnv(GRAPH, CLUSTER, initial="heft")
+    untrained = _untrained(env)
+    found = run_search(untrained, env, search, budget=budget, seed=0)
+    heft = solve("heft", GRAPH, CLUSTER).runtime
+    assert found.greedy_runtime > heft * 1.01  # the untrained refinement ends worse ...
+    assert found.runtime <= heft * (1 + 1e-12)  # ... than its start, which it kept
+    assert found.evaluations <= max(budget, 17)  # at no extra evaluation
