@@ -48,16 +48,20 @@ class HeadPolicy:
 
     def _build(self, lr_schedule: Any) -> None:
         # SB3 first builds a linear layer from the whole latent to every action logit, which
-        # _heads replaces: over a per-node latent it is (N * state) x (N * choices), 47 GB on a
-        # 1,200-node graph, so it gets a placeholder instead.
+        # _heads replaces: over the per-node latent of a choice per row it is (N * state) x
+        # (N * choices), 47 GB on a 1,200-node graph, so it gets a placeholder there. (Other
+        # spaces keep SB3's layer: its initialization draws from the seeded generator, which
+        # the heads' initial weights, and so every seeded run, depend on.)
         grid = grid_distribution(self.action_space)
-        if grid is not None and isinstance(self, MaskableActorCriticPolicy):
-            self.action_dist = grid  # one batched categorical, not one per row
-        self.action_dist.proba_distribution_net = lambda *args, **kwargs: nn.Identity()
-        try:
+        if grid is None or not isinstance(self, MaskableActorCriticPolicy):
             super()._build(lr_schedule)
-        finally:
-            del self.action_dist.proba_distribution_net  # the distribution's own method again
+        else:
+            self.action_dist = grid  # one batched categorical, not one per row
+            grid.proba_distribution_net = lambda *args, **kwargs: nn.Identity()
+            try:
+                super()._build(lr_schedule)
+            finally:
+                del grid.proba_distribution_net  # the distribution's own method again
         extractor = self.features_extractor
         if not isinstance(extractor, PlacementExtractor) or (
             self.per_node and not extractor.node_dim
