@@ -104,6 +104,7 @@ class PlacementEnvBase(gym.Env):
         self.max_edges = _padding(max_edges, [g.num_edges for g in self.graphs], "max_edges")
         self.num_features = NUM_BASE_FEATURES + self.num_devices
         self._cases: dict[int, GraphCase] = {}
+        self._unit_rows: dict[int, np.ndarray] = {}  # per graph, see _start_unit_episode
         self.action_space = spaces.Discrete(self.num_devices)
         if observation == "graph":
             edges = spaces.Box(0, max(self.max_nodes - 1, 0), (2, self.max_edges), np.int64)
@@ -165,6 +166,19 @@ class PlacementEnvBase(gym.Env):
                 self.references[index], self.fold,
             )  # fmt: skip
         return self._cases[index]
+
+    def _start_unit_episode(self, seed: int | None,
+                            options: Mapping[str, Any] | None) -> GraphCase:  # fmt: skip
+        """Start an episode whose actions decide every unit at once (the one-shot and
+        hierarchical envs): nothing placed, no current node, ``self.rows`` the units' rows."""
+        case = self._start_episode(seed, options)
+        if self.graph_index not in self._unit_rows:
+            self._unit_rows[self.graph_index] = case.unit_rows()
+        self.rows = self._unit_rows[self.graph_index]
+        self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
+        self._row = None
+        self._devices = np.zeros((self.num_devices, NUM_DEVICE_FEATURES), dtype=np.float32)
+        return case
 
     def _start_episode(self, seed: int | None, options: Mapping[str, Any] | None,
                        allowed: tuple[str, ...] = ()) -> GraphCase:  # fmt: skip

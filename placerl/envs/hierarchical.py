@@ -10,7 +10,6 @@ from gymnasium import spaces
 
 from placerl._options import check_int
 from placerl.envs.base import PlacementEnvBase
-from placerl.envs.device_features import NUM_DEVICE_FEATURES
 from placerl.errors import ConfigError, PlacementError
 
 #: Groups when none are given (fewer on graphs padded to fewer rows).
@@ -83,18 +82,11 @@ class HierarchicalPlacementEnv(PlacementEnvBase):
             {**self.observation_space.spaces,
              "groups": spaces.Box(0.0, 1.0, (self.max_nodes, groups), np.float32)}
         )  # fmt: skip
-        self._choosing: dict[int, np.ndarray] = {}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        case = self._start_episode(seed, options)
-        if self.graph_index not in self._choosing:
-            self._choosing[self.graph_index] = case.unit_rows()
-        self.rows = self._choosing[self.graph_index]
-        self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
-        self._row = None
-        self._devices = np.zeros((self.num_devices, NUM_DEVICE_FEATURES), dtype=np.float32)
+        self._start_unit_episode(seed, options)
         self._group_of = np.full(self.max_nodes, -1, dtype=np.int64)  # per row; -1: no group
         self._one_hot = np.zeros((self.max_nodes, self.groups), dtype=np.float32)
         mask = self._single_choice()

@@ -8,7 +8,6 @@ import numpy as np
 from gymnasium import spaces
 
 from placerl.envs.base import PlacementEnvBase
-from placerl.envs.device_features import NUM_DEVICE_FEATURES
 from placerl.errors import PlacementError
 
 
@@ -55,18 +54,11 @@ class OneShotPlacementEnv(PlacementEnvBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.action_space = spaces.MultiDiscrete(np.full(self.max_nodes, self.num_devices))
-        self._choosing: dict[int, np.ndarray] = {}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        case = self._start_episode(seed, options)
-        if self.graph_index not in self._choosing:
-            self._choosing[self.graph_index] = case.unit_rows()
-        self.rows = self._choosing[self.graph_index]
-        self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
-        self._row = None
-        self._devices = np.zeros((self.num_devices, NUM_DEVICE_FEATURES), dtype=np.float32)
+        case = self._start_unit_episode(seed, options)
         mask = np.zeros((self.max_nodes, self.num_devices), dtype=bool)
         mask[:, 0] = True  # rows that follow another, and padding: one (ignored) choice
         durations = case.model.durations
