@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 
@@ -219,39 +218,20 @@ class _Best:
         return self.placement, self.runtime, self.feasible, info
 
 
-class _Visited(gym.Wrapper):
-    """Keeps the fastest feasible placement a refine episode passes through (each one was
-    simulated for the dense reward, so keeping it costs no evaluation)."""
-
-    def __init__(self, env: Any) -> None:
-        super().__init__(env)
-        self.best: tuple[np.ndarray, float, bool] | None = None
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(**kwargs)
-        self._offer(info)
-        return obs, info
-
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._offer(info)
-        return obs, reward, terminated, truncated, info
-
-    def _offer(self, info: dict[str, Any]) -> None:
-        runtime = info.get("runtime")
-        if info.get("feasible") and (self.best is None or runtime < self.best[1]):
-            self.best = (self.unwrapped.placement.copy(), float(runtime), True)
-
-
 def _watched(env: Any) -> Any:
-    """``env`` watched by :class:`_Visited` if it is a refine env (the others' steps hold no
-    complete placement)."""
-    return _Visited(env) if getattr(env.unwrapped, "kind", "") == "refine" else env
+    """``env`` under :class:`~placerl.envs.wrappers.StartFromBest` if it is a refine env: the
+    wrapper keeps the fastest feasible placement an episode passes through (each one was
+    simulated for the dense reward, so keeping it costs no evaluation; the other envs' steps
+    hold no complete placement)."""
+    from placerl.envs.wrappers import StartFromBest
+
+    return StartFromBest(env) if getattr(env.unwrapped, "kind", "") == "refine" else env
 
 
 def _offer_visited(best: _Best, env: Any) -> None:
-    if isinstance(env, _Visited) and env.best is not None:
-        best.offer(*env.best)
+    visited = env.best_placement(0) if hasattr(env, "best_placement") else None
+    if visited is not None:
+        best.offer(visited[1], visited[0], True)
 
 
 @register_search("greedy", needs_budget=False)
