@@ -21,28 +21,46 @@ def _pyplot():
 def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
     """Greedy evaluation runtime against steps, per graph, with the baselines as lines.
 
+    The y-axis spans the curve and every baseline, so a reference line never sits on or past
+    the plot's edge.
+
     Returns:
         The PNG's path.
     """
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
     steps = [point["step"] for point in result.curve]
-    for g, outcome in enumerate(result.graphs[:8]):  # more lines say nothing
+    shown: list[float] = []
+    graphs = result.graphs[:8]  # more lines say nothing
+    for g, outcome in enumerate(graphs):
         runtimes = [1e3 * point["runtimes"][g] for point in result.curve]
         line = ax.plot(steps, runtimes, marker=".", label=f"policy, {outcome.graph}")[0]
+        shown += runtimes
         for k, (name, runtime) in enumerate(sorted(outcome.baselines.items())):
-            style = ("--", ":", "-.")[k % 3]
-            ax.axhline(1e3 * runtime, color=line.get_color(), alpha=0.5, linestyle=style,
-                       label=f"{name}, {outcome.graph}")  # fmt: skip
+            # One graph: a colour per baseline. Several: the graph's colour, a style per
+            # baseline. Drawn above the curve, so a policy that matches a baseline hides neither.
+            colour = f"C{k + 1}" if len(graphs) == 1 else line.get_color()
+            ax.axhline(1e3 * runtime, color=colour, linestyle=("--", ":", "-.")[k % 3],
+                       linewidth=1.2, zorder=3, label=f"{name}, {outcome.graph}")  # fmt: skip
+            shown.append(1e3 * runtime)
+    if shown:
+        ax.set_ylim(*runtime_limits(shown))
     ax.set_xlabel("env steps")
     ax.set_ylabel("runtime (ms)")
     ax.set_title("greedy policy runtime during training")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def runtime_limits(values: list[float], margin: float = 0.08) -> tuple[float, float]:
+    """Y-limits that hold every value with ``margin`` of the span (or of the value) to spare."""
+    low, high = min(values), max(values)
+    pad = margin * ((high - low) or abs(high) or 1.0)
+    return low - pad, high + pad
 
 
 def plot_best_placement(result: TrainResult, path: str | Path, *, graph: int = 0) -> Path:

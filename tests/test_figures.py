@@ -1,0 +1,68 @@
+"""The training figures: every reference line inside the learning curve's axes."""
+
+from __future__ import annotations
+
+import matplotlib.colors
+import matplotlib.figure
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from placerl.figures import plot_learning_curve, runtime_limits
+from placerl.train import GraphOutcome, TrainResult
+
+
+def _result(curve_ms: list[float], baselines_ms: dict[str, float]) -> TrainResult:
+    outcome = GraphOutcome(graph="layered_100", final_runtime=curve_ms[-1] / 1e3,
+                           sampled_runtime=curve_ms[-1] / 1e3,
+                           best_runtime=min(curve_ms) / 1e3, best_placement=[0],
+                           baselines={k: v / 1e3 for k, v in baselines_ms.items()})  # fmt: skip
+    curve = [{"step": 512 * i, "runtimes": [ms / 1e3], "wall_s": float(i)}
+             for i, ms in enumerate(curve_ms)]  # fmt: skip
+    return TrainResult(config={}, graphs=[outcome], curve=curve, steps=512 * len(curve),
+                       timings={})  # fmt: skip
+
+
+@pytest.fixture
+def saved_axes(monkeypatch):
+    """The axes of every figure saved during the test, recorded just before saving."""
+    axes = []
+    save = matplotlib.figure.Figure.savefig
+
+    def recording_savefig(self, *args, **kwargs):
+        axes.append(self.axes[0])
+        return save(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", recording_savefig)
+    return axes
+
+
+def test_learning_curve_shows_baselines_below_and_above_the_curve(tmp_path, saved_axes):
+    # HEFT far below the policy's curve and single device far above it: both must be visible.
+    path = plot_learning_curve(_result([5.0, 5.1, 5.05], {"heft": 3.0, "single_device": 9.0}),
+                               tmp_path / "curve.png")  # fmt: skip
+    assert path.stat().st_size > 0
+    low, high = saved_axes[0].get_ylim()
+    assert low < 3.0 and high > 9.0
+
+
+def test_a_baseline_the_policy_matches_stays_visible(tmp_path, saved_axes):
+    plot_learning_curve(_result([4.0, 4.0], {"heft": 4.0, "m_etf": 4.5}), tmp_path / "flat.png")
+    ax = saved_axes[0]
+    low, high = ax.get_ylim()
+    assert low < 4.0 < high
+    policy, *baselines = ax.get_lines()
+    assert [line.get_label() for line in baselines] == ["heft, layered_100", "m_etf, layered_100"]
+    colours = {matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()}
+    assert len(colours) == 3  # one colour per line when there is one graph
+    assert all(line.get_zorder() > policy.get_zorder() for line in baselines)
+
+
+@given(st.lists(st.floats(0.0, 1e6, allow_nan=False), min_size=1, max_size=20))
+def test_runtime_limits_hold_every_value_strictly(values):
+    low, high = runtime_limits(values)
+    assert all(low < v < high for v in values)
+
+
+def test_runtime_limits_margin():
+    assert runtime_limits([1.0, 2.0], margin=0.1) == pytest.approx((0.9, 2.1))
