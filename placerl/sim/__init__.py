@@ -67,6 +67,7 @@ penalize; :func:`penalized_runtime` turns it into the one number rewards and ref
 """
 
 from placerl.sim import incremental  # noqa: F401  (registers the incremental objectives)
+from placerl.sim.bounds import LOWER_BOUNDS, lower_bound
 from placerl.sim.model import OBJECTIVES, CostModel, parse_objective, simulate
 from placerl.sim.penalty import INFEASIBLE_FACTOR, penalized_runtime
 from placerl.sim.result import SimResult
@@ -76,11 +77,13 @@ from placerl.sim.strategy import StrategyCost, StrategySpace
 
 __all__ = [
     "INFEASIBLE_FACTOR",
+    "LOWER_BOUNDS",
     "OBJECTIVES",
     "CostModel",
     "SimResult",
     "StrategyCost",
     "StrategySpace",
+    "lower_bound",
     "parse_objective",
     "penalized_runtime",
     "simulate",
