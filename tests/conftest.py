@@ -6,6 +6,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("WANDB_MODE", "disabled")
+# One torch thread per test process and its subprocesses (set before anything imports torch):
+# the tests' models are tiny, so a second thread only spins. Measured on 2 cores: the learning
+# tests take 4% more wall time and 34% less CPU time.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]

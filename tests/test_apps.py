@@ -226,23 +226,23 @@ def test_an_optuna_search_minimizes_the_runs_objective_and_resumes(tmp_path):
     import yaml
 
     sweep = tmp_path / "search"
-    arguments = ["hparams_search=placeto_optuna", "hydra.sweeper.n_trials=3", SPEC,
+    arguments = ["hparams_search=placeto_optuna", "hydra.sweeper.n_trials=2", SPEC,
                  "cluster=placeto4", "total_steps=128", "eval_every=64", "n_envs=2",
                  "+agent.hyperparams.n_steps=32", "baselines=[single_device,round_robin]",
                  f"hydra.sweep.dir={sweep}"]  # fmt: skip
     done = _app(tmp_path, "train_app", *arguments)
     assert done.returncode == 0, done.stderr[-2000:]
     results = [json.loads(p.read_text()) for p in sorted(sweep.glob("trial_*/result.json"))]
-    assert len(results) == 3
+    assert len(results) == 2
     objectives = [r["graphs"][0]["final_runtime"] / min(r["graphs"][0]["baselines"].values())
                   for r in results]  # fmt: skip
     best = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
     assert best["best_value"] == pytest.approx(min(objectives))
     again = _app(tmp_path, "train_app", *arguments)  # the same trials again: all skipped
-    assert again.stdout.count("already holds result.json") == 3
+    assert again.stdout.count("already holds result.json") == 2
     other = _app(tmp_path, "train_app", *arguments, "hydra.sweeper.sampler.seed=5")
     assert other.returncode == 0, other.stderr[-2000:]  # other parameters under the same names
-    assert other.stdout.count("holds a result of another configuration") >= 2
+    assert other.stdout.count("holds a result of another configuration") >= 1
 
 
 def test_the_slurm_launcher_config_extends_submitit():
