@@ -97,6 +97,10 @@ def run_training(run: RunConfig, out_dir: str) -> TrainResult:
     return result
 
 
+#: The table row of :attr:`GraphOutcome.lower_bound`.
+LOWER_BOUND_ROW = "lower bound (no placement is faster)"
+
+
 def summary_table(result: TrainResult) -> str:
     """The policy against each baseline placer, per graph, as text."""
     from rich.console import Console
@@ -118,6 +122,8 @@ def summary_table(result: TrainResult) -> str:
                     "policy (best seen)": outcome.best_runtime, **outcome.baselines}  # fmt: skip
         else:
             rows = {**outcome.baselines, result.config["placer"]: outcome.final_runtime}
+        if outcome.lower_bound is not None:
+            rows[LOWER_BOUND_ROW] = outcome.lower_bound
         for name, runtime in sorted(rows.items(), key=lambda item: item[1]):
             table.add_row(outcome.graph, name, f"{runtime * 1e3:.3f}",
                           f"{runtime / outcome.final_runtime:.3f}x")  # fmt: skip

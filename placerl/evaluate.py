@@ -19,7 +19,7 @@ from placerl.baselines import solve
 from placerl.baselines.references import parse_placer, reference
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
-from placerl.sim import penalized_runtime
+from placerl.sim import CostModel, lower_bound, penalized_runtime
 from placerl.train import GraphOutcome, TrainResult, write_result
 
 
@@ -54,10 +54,11 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
         single = reference(graph, devices, objective, "single_device").score
         runtime = penalized_runtime(result.simulation, single)
         compared = {b: reference(graph, devices, objective, b).score for b in baselines}
+        bound = lower_bound(CostModel(graph, devices, objective))
         outcomes.append(GraphOutcome(
             graph=graph.name, final_runtime=runtime, sampled_runtime=runtime,
             best_runtime=runtime, best_placement=result.placement.tolist(),
-            baselines=compared))  # fmt: skip
+            baselines=compared, lower_bound=bound))  # fmt: skip
     config = {"graph": graphs if isinstance(graphs, str) else specs, "cluster": cluster,
               "objective": objective, "placer": placer, "baselines": list(baselines)}  # fmt: skip
     evaluation = TrainResult(config, outcomes, curve=[], steps=0,

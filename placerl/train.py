@@ -38,6 +38,7 @@ from placerl._io import atomic_write_text
 from placerl._options import check_int, check_out_dir, check_spec_list
 from placerl._provenance import provenance
 from placerl.errors import ConfigError
+from placerl.sim import CostModel, lower_bound
 
 VEC_ENVS = ("dummy", "subproc")
 #: The torch devices a policy may train on (SB3's ``auto`` picks CUDA when there is one).
@@ -207,6 +208,8 @@ class GraphOutcome:
         best_runtime: The best runtime seen in any training episode or evaluation.
         best_placement: Its placement.
         baselines: Runtime per baseline placer spec.
+        lower_bound: No placement of the graph runs faster (:func:`placerl.sim.lower_bound`;
+            ``None`` where the objective has no bound): how much room the placers had.
     """
 
     graph: str
@@ -215,6 +218,7 @@ class GraphOutcome:
     best_runtime: float
     best_placement: list[int]
     baselines: dict[str, float]
+    lower_bound: float | None = None
 
     @property
     def best_baseline(self) -> float:
@@ -435,13 +439,16 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     phases.enter_update()
     start = time.perf_counter()
     baselines = [_baselines(graph, eval_env, config) for graph in eval_env.graphs]
+    bounds = [lower_bound(CostModel(graph, eval_env.cluster, config.objective))
+              for graph in eval_env.graphs]  # fmt: skip
     timings["baselines"] = time.perf_counter() - start
     timings["steps_per_s"] = (trained_steps / timings["train"]) if timings["train"] > 0 else 0.0
     timings["torch_threads"] = threads
     graphs = [
         GraphOutcome(graph=graph.name, final_runtime=final, sampled_runtime=sampled,
                      best_runtime=best.by_graph[g]["runtime"],
-                     best_placement=best.by_graph[g]["placement"], baselines=baselines[g])
+                     best_placement=best.by_graph[g]["placement"], baselines=baselines[g],
+                     lower_bound=bounds[g])
         for g, (graph, (final, sampled)) in enumerate(zip(eval_env.graphs, final_runs,
                                                           strict=True))
     ]  # fmt: skip

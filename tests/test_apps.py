@@ -269,3 +269,17 @@ def test_the_table_names_the_weights_it_shows_and_the_last_ones_beside_them():
     assert "policy (last weights, step 4,096)" in text and "1.500" in text
     last = TrainResult({"graph": "g"}, [outcome], curve, 4096, {"train": 3.0}, policy_step=4096)
     assert "last weights" not in summary_table(last)
+    assert "lower bound" not in text  # none given
+
+
+def test_the_table_shows_the_lower_bound_first():
+    from placerl.apps import LOWER_BOUND_ROW, summary_table
+    from placerl.train import GraphOutcome, TrainResult
+
+    outcome = GraphOutcome(graph="g", final_runtime=1e-3, sampled_runtime=1e-3,
+                           best_runtime=1e-3, best_placement=[0], baselines={"heft": 1.1e-3},
+                           lower_bound=0.8e-3)  # fmt: skip
+    text = summary_table(TrainResult({"graph": "g"}, [outcome], [], 64, {"train": 1.0},
+                                     policy_step=64))  # fmt: skip
+    rows = [line for line in text.splitlines() if "│ g" in line]
+    assert LOWER_BOUND_ROW in rows[0] and "0.800" in rows[0] and "0.800x" in rows[0]

@@ -7,6 +7,7 @@ import pytest
 from placerl.baselines import solve
 from placerl.errors import ClusterError, ConfigError
 from placerl.evaluate import evaluate
+from placerl.sim import CostModel, lower_bound
 
 GRAPH, CLUSTER = "synthetic:layered?n=12&seed=0", "placeto?n_devices=2"
 
@@ -23,6 +24,8 @@ def test_a_placer_in_the_training_schema(tmp_path):
     assert written["config"]["placer"] == "heft" and written["steps"] == 0
     assert written["graphs"][1]["best_placement"] == result.graphs[1].best_placement
     assert written["provenance"]["placerl"]
+    bound = lower_bound(CostModel(GRAPH, CLUSTER))
+    assert written["graphs"][0]["lower_bound"] == first.lower_bound == bound <= first.final_runtime
 
 
 def test_placer_options_come_with_the_spec():

@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 
 from placerl.errors import ConfigError
+from placerl.sim import CostModel, lower_bound
 from placerl.train import TrainConfig, train
 
 SMALL = {
@@ -40,6 +41,9 @@ def test_train_writes_a_complete_result(tmp_path):
     assert sorted(p.name for p in (tmp_path / "checkpoint").glob("model-*")) == [files["model"]]
     written = json.loads((tmp_path / "result.json").read_text())
     assert written["graphs"][0]["best_runtime"] == outcome.best_runtime
+    bound = lower_bound(CostModel(SMALL["graph"], SMALL["cluster"]))
+    assert written["graphs"][0]["lower_bound"] == outcome.lower_bound == bound
+    assert bound <= outcome.best_runtime and bound <= min(outcome.baselines.values())
     assert written["config"]["graph"] == SMALL["graph"]
     assert written["config"]["seed"] == 0 and written["config"]["order"] == "topo"
     versions = written["provenance"]

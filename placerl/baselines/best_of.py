@@ -17,10 +17,11 @@ from .problem import Problem
 
 _NAME = "best_of"
 
-#: The default candidates: every constructive placer that applies to any device problem. The
+#: The default candidates: every constructive placer that applies to any device problem, and one
+#: device (the best where every split pays more in transfers than it gains). The
 #: DP's pair budget (about 5 s) bounds its cost on large graphs and, unlike a clock, gives the
 #: same split on any machine; when it stops, it returns its best split so far.
-DEFAULT_CANDIDATES = "heft,m_etf,m_sct,m_topo,tarnawski_dp?max_pairs=50000000"
+DEFAULT_CANDIDATES = "single_device,heft,m_etf,m_sct,m_topo,tarnawski_dp?max_pairs=50000000"
 
 
 @register_placer(_NAME, optimizes="any")
