@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,36 @@ class Rollout:
                    info["placement"], episode_return, float(info["reference_runtime"]))
 
 
+class VisitedBest:
+    """The fastest feasible placement an episode of the refine env passed through.
+
+    Every step of ``placerl/PlacementRefine-v0`` holds a complete placement, simulated for the
+    dense reward, and the episode's start is one too: a refining policy's outcome is the best
+    of them, at no extra evaluation, so it never ends worse than where it started (Placeto
+    reports the best placement found). The other envs' steps hold no complete placement: for
+    them the outcome is the episode's end.
+    """
+
+    def __init__(self, env: Any) -> None:
+        self._base = getattr(env, "unwrapped", env)
+        self._active = getattr(self._base, "kind", "") == "refine"
+        self._best: tuple[float, np.ndarray] | None = None
+
+    def see(self, info: dict[str, Any]) -> None:
+        """Note the placement the env holds now (``info`` from its reset or step)."""
+        if not (self._active and info.get("feasible", False)):
+            return
+        if self._best is None or info["runtime"] < self._best[0]:
+            self._best = (float(info["runtime"]), self._base.placement.copy())
+
+    def outcome(self, run: Rollout) -> Rollout:
+        """``run``, or the best placement visited when it is faster (or ``run`` infeasible)."""
+        if self._best is None or (run.feasible and run.runtime <= self._best[0]):
+            return run
+        return dataclasses.replace(run, runtime=self._best[0], feasible=True,
+                                   placement=self._best[1])  # fmt: skip
+
+
 def uses_masks(model: Any) -> bool:
     """Whether ``model`` (built by :func:`~placerl.agents.make_agent`) predicts with masks."""
     settings = getattr(model, "placerl_settings", None)
@@ -53,7 +84,8 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
     """Run one episode of ``model`` on the placement env ``env`` (not a vector env).
 
     Masked algorithms predict with :meth:`action_masks` (a plain ``predict`` would drop them);
-    recurrent ones carry their state through the episode.
+    recurrent ones carry their state through the episode. On the refine env the outcome is
+    the best placement the episode passed through (:class:`VisitedBest`).
 
     Args:
         model: An SB3 model.
@@ -64,14 +96,17 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
     """
     act = _recurrent_actor(model) if _is_recurrent(model) else _actor(model)
     options = None if graph is None else {"graph": graph}
-    obs, _ = env.reset(seed=seed, options=options)
-    total, done, info = 0.0, False, {}
+    obs, info = env.reset(seed=seed, options=options)
+    visited = VisitedBest(env)
+    visited.see(info)
+    total, done = 0.0, False
     model.policy.set_training_mode(False)
     with torch.no_grad():
         while not done:
             obs, reward, terminated, truncated, info = env.step(act(obs, env, deterministic))
+            visited.see(info)
             total, done = total + reward, terminated or truncated
-    return Rollout.ended(info, total)
+    return visited.outcome(Rollout.ended(info, total))
 
 
 def as_action(values: Any) -> int | np.ndarray:
@@ -145,8 +180,12 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: 
     copies = [copy.deepcopy(env) for _ in range(count)]  # wrappers included
     bases = [getattr(c, "unwrapped", c) for c in copies]
     first = [b.simulations for b in bases]
-    observations = [c.reset(seed=seed + k, options={"graph": graph})[0]
-                    for k, c in enumerate(copies)]  # fmt: skip
+    visits = [VisitedBest(c) for c in copies]
+    observations = []
+    for k, (c, visited) in enumerate(zip(copies, visits, strict=True)):
+        obs, info = c.reset(seed=seed + k, options={"graph": graph})
+        observations.append(obs)
+        visited.see(info)
     policy, masked = model.policy, uses_masks(model)
     totals, finished = [0.0] * count, [None] * count
 
@@ -168,8 +207,9 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: 
                 observations[k], reward, terminated, truncated, info = copies[k].step(
                     as_action(action))
                 totals[k] += reward
+                visits[k].see(info)
                 if terminated or truncated:
-                    finished[k] = Rollout.ended(info, totals[k])
+                    finished[k] = visits[k].outcome(Rollout.ended(info, totals[k]))
     return [f for f in finished if f is not None], spent()
 
 

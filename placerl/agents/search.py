@@ -46,6 +46,7 @@ from placerl._options import check_int
 from placerl._registry import Registry
 from placerl.agents.episodes import (
     Rollout,
+    VisitedBest,
     _is_recurrent,
     as_action,
     rollout,
@@ -218,28 +219,10 @@ class _Best:
         return self.placement, self.runtime, self.feasible, info
 
 
-def _watched(env: Any) -> Any:
-    """``env`` under :class:`~placerl.envs.wrappers.StartFromBest` if it is a refine env: the
-    wrapper keeps the fastest feasible placement an episode passes through (each one was
-    simulated for the dense reward, so keeping it costs no evaluation; the other envs' steps
-    hold no complete placement)."""
-    from placerl.envs.wrappers import StartFromBest
-
-    return StartFromBest(env) if getattr(env.unwrapped, "kind", "") == "refine" else env
-
-
-def _offer_visited(best: _Best, env: Any) -> None:
-    visited = env.best_placement(0) if hasattr(env, "best_placement") else None
-    if visited is not None:
-        best.offer(visited[1], visited[0], True)
-
-
 @register_search("greedy", needs_budget=False)
 def _greedy(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
-    watched = _watched(env)
-    run = rollout(model, watched, graph=0, seed=seed)
+    run = rollout(model, env, graph=0, seed=seed)
     best = _Best(run.placement, run.runtime, run.feasible)
-    _offer_visited(best, watched)
     if start is not None:
         best.offer(*start)
     return best.outcome(greedy_runtime=run.runtime)
@@ -276,10 +259,8 @@ def _local(model: Any, env: Any, budget: int, seed: int, start: tuple | None) ->
 
     base = getattr(env, "unwrapped", env)
     first = base.simulations
-    watched = _watched(env)
-    greedy, preferences = greedy_preferences(model, watched, seed=seed)
+    greedy, preferences = greedy_preferences(model, env, seed=seed)
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
-    _offer_visited(best, watched)
     if start is not None:
         best.offer(*start)
     remaining = budget - (base.simulations - first) if budget else 0
@@ -299,8 +280,9 @@ def _local(model: Any, env: Any, budget: int, seed: int, start: tuple | None) ->
 
 
 def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.ndarray]:
-    """The greedy episode and, per node, the policy's probabilities over devices when it
-    placed that node (rows of nodes the episode never asked about are uniform).
+    """The greedy episode (on the refine env, its best placement visited) and, per node, the
+    policy's probabilities over devices when it placed that node (rows of nodes the episode
+    never asked about are uniform).
 
     Raises:
         ConfigError: A recurrent policy (its probabilities need the LSTM state; use
@@ -311,10 +293,12 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
                           "probabilities depend on its LSTM state: use 'sample' or 'active'")
     base = getattr(env, "unwrapped", env)
     policy, masked = model.policy, uses_masks(model)
-    obs, _ = env.reset(seed=seed, options={"graph": 0})
+    obs, info = env.reset(seed=seed, options={"graph": 0})
+    visited = VisitedBest(env)
+    visited.see(info)
     n, devices = base.case.graph.num_nodes, base.num_devices
     preferences = np.full((n, devices), 1.0 / devices)
-    total, done, info = 0.0, False, {}
+    total, done = 0.0, False
     policy.set_training_mode(False)
     with torch.no_grad():
         while not done:
@@ -324,8 +308,9 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
             _record_preferences(preferences, base, obs, distribution)
             action = as_action(distribution.get_actions(deterministic=True)[0])
             obs, reward, terminated, truncated, info = env.step(action)
+            visited.see(info)
             total, done = total + reward, terminated or truncated
-    return Rollout.ended(info, total), preferences
+    return visited.outcome(Rollout.ended(info, total)), preferences
 
 
 def _record_preferences(preferences: np.ndarray, base: Any, obs: dict[str, np.ndarray],

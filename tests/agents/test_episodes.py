@@ -1,0 +1,44 @@
+"""Episodes of a policy: on the refine env, the best placement the episode passed through."""
+
+import numpy as np
+import pytest
+import torch
+
+from placerl.agents import make_agent
+from placerl.agents.episodes import VisitedBest, rollout, sampled_rollouts
+from placerl.baselines import solve
+from placerl.envs import PlacementEnv, PlacementRefineEnv
+
+GRAPH, CLUSTER = "synthetic:layered?n=16&seed=1", "placeto?n_devices=3"
+
+
+def _untrained(env):
+    torch.manual_seed(0)
+    return make_agent("maskable_ppo", env, "mlp", n_steps=32, batch_size=32)
+
+
+def test_a_refine_rollout_never_ends_worse_than_its_start():
+    env = PlacementRefineEnv(GRAPH, CLUSTER, initial="heft")
+    heft = solve("heft", GRAPH, CLUSTER)
+    run = rollout(_untrained(env), env, graph=0, seed=0)
+    end = env.placement  # where the untrained episode ended
+    assert env.case.model.evaluate(end).runtime > 1.01 * heft.runtime
+    assert run.runtime == pytest.approx(heft.runtime) and run.feasible
+    np.testing.assert_array_equal(run.placement, heft.placement)
+    assert env.case.model.evaluate(run.placement).runtime == pytest.approx(run.runtime)
+
+
+def test_sampled_refine_episodes_keep_their_best_placement_too():
+    env = PlacementRefineEnv(GRAPH, CLUSTER, initial="heft")
+    runs, _ = sampled_rollouts(_untrained(env), env, 4, seed=0)
+    heft = solve("heft", GRAPH, CLUSTER).runtime
+    assert len(runs) == 4 and all(r.runtime <= heft * (1 + 1e-12) for r in runs)
+
+
+def test_other_envs_end_where_the_episode_ends():
+    env = PlacementEnv(GRAPH, CLUSTER)
+    run = rollout(_untrained(env), env, graph=0, seed=0)
+    np.testing.assert_array_equal(run.placement, env.placement)
+    visited = VisitedBest(env)
+    visited.see({"feasible": True, "runtime": 0.0})  # ignored: not a refine env
+    assert visited.outcome(run) is run
