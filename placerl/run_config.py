@@ -72,6 +72,8 @@ class EnvGroup:
         start_from_best: Refine only: training episodes start from the best placement found
             so far (Placeto's schedule).
         passes: Refine only: passes over the nodes per episode.
+        moves: Refine only: steps per episode instead of whole passes (``None``: passes),
+            from a random node of the order.
         groups: Hierarchical only: how many groups the grouper fills (``None``: 16, or
             ``max_nodes`` if fewer).
         max_nodes: Padding (``None``: the largest graph's size).
@@ -87,6 +89,7 @@ class EnvGroup:
     initial: str = "single_device"
     start_from_best: bool = False
     passes: int = 1
+    moves: int | None = None
     groups: int | None = None
     max_nodes: int | None = None
     max_edges: int | None = None

@@ -190,11 +190,14 @@ class TrainConfig:
         out["baselines"] = list(self.baselines)
         return json.loads(json.dumps(out))
 
-    def env_arguments(self) -> dict[str, Any]:
-        """The env's constructor arguments (plain values, safe to send to subprocesses)."""
+    def env_arguments(self, *, evaluation: bool = False) -> dict[str, Any]:
+        """The env's constructor arguments (plain values, safe to send to subprocesses);
+        for evaluations, without the env's training-only ones (``moves``)."""
         graph = self.graph if isinstance(self.graph, str) else list(self.graph)
+        skipped = env_class(self.env).training_arguments if evaluation else ()
+        kwargs = {k: v for k, v in self.env_kwargs.items() if k not in skipped}
         return {"graph": graph, "cluster": self.cluster, "order": self.order,
-                "objective": self.objective, **dict(self.env_kwargs)}  # fmt: skip
+                "objective": self.objective, **kwargs}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -372,7 +375,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     threads = set_torch_threads(config.threads)
     phases = PhaseThreads(config.rollout_threads or threads, threads)
     out = Path(config.out_dir) if config.out_dir is not None else None
-    eval_env = make_env(config.env_arguments(), config.env)  # checks every env argument
+    eval_env = make_env(config.env_arguments(evaluation=True), config.env)
     venv = _vector_env(config)
     state = _load_state(out, config) if config.resume else None
     timings: dict[str, float] = {"warm_start": 0.0, "train": 0.0}

@@ -190,6 +190,29 @@ def test_start_from_best_refines_from_the_best_placement_so_far():
     assert outcome.best_runtime < outcome.baselines["single_device"]
 
 
+def test_short_refine_episodes_train_while_evaluations_and_the_saved_policy_pass_over_all(
+        tmp_path):  # fmt: skip
+    from placerl.agents.placer import env_for, load_model
+    from placerl.baselines import Problem
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    config = {**SMALL, "env": "refine", "start_from_best": True, "total_steps": 128,
+              "eval_every": 64, "n_envs": 2, "out_dir": str(tmp_path),
+              "env_kwargs": {"initial": "single_device", "moves": 3},
+              "hyperparams": {"n_steps": 32, "batch_size": 32}}  # fmt: skip
+    result = train(config)
+    arguments = TrainConfig.from_dict(config).env_arguments(evaluation=True)
+    assert "moves" not in arguments and arguments["initial"] == "single_device"
+    assert TrainConfig.from_dict(config).env_arguments()["moves"] == 3
+    model = load_model(str(tmp_path / "model.zip"))
+    assert model.placerl_settings["moves"] == 3  # saved, so training can be rebuilt
+    problem = Problem(load_graph(SMALL["graph"]), load_cluster(SMALL["cluster"]), "step_time")
+    env = env_for(model.placerl_settings, problem)
+    assert env.moves is None  # but a placement passes over every node
+    assert result.steps >= 128
+
+
 @pytest.mark.parametrize("vec_env", ["dummy", "subproc"])
 def test_start_from_best_wraps_every_training_env(vec_env):
     from placerl.envs import StartFromBest

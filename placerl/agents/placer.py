@@ -119,7 +119,8 @@ def env_for(settings: dict[str, Any], problem: Problem) -> Any:
                                        "max_nodes", "max_edges")}  # fmt: skip
     kwargs["fold"] = settings.get("fold", False)  # policies saved before folding existed
     cls = env_class(settings["env"])
-    kwargs.update({name: settings[name] for name in cls.extra_arguments})
+    kwargs.update({name: settings[name] for name in cls.extra_arguments
+                   if name in settings and name not in cls.training_arguments})  # fmt: skip
     return cls(graph=graph, cluster=problem.cluster, objective=problem.objective, **kwargs)
 
 

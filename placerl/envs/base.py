@@ -51,6 +51,9 @@ class PlacementEnvBase(gym.Env):
     #: Constructor arguments of this kind beyond the common ones, kept in :meth:`settings` so
     #: that a saved policy's env can be rebuilt.
     extra_arguments: ClassVar[tuple[str, ...]] = ()
+    #: Those of :attr:`extra_arguments` that shape training episodes only: evaluations and a
+    #: saved policy's env leave them at their defaults.
+    training_arguments: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,

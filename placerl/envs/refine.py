@@ -78,26 +78,36 @@ class PlacementRefineEnv(PlacementEnvBase):
 
     ## Episode end
     Terminates after ``passes`` passes over the nodes (``passes * N`` steps; one pass by
-    default). With ``memory="mask"``, if no device can take the current node the episode
+    default), or, with ``moves``, after that many steps: then the episode starts at a node
+    drawn from the episode's generator and goes on in the order from there (wrapping around),
+    so that short episodes still visit every node. Short episodes from the best placement so
+    far (``StartFromBest``) explore its neighbourhood, as GiPH's episodes of a fixed number of
+    moves do; a full pass mostly explores placements one early bad move has already spoiled.
+    ``moves`` shapes training only: ``train``'s evaluations and a saved policy's env pass
+    over every node. With ``memory="mask"``, if no device can take the current node the episode
     terminates with ``info["infeasible"] = True`` and the reward of a runtime
     ``INFEASIBLE_FACTOR + 1`` times the reference. ``step()`` after the end (or before
     ``reset()``) raises :class:`~placerl.errors.EpisodeError`.
 
     ## Arguments
-    Those of ``placerl/Placement-v0`` plus ``initial`` (see Description) and ``passes`` (an
-    integer >= 1). ``reset(seed=s)`` gives the same episode whatever happened before.
+    Those of ``placerl/Placement-v0`` plus ``initial`` (see Description), ``passes`` (an
+    integer >= 1) and ``moves`` (``None`` or an integer >= 1; see Episode end).
+    ``reset(seed=s)`` gives the same episode whatever happened before.
 
     ## Version history
     * v0: initial version.
     """
 
     kind = "refine"
-    extra_arguments = ("initial", "passes")
+    extra_arguments = ("initial", "passes", "moves")
+    training_arguments = ("moves",)  # a greedy evaluation passes over every node
 
     def __init__(self, *args: Any, initial: str = "single_device", passes: int = 1,
-                 reward: str = "normalized_delta", **kwargs: Any) -> None:  # fmt: skip
+                 moves: int | None = None, reward: str = "normalized_delta",
+                 **kwargs: Any) -> None:  # fmt: skip
         super().__init__(*args, reward=reward, **kwargs)
         self.passes = check_int(passes, "passes", minimum=1)
+        self.moves = None if moves is None else check_int(moves, "moves", minimum=1)
         _check_initial(initial)
         self.initial = initial
 
@@ -111,11 +121,12 @@ class PlacementRefineEnv(PlacementEnvBase):
         for v, device in enumerate(start):
             if self.placement[v] < 0:
                 self._move_group(v, int(device))
-        self._t = 0
+        n = len(case.steps)
+        self._t = self._first = 0 if self.moves is None else int(self.np_random.integers(n))
         self._incremental = case.model.incremental(self.placement)  # pipeline: O(degree) moves
         self._before = self._simulate()
-        self._focus(int(case.steps[0]))
-        first = int(case.order[case.steps[0]])
+        self._focus(int(case.steps[self._t]))
+        first = int(case.order[case.steps[self._t]])
         self._set_mask(first, self._mask_or_runnable(first))
         return self._observation(), self._info(self._before, False)
 
@@ -133,7 +144,8 @@ class PlacementRefineEnv(PlacementEnvBase):
                     self._incremental.move(int(u), device)
             after = self._simulate()
         self._t += 1
-        done, extra = self._t == self.passes * n, {}
+        length = self.passes * n if self.moves is None else self.moves
+        done, extra = self._t - self._first == length, {}
         if not done:
             self._focus(int(case.steps[self._t % n]))
             if self.memory == "mask" and not self._mask.any():  # no device can take the node

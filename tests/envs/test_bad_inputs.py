@@ -65,6 +65,8 @@ REFINE_CONSTRUCTION = [
     ("passes as a bool", {"passes": True}, ConfigError, "passes must be an integer >= 1, got True"),
     ("zero passes", {"passes": 0}, ConfigError, "passes must be an integer >= 1, got 0"),
     ("passes as a float", {"passes": 2.0}, ConfigError, "passes must be an integer >= 1, got 2.0"),
+    ("zero moves", {"moves": 0}, ConfigError, "moves must be an integer >= 1, got 0"),
+    ("moves as text", {"moves": "8"}, ConfigError, "moves must be an integer >= 1, got '8'"),
     ("unknown initial", {"initial": "warm"}, ConfigError,
      "initial='warm' is neither an env initial placement (uniform, reference) nor a placer spec"),
     ("initial placer option of the wrong type", {"initial": "random?seed=x"}, ConfigError,

@@ -30,6 +30,7 @@ MODES = {
     "refine, several graphs": ("placerl/PlacementRefine-v0", {"graph": GRAPHS,
                                                               "initial": "uniform"}),
     "refine, pipeline": ("placerl/PlacementRefine-v0", {"objective": "pipeline"}),
+    "refine, short episodes": ("placerl/PlacementRefine-v0", {"moves": 5}),
     "sanity": ("placerl/SanityBranches-v0", {}),
 }  # fmt: skip
 

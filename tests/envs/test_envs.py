@@ -227,6 +227,24 @@ def test_refine_leaving_a_node_in_place_reuses_the_simulation(monkeypatch):
     assert calls == [1]
 
 
+def test_short_refine_episodes_start_at_a_drawn_node_and_go_on_in_order():
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform", moves=5)
+    firsts = set()
+    for seed in range(6):
+        obs, _ = env.reset(seed=seed)
+        first = int(np.argmax(obs["current"]))
+        firsts.add(first)
+        visited, done, steps = [first], False, 0
+        while not done:
+            obs, _, done, truncated, _ = env.step(int(env.action_masks().argmax()))
+            steps += 1
+            if not done:
+                visited.append(int(np.argmax(obs["current"])))
+        assert steps == 5 and not truncated
+        assert visited == [(first + k) % 12 for k in range(5)]  # rows in order, wrapping
+    assert len(firsts) > 1  # the start is drawn, not always the first node
+
+
 # ------------------------------------------------------------------------ rewards
 def test_refine_reward_is_positive_when_the_placement_gets_faster():
     problem = SANITY_PROBLEMS["branches"]
