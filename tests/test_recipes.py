@@ -37,6 +37,25 @@ def test_placeto_learns_to_improve_a_poor_start():
     assert final < 0.7 * single
 
 
+def test_excursions_are_short_refine_episodes_without_a_clone():
+    config = to_train_config(_compose("experiment=excursions"), out_dir=None)
+    assert config.env == "refine" and config.start_from_best and config.warm_start is None
+    assert config.env_kwargs["moves"] == 4 and config.env_kwargs["initial"] == "best_of"
+
+
+def test_excursions_find_placements_beyond_local_searchs_optimum():
+    """From best_of on a 30-node graph, 768 steps of 4-move excursions find a placement 9%
+    faster than best_of's; hill climbing from best_of stops 6% faster (measured: 0.907 and
+    0.937 of best_of; 0.858 after 1,536 steps)."""
+    graph = "synthetic:layered?n=30&seed=2"
+    run = _compose("experiment=excursions", f"graph.spec='{graph}'", *SMALL[1:],
+                   "total_steps=768", "eval_every=512", "baselines=[best_of]")  # fmt: skip
+    result = train(to_train_config(run, out_dir=None))
+    best_of = solve("best_of", graph, CLUSTER).runtime
+    climbed = solve("local_search", graph, CLUSTER, init="best_of").runtime
+    assert result.graphs[0].best_runtime < min(0.95 * best_of, climbed)
+
+
 def test_doppler_selects_then_places_and_imitates_the_best_classic_placer():
     config = to_train_config(_compose("experiment=doppler"), out_dir=None)
     assert config.env == "dual" and config.warm_start == "best_of"
