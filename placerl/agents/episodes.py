@@ -20,9 +20,10 @@ class Rollout:
 
     Attributes:
         graph_index: The env's graph the episode ran on.
-        runtime: Final (penalized when infeasible) runtime in seconds.
-        feasible: The final placement is feasible.
-        placement: The final placement.
+        runtime: Final (penalized when infeasible) runtime in seconds; on the refine env, that
+            of the best placement the episode passed through (:class:`VisitedBest`).
+        feasible: The outcome's placement is feasible.
+        placement: The final placement (on the refine env, the best one passed through).
         episode_return: Sum of the rewards.
         reference_runtime: The env's reference runtime for the graph (the scale rewards use).
     """
