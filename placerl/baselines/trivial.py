@@ -98,7 +98,7 @@ def m_topo(problem: Problem) -> np.ndarray:
     """
     assignment = Assignment(problem)
     whole = problem.durations.sum(axis=0)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # zero or subnormal work: inf, share 0
         share = 1.0 / np.sum(1.0 / whole)
     busy = np.zeros(problem.num_devices)
     current = 0
