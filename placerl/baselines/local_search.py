@@ -27,6 +27,8 @@ def local_search(
     time_limit: float = 10.0,
     max_evaluations: int = 0,
     seed: int = 0,
+    restarts: int = 0,
+    kick: int = 4,
 ) -> Solution:
     """Hill climbing: move one colocation unit at a time to the device that scores best.
 
@@ -34,7 +36,10 @@ def local_search(
     that can run it and keeps the best move if it improves the score (feasible first, then the
     simulated runtime under the problem's objective). Stops at a local optimum, after
     ``max_rounds`` rounds, ``time_limit`` seconds or ``max_evaluations`` simulator
-    evaluations. Parts need not be contiguous.
+    evaluations. Parts need not be contiguous. With ``restarts``, iterated local search: from a
+    local optimum, ``kick`` random units of the best placement so far move to random devices
+    and the climb starts again, up to ``restarts`` times, within the same limits; the best
+    placement wins (a single climb stops at its optimum, where more evaluations buy nothing).
 
     Source: the local-search baseline of Tarnawski et al., NeurIPS 2020 (single-node moves,
     best improvement), here on any objective of the simulator.
@@ -49,16 +54,48 @@ def local_search(
         time_limit: Seconds at most (the round in progress finishes its current unit).
         max_evaluations: Simulator evaluations at most, the start's included (0: no limit):
             the budget at which searches are compared (``policy?search=local&budget=...``).
-        seed: Seed of the visiting order.
+        seed: Seed of the visiting order (and of the kicks).
+        restarts: Kicks after the first local optimum at most (0: plain hill climbing).
+        kick: Units each kick moves.
     """
     max_rounds = _checks.positive_int(_NAME, "max_rounds", max_rounds)
     time_limit = _checks.positive_float(_NAME, "time_limit", time_limit)
     max_evaluations = _checks.non_negative_int(_NAME, "max_evaluations", max_evaluations)
+    restarts = _checks.non_negative_int(_NAME, "restarts", restarts)
+    kick = _checks.positive_int(_NAME, "kick", kick)
     rng = np.random.default_rng(_checks.seed(_NAME, seed))
-    start = _initial(problem, init)
-    return hill_climb(problem, start, rng=rng, max_rounds=max_rounds,
-                      deadline=time.perf_counter() + time_limit,
-                      max_evaluations=max_evaluations)  # fmt: skip
+    deadline = time.perf_counter() + time_limit
+    best = hill_climb(problem, _initial(problem, init), rng=rng, max_rounds=max_rounds,
+                      deadline=deadline, max_evaluations=max_evaluations)  # fmt: skip
+    spent, kicks = best.info["evaluations"], 0
+    limit = max_evaluations or np.inf
+    while kicks < restarts and spent < limit and time.perf_counter() < deadline:
+        kicks += 1
+        climbed = hill_climb(problem, _kicked(problem, best.placement, kick, rng), rng=rng,
+                             max_rounds=max_rounds, deadline=deadline,
+                             max_evaluations=0 if limit == np.inf else int(limit - spent))
+        spent += climbed.info["evaluations"]  # fmt: skip
+        if _better(_score(climbed), _score(best)):
+            best = climbed
+    return Solution(best.placement, info={**best.info, "evaluations": spent, "kicks": kicks})
+
+
+def _score(solution: Solution) -> tuple[bool, float]:
+    return not solution.info["feasible"], solution.info["runtime"]
+
+
+def _kicked(problem: Problem, placement: np.ndarray, kick: int,
+            rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+    """``placement`` with ``kick`` random units on other random devices that can run them."""
+    units = problem.units
+    kicked = np.array(placement)
+    for u in rng.choice(len(units.members), size=min(kick, len(units.members)), replace=False):
+        members = units.members[u]
+        others = [d for d in np.flatnonzero(np.isfinite(units.durations[u]))
+                  if d != kicked[members[0]]]  # fmt: skip
+        if others:
+            kicked[members] = rng.choice(others)
+    return kicked
 
 
 def hill_climb(

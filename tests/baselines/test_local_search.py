@@ -125,3 +125,35 @@ def test_max_evaluations_rejects_a_negative_budget():
     graph, cluster = load_graph("synthetic:cifar10?n=30&seed=0"), Cluster.preset("gpu4_pcie")
     with pytest.raises(ConfigError, match="local_search: option 'max_evaluations' must be"):
         solve("local_search", graph, cluster, max_evaluations=-1)
+
+
+@pytest.mark.parametrize("objective", ["step_time", "pipeline"])
+def test_kicks_leave_the_local_optimum_within_the_budget(objective):
+    graph, cluster = "synthetic:layered?n=40&seed=3", "placeto?n_devices=4"
+    climbed = solve("local_search", graph, cluster, objective, init="best_of")
+    iterated = solve("local_search", graph, cluster, objective, init="best_of", restarts=10**6,
+                     max_evaluations=3000, time_limit=60.0)  # fmt: skip
+    assert iterated.info["evaluations"] == 3000 and iterated.info["kicks"] > 1
+    assert iterated.runtime <= climbed.runtime * (1 + 1e-12)  # the best climb wins
+    if objective == "step_time":  # here it gets past the first climb's optimum
+        assert iterated.runtime < 0.97 * climbed.runtime
+    again = solve("local_search", graph, cluster, objective, init="best_of", restarts=10**6,
+                  max_evaluations=3000, time_limit=60.0)  # fmt: skip
+    np.testing.assert_array_equal(again.placement, iterated.placement)  # seeded
+
+
+def test_no_restarts_is_plain_hill_climbing():
+    graph, cluster = "synthetic:layered?n=40&seed=3", "placeto?n_devices=4"
+    plain = solve("local_search", graph, cluster, init="heft")
+    assert plain.info["kicks"] == 0
+    np.testing.assert_array_equal(
+        plain.placement, solve("local_search", graph, cluster, init="heft", kick=9).placement)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"restarts": -1}, "option 'restarts' must be an integer >= 0, got -1"),
+    ({"kick": 0}, "option 'kick' must be an integer >= 1, got 0"),
+])  # fmt: skip
+def test_bad_kicks_are_named(options, message):
+    with pytest.raises(ConfigError, match=message):
+        solve("local_search", "synthetic:layered?n=12&seed=0", "placeto?n_devices=2", **options)
