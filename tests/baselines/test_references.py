@@ -151,7 +151,7 @@ def test_round_trip_and_placer_specs(fresh_cache):
     ref = reference(GRAPH, "gpu4_pcie", placer="local_search?time_limit=0.5&seed=3")
     assert ref.placer == "local_search"
     assert ref.options == {"init": "m_topo", "max_rounds": 50, "time_limit": 0.5,
-                           "max_evaluations": 0, "seed": 3}
+                           "max_evaluations": 0, "seed": 3, "restarts": 0, "kick": 4}
     back = Reference.from_dict(json.loads(json.dumps(ref.to_dict())))
     assert back.to_dict() == ref.to_dict()
     assert parse_placer("random?seed=4") == ("random", {"seed": 4})
