@@ -38,7 +38,7 @@ from placerl._io import atomic_write_text
 from placerl._options import check_int, check_out_dir, check_spec_list
 from placerl._provenance import provenance
 from placerl.errors import ConfigError
-from placerl.sim import CostModel, lower_bound
+from placerl.sim import lower_bound
 
 VEC_ENVS = ("dummy", "subproc")
 #: The torch devices a policy may train on (SB3's ``auto`` picks CUDA when there is one).
@@ -442,8 +442,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     phases.enter_update()
     start = time.perf_counter()
     baselines = [_baselines(graph, eval_env, config) for graph in eval_env.graphs]
-    bounds = [lower_bound(CostModel(graph, eval_env.cluster, config.objective))
-              for graph in eval_env.graphs]  # fmt: skip
+    bounds = [lower_bound(eval_env.graph_case(g).model) for g in range(len(eval_env.graphs))]
     timings["baselines"] = time.perf_counter() - start
     timings["steps_per_s"] = (trained_steps / timings["train"]) if timings["train"] > 0 else 0.0
     timings["torch_threads"] = threads
