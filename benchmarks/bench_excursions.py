@@ -7,16 +7,19 @@ improves (its optimum: more evaluations buy it nothing). Graphs: the 8 held-out 
 ``bench_recipes.py`` (``synthetic:layered?n=80&seed=24..31`` on ``placeto?n_devices=4``) and
 one graph of each Placeto family on four NVLink GPUs (cifar10, ptb, nmt: 200 to 300 nodes).
 None was used to design or tune the recipe (it was shaped on cifar10 seed 0 and
-``layered?n=30``; the families' graphs here are seed 1).
+``layered?n=30``; the families' graphs here are seed 1). ``--objective pipeline`` runs the
+seven msr graphs on their own clusters under ``pipeline`` instead, where ``best_of`` includes
+Tarnawski's DP (the optimal contiguous split) and each row also gives RL over the DP.
 
     python benchmarks/bench_excursions.py              # 11 graphs x 2 seeds, 20k steps
+    python benchmarks/bench_excursions.py --objective pipeline   # 7 msr graphs x 2 seeds
     python benchmarks/bench_excursions.py --quick      # 2 graphs, 1 seed, 3k steps
 
 Iterated local search gets RL's budget (one simulator evaluation per env step): the climb
 from ``best_of``, then kicks of 4 random units of its best placement and climbs again
 (``local_search?restarts=...``). ``--resume`` reuses the RL runs already in the results file.
 
-Results: ``benchmarks/results/excursions.{json,md}``: per run the runtimes over
+Results: ``benchmarks/results/excursions[_pipeline].{json,md}``: per run the runtimes over
 ``local_search``'s (below 1: faster) and RL's over iterated local search's, and for each ratio
 the geometric mean with a 95% t-interval, runs at most 1 and the worst case.
 """
@@ -29,7 +32,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from rich.progress import track
@@ -47,38 +50,58 @@ LAYERED = [(f"synthetic:layered?n=80&seed={s}", "placeto?n_devices=4")
            for s in range(24, 32)]  # fmt: skip
 FAMILIES = [(f"synthetic:{family}?seed=1", "gpu8_nvlink?n_devices=4")
             for family in ("cifar10", "ptb", "nmt")]  # fmt: skip
+MSR = [(f"msr:{name}", f"msr:{name}") for name in (
+    "bert24_inference", "bert24_training", "gnmt_inference", "resnet50_inference",
+    "resnet50_training", "bert_l-3_inference", "bert_l-3_training")]  # fmt: skip
 
 
-def run(graph: str, cluster: str, seed: int, steps: int) -> dict[str, Any]:
+class CaseSet(NamedTuple):
+    """The graphs of one objective and the classic placer each row is also compared with."""
+
+    cases: list[tuple[str, str]]
+    reference: str
+
+
+CASE_SETS = {"step_time": CaseSet(LAYERED + FAMILIES, "heft"),
+             "pipeline": CaseSet(MSR, "tarnawski_dp")}  # fmt: skip
+
+
+def run(graph: str, cluster: str, seed: int, steps: int, objective: str) -> dict[str, Any]:
     from placerl.apps import compose_run
 
+    reference = CASE_SETS[objective].reference
     overrides = ["experiment=excursions", f"graph.spec='{graph}'", f"cluster.spec='{cluster}'",
-                 f"seed={seed}", f"total_steps={steps}", "eval_every=0", "eval_samples=0",
-                 "baselines=[heft,best_of]", "progress_bar=false"]  # fmt: skip
+                 f"env.objective={objective}", f"seed={seed}", f"total_steps={steps}",
+                 "eval_every=0", "eval_samples=0", f"baselines=[{reference},best_of]",
+                 "progress_bar=false"]  # fmt: skip
     start = time.perf_counter()
     result = train(to_train_config(compose_run(*overrides), out_dir=None))
     seconds = time.perf_counter() - start
     outcome = result.graphs[0]
-    climbed = solve("local_search", graph, cluster, init="best_of")
-    reference = climbed.runtime
+    climbed = solve("local_search", graph, cluster, objective=objective, init="best_of")
+    optimum = climbed.runtime
     return {"graph": graph, "cluster": cluster, "seed": seed, "steps": result.steps,
-            "rl_vs_local_search": round(outcome.best_runtime / reference, 4),
-            "best_of_vs_local_search": round(outcome.baselines["best_of"] / reference, 4),
-            "heft_vs_local_search": round(outcome.baselines["heft"] / reference, 4),
+            "rl_vs_local_search": round(outcome.best_runtime / optimum, 4),
+            "best_of_vs_local_search": round(outcome.baselines["best_of"] / optimum, 4),
+            f"{reference}_vs_local_search": round(outcome.baselines[reference] / optimum, 4),
             "local_search_evaluations": climbed.info["evaluations"],
             "rl_seconds": round(seconds, 1)}  # fmt: skip
 
 
-def with_iterated(row: dict[str, Any]) -> dict[str, Any]:
+def with_iterated(row: dict[str, Any], objective: str) -> dict[str, Any]:
     """``row`` with iterated local search at RL's budget (one evaluation per env step): the
-    climb from ``best_of``, then kicks of 4 random units and climbs again, seeded as the run."""
+    climb from ``best_of``, then kicks of 4 random units and climbs again, seeded as the run;
+    and RL over the case set's reference placer."""
     graph, cluster = row["graph"], row["cluster"]
-    reference = solve("local_search", graph, cluster, init="best_of").runtime
-    iterated = solve("local_search", graph, cluster, init="best_of", restarts=10**9,
-                     max_evaluations=row["steps"], time_limit=3600, seed=row["seed"])
-    return {**row, "iterated_vs_local_search": round(iterated.runtime / reference, 4),
-            "rl_vs_iterated": round(row["rl_vs_local_search"] * reference / iterated.runtime,
-                                    4)}  # fmt: skip
+    optimum = solve("local_search", graph, cluster, objective=objective, init="best_of").runtime
+    iterated = solve("local_search", graph, cluster, objective=objective, init="best_of",
+                     restarts=10**9, max_evaluations=row["steps"], time_limit=3600,
+                     seed=row["seed"])  # fmt: skip
+    reference = CASE_SETS[objective].reference
+    rl = row["rl_vs_local_search"]
+    return {**row, "iterated_vs_local_search": round(iterated.runtime / optimum, 4),
+            "rl_vs_iterated": round(rl * optimum / iterated.runtime, 4),
+            f"rl_vs_{reference}": round(rl / row[f"{reference}_vs_local_search"], 4)}
 
 
 def summarize(rows: list[dict[str, Any]], column: str) -> dict[str, Any]:
@@ -105,28 +128,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--objective", choices=sorted(CASE_SETS), default="step_time")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--resume", action="store_true",
                         help="reuse the RL runs already in the results file")  # fmt: skip
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
-    cases = LAYERED[:1] + FAMILIES[:1] if args.quick else LAYERED + FAMILIES
+    case_set = CASE_SETS[args.objective]
+    cases = case_set.cases[:1] + case_set.cases[-1:] if args.quick else case_set.cases
     seeds = range(1 if args.quick else args.seeds)
     steps = 3_000 if args.quick else args.steps
     jobs = [(g, c, s) for g, c in cases for s in seeds]
-    name = "excursions_quick" if args.quick else "excursions"
+    flags = (" --objective pipeline" if args.objective == "pipeline" else "") \
+        + (" --quick" if args.quick else "")  # fmt: skip
+    name = "excursions" + flags.replace(" --objective ", "_").replace(" --", "_")
     done = _finished(Path(args.out) / f"{name}.json", steps) if args.resume else {}
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the DP's pair budget inside best_of
         for graph, cluster, seed in track(jobs, description="excursions per graph"):
-            row = done.get((graph, cluster, seed)) or run(graph, cluster, seed, steps)
-            rows.append(with_iterated(row))
+            row = done.get((graph, cluster, seed)) or run(graph, cluster, seed, steps,
+                                                          args.objective)  # fmt: skip
+            rows.append(with_iterated(row, args.objective))
     write_results(name, rows, args.out)
     summaries = [summarize(rows, c) for c in ("rl_vs_local_search", "iterated_vs_local_search",
-                                              "rl_vs_iterated")]  # fmt: skip
-    text = (f"`python benchmarks/bench_excursions.py{' --quick' if args.quick else ''}`: "
+                                              "rl_vs_iterated", f"rl_vs_{case_set.reference}")]
+    text = (f"`python benchmarks/bench_excursions.py{flags}` ({args.objective}): "
             f"{steps:,} steps per run; runtimes over `local_search`'s optimum from `best_of`, "
             "and RL over iterated local search at RL's budget (below 1: RL is faster)."
             f"\n\n{markdown_table(summaries)}\n\n{markdown_table(rows)}\n")  # fmt: skip
