@@ -130,14 +130,12 @@ def test_max_evaluations_rejects_a_negative_budget():
 @pytest.mark.parametrize("objective", ["step_time", "pipeline"])
 def test_kicks_leave_the_local_optimum_within_the_budget(objective):
     graph, cluster = "synthetic:layered?n=40&seed=3", "placeto?n_devices=4"
-    climbed = solve("local_search", graph, cluster, objective, init="best_of")
-    iterated = solve("local_search", graph, cluster, objective, init="best_of", restarts=10**6,
+    climbed = solve("local_search", graph, cluster, objective, init="heft")
+    iterated = solve("local_search", graph, cluster, objective, init="heft", restarts=10**6,
                      max_evaluations=3000, time_limit=60.0)  # fmt: skip
     assert iterated.info["evaluations"] == 3000 and iterated.info["kicks"] > 1
-    assert iterated.runtime <= climbed.runtime * (1 + 1e-12)  # the best climb wins
-    if objective == "step_time":  # here it gets past the first climb's optimum
-        assert iterated.runtime < 0.97 * climbed.runtime
-    again = solve("local_search", graph, cluster, objective, init="best_of", restarts=10**6,
+    assert iterated.runtime < 0.97 * climbed.runtime  # past the first climb's optimum
+    again = solve("local_search", graph, cluster, objective, init="heft", restarts=10**6,
                   max_evaluations=3000, time_limit=60.0)  # fmt: skip
     np.testing.assert_array_equal(again.placement, iterated.placement)  # seeded
 

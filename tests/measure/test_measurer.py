@@ -84,10 +84,15 @@ def test_a_bound_module_runs_and_matches(branches):
     torch.testing.assert_close(value, module(x))
 
 
-def test_transfer_times_grow_with_size(resnet_measurer):
+def test_transfer_times_have_one_row_per_size(resnet_measurer):
     times = resnet_measurer.transfer_times(0, 1, [1 << 10, 1 << 22], repeats=3)
     assert times.shape == (2, 3) and np.all(times > 0)
-    assert np.median(times[1]) > np.median(times[0])
+
+
+@pytest.mark.slow  # a timing comparison: on a busy machine the workers' wake-up latency
+def test_transfer_times_grow_with_size(resnet_measurer):  # can exceed a 4 MB copy
+    times = resnet_measurer.transfer_times(0, 1, [1 << 10, 1 << 24], repeats=5)
+    assert times[1].min() > times[0].min()
 
 
 # ------------------------------------------------------------------------------ bad input
