@@ -1,9 +1,9 @@
 """The published recipes against the classic placers, on held-out graphs of a family.
 
 Each recipe (``experiment=<recipe>``, composed from the Hydra configs exactly as
-``placerl-train`` composes it; ``default`` is ``placerl-train``'s own defaults) trains one
-policy per seed on the training graphs of a synthetic family, then places held-out graphs it
-never saw:
+``placerl-train`` composes it; ``default`` is ``placerl-train '~experiment'``: the construct
+env and a clone of ``best_of``) trains one policy per seed on the training graphs of a
+synthetic family, then places held-out graphs it never saw:
 
 * ``zero-shot``: the policy's greedy placement (one episode; the refine recipe's starts from
   ``best_of`` and simulates every move; the one-shot recipe's is one forward pass), against
@@ -72,7 +72,7 @@ def recipe_config(recipe: str, seed: int, steps: int, out: str) -> TrainConfig:
     """``recipe``'s training config on the family's training graphs."""
     from placerl.apps import compose_run
 
-    overrides = [] if recipe == "default" else [f"experiment={recipe}"]
+    overrides = ["~experiment"] if recipe == "default" else [f"experiment={recipe}"]
     config = to_train_config(compose_run(*overrides), out_dir=out)
     graphs = [load_graph(FAMILY.format(seed=s)) for s in (*TRAIN, *HELD_OUT)]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),

@@ -19,7 +19,8 @@ def _pyplot():
 
 
 def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
-    """Greedy evaluation runtime against steps, per graph, with the baselines as lines.
+    """Greedy evaluation runtime against steps, per graph, with the best runtime found so far
+    (a step line: what a search recipe reports) and the baselines as lines.
 
     The y-axis spans the curve and every baseline, so a reference line never sits on or past
     the plot's edge.
@@ -34,8 +35,13 @@ def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
     graphs = result.graphs[:8]  # more lines say nothing
     for g, outcome in enumerate(graphs):
         runtimes = [1e3 * point["runtimes"][g] for point in result.curve]
-        line = ax.plot(steps, runtimes, marker=".", label=f"policy, {outcome.graph}")[0]
+        line = ax.plot(steps, runtimes, marker=".", label=f"greedy policy, {outcome.graph}")[0]
         shown += runtimes
+        if all("best" in point for point in result.curve):  # absent from older runs' curves
+            found = [1e3 * point["best"][g] for point in result.curve]
+            ax.plot(steps, found, drawstyle="steps-post", color=line.get_color(), linewidth=2.2,
+                    alpha=0.6, label=f"best found so far, {outcome.graph}")  # fmt: skip
+            shown += found
         for k, (name, runtime) in enumerate(sorted(outcome.baselines.items())):
             # One graph: a colour per baseline. Several: the graph's colour, a style per
             # baseline. Drawn above the curve, so a policy that matches a baseline hides neither.
@@ -47,7 +53,7 @@ def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
         ax.set_ylim(*runtime_limits(shown))
     ax.set_xlabel("env steps")
     ax.set_ylabel("runtime (ms)")
-    ax.set_title("greedy policy runtime during training")
+    ax.set_title("policy runtime during training")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.tight_layout()
     path = Path(path)

@@ -240,7 +240,8 @@ class TrainResult:
     Attributes:
         config: The configuration, as plain values.
         graphs: One outcome per graph.
-        curve: The evaluations: ``{"step", "runtimes" (per graph), "wall_s"}``.
+        curve: The evaluations: ``{"step", "runtimes" (greedy, per graph), "best" (the best
+            runtime seen so far, per graph), "wall_s"}``.
         steps: Env steps trained (including resumed ones).
         timings: Seconds: ``warm_start``, ``train``, ``evaluate``, ``baselines``; and
             ``steps_per_s`` (env steps per second of training, updates included) and

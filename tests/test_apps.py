@@ -79,8 +79,10 @@ def test_every_group_has_options():
 
 def test_defaults_are_the_main_job():
     run = _compose()
-    assert run.graph.spec.startswith("zoo:inception_v3")
+    assert run.graph.spec == "synthetic:cifar10?seed=0"
     assert (run.agent.algo, run.agent.extractor) == ("maskable_ppo", "gnn")
+    assert (run.env.kind, run.env.moves) == ("refine", 4)  # experiment=excursions
+    assert _compose("~experiment").env.kind == "construct"  # the plain defaults
 
 
 def test_experiment_sets_what_it_changes():
@@ -96,7 +98,7 @@ def test_refine_env_passes_its_own_arguments():
     config = to_train_config(_compose("env=refine"), out_dir=None)
     assert config.env == "refine"
     assert config.env_kwargs["initial"] == "best_of" and config.env_kwargs["passes"] == 1
-    construct = to_train_config(_compose(), out_dir=None)
+    construct = to_train_config(_compose("env=construct"), out_dir=None)
     assert "initial" not in construct.env_kwargs  # Placement-v0 has no such argument
 
 
@@ -267,6 +269,8 @@ def test_the_table_names_the_weights_it_shows_and_the_last_ones_beside_them():
     text = summary_table(kept)
     assert "policy (greedy, weights of step 2,000)" in text
     assert "policy (last weights, step 4,096)" in text and "1.500" in text
+    heft = next(line for line in text.splitlines() if "│ heft" in line)
+    assert "1.222x" in heft  # over the best placement found (0.9), not the greedy pass (1.0)
     last = TrainResult({"graph": "g"}, [outcome], curve, 4096, {"train": 3.0}, policy_step=4096)
     assert "last weights" not in summary_table(last)
     assert "lower bound" not in text  # none given

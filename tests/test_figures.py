@@ -66,3 +66,14 @@ def test_runtime_limits_hold_every_value_strictly(values):
 
 def test_runtime_limits_margin():
     assert runtime_limits([1.0, 2.0], margin=0.1) == pytest.approx((0.9, 2.1))
+
+
+def test_the_best_found_so_far_is_a_line_of_its_own(tmp_path, saved_axes):
+    # A search recipe: the greedy pass stays at its start while its episodes find better.
+    result = _result([7.0, 7.0, 7.0], {"heft": 7.7})
+    for point, best in zip(result.curve, [7.0, 6.9, 6.8], strict=True):
+        point["best"] = [best / 1e3]
+    plot_learning_curve(result, tmp_path / "search.png")
+    lines = {line.get_label(): line for line in saved_axes[0].get_lines()}
+    assert list(lines["best found so far, layered_100"].get_ydata()) == [7.0, 6.9, 6.8]
+    assert saved_axes[0].get_ylim()[0] < 6.8

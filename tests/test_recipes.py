@@ -41,6 +41,19 @@ def test_excursions_are_short_refine_episodes_without_a_clone():
     config = to_train_config(_compose("experiment=excursions"), out_dir=None)
     assert config.env == "refine" and config.start_from_best and config.warm_start is None
     assert config.env_kwargs["moves"] == 4 and config.env_kwargs["initial"] == "best_of"
+    assert config.hyperparams["n_epochs"] == 2  # the placeto recipe's tuned PPO (placeto_gnn)
+
+
+def test_excursions_compare_with_iterated_local_search_at_the_runs_budget():
+    config = to_train_config(_compose("experiment=excursions", "total_steps=3000"), out_dir=None)
+    assert "local_search?init=best_of" in config.baselines
+    assert any("restarts=" in b and "max_evaluations=3000&" in b for b in config.baselines)
+
+
+def test_another_env_drops_the_excursions_and_brings_the_clone_back():
+    config = to_train_config(_compose("experiment=excursions", "env=construct"), out_dir=None)
+    assert config.env == "construct" and "moves" not in config.env_kwargs
+    assert config.warm_start == "best_of"
 
 
 def test_excursions_find_placements_beyond_local_searchs_optimum():

@@ -101,6 +101,9 @@ def test_keep_best_ends_with_the_best_evaluation(keep_best):
     best_step = result.curve[evaluations.index(min(evaluations))]["step"]
     assert result.policy_step == (best_step if keep_best and evaluations[-1] > min(evaluations)
                                   else result.steps)
+    found = [c["best"][0] for c in result.curve]  # the best seen so far never gets worse
+    assert found == sorted(found, reverse=True) and found[-1] == result.graphs[0].best_runtime
+    assert all(f <= e for f, e in zip(found, evaluations, strict=True))
 
 
 @pytest.mark.parametrize("rollback", [True, False])

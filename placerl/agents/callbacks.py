@@ -103,7 +103,9 @@ class Evaluate(_Periodic):
 
     With ``every > 0`` a fresh run is also evaluated at step 0 (after any warm start), so
     the curve starts where learning starts. Each evaluation appends ``{"step", "runtimes",
-    "wall_s"}`` to ``curve`` and logs ``eval/runtime_ms`` (the mean over graphs).
+    "best", "wall_s"}`` to ``curve`` (``best``: per graph, the best runtime seen so far in
+    training episodes or evaluations, what a search recipe reports) and logs
+    ``eval/runtime_ms`` (the mean over graphs).
 
     It also keeps, in memory, the policy weights of the best evaluation so far, scored by the
     mean over graphs of runtime / reference runtime: PPO's greedy policy does not improve
@@ -134,7 +136,8 @@ class Evaluate(_Periodic):
             self.best.offer(g, result.runtime, result.feasible, result.placement,
                             self.num_timesteps)  # fmt: skip
         runtimes = [r.runtime for r in results]
-        self.curve.append({"step": int(self.num_timesteps), "runtimes": runtimes,
+        best = [self.best.by_graph[g]["runtime"] for g in range(len(results))]
+        self.curve.append({"step": int(self.num_timesteps), "runtimes": runtimes, "best": best,
                            "wall_s": round(self.clock(), 3)})  # fmt: skip
         if self.last_score < self.best_score:
             self.best_score, self.best_step = self.last_score, int(self.num_timesteps)
