@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
         The PNG's path.
     """
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(8, 5))
     steps = [point["step"] for point in result.curve]
     shown: list[float] = []
     graphs = result.graphs[:8]  # more lines say nothing
@@ -50,11 +51,19 @@ def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
                        linewidth=1.2, zorder=3, label=f"{name}, {outcome.graph}")  # fmt: skip
             shown.append(1e3 * runtime)
     if shown:
-        ax.set_ylim(*runtime_limits(shown))
+        if max(shown) > 1.5 * min(shown):  # a far baseline (one device) would flatten the rest
+            from matplotlib.ticker import FuncFormatter
+
+            ax.set_yscale("log")
+            for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+                axis(FuncFormatter(lambda value, _: f"{value:g}"))  # 7, not 7x10^0
+        ax.set_ylim(*runtime_limits(shown, log=ax.get_yscale() == "log"))
     ax.set_xlabel("env steps")
     ax.set_ylabel("runtime (ms)")
     ax.set_title("policy runtime during training")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    for text in ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2,
+                          frameon=False).get_texts():  # below the axes: long specs wrap
+        text.set_text(textwrap.fill(text.get_text(), 60))
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)
@@ -62,8 +71,13 @@ def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
     return path
 
 
-def runtime_limits(values: list[float], margin: float = 0.08) -> tuple[float, float]:
-    """Y-limits that hold every value with ``margin`` of the span (or of the value) to spare."""
+def runtime_limits(values: list[float], margin: float = 0.08,
+                   log: bool = False) -> tuple[float, float]:  # fmt: skip
+    """Y-limits that hold every value with ``margin`` of the span (or of the value) to spare;
+    with ``log``, of the span of the values' logarithms (positive values)."""
+    if log:
+        low, high = runtime_limits(np.log(values).tolist(), margin)
+        return float(np.exp(low)), float(np.exp(high))
     low, high = min(values), max(values)
     pad = margin * ((high - low) or abs(high) or 1.0)
     return low - pad, high + pad

@@ -44,13 +44,14 @@ def test_learning_curve_shows_baselines_below_and_above_the_curve(tmp_path, save
     assert path.stat().st_size > 0
     low, high = saved_axes[0].get_ylim()
     assert low < 3.0 and high > 9.0
+    assert saved_axes[0].get_yscale() == "log"  # 3x apart: linear would flatten the curve
 
 
 def test_a_baseline_the_policy_matches_stays_visible(tmp_path, saved_axes):
     plot_learning_curve(_result([4.0, 4.0], {"heft": 4.0, "m_etf": 4.5}), tmp_path / "flat.png")
     ax = saved_axes[0]
     low, high = ax.get_ylim()
-    assert low < 4.0 < high
+    assert low < 4.0 < high and ax.get_yscale() == "linear"
     policy, *baselines = ax.get_lines()
     assert [line.get_label() for line in baselines] == ["heft, layered_100", "m_etf, layered_100"]
     colours = {matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()}
@@ -62,6 +63,12 @@ def test_a_baseline_the_policy_matches_stays_visible(tmp_path, saved_axes):
 def test_runtime_limits_hold_every_value_strictly(values):
     low, high = runtime_limits(values)
     assert all(low < v < high for v in values)
+
+
+@given(st.lists(st.floats(1e-6, 1e6), min_size=1, max_size=20))
+def test_log_runtime_limits_hold_every_value_strictly_and_stay_positive(values):
+    low, high = runtime_limits(values, log=True)
+    assert low > 0 and all(low < v < high for v in values)
 
 
 def test_runtime_limits_margin():
