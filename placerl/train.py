@@ -325,9 +325,13 @@ def _monitored(arguments: dict[str, Any], kind: str, start_from_best: bool = Fal
     return Monitor(StartFromBest(env) if start_from_best else env)
 
 
-def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool = False) -> Any:
+def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool = False,
+                environ: Mapping[str, str] | None = None) -> Any:  # fmt: skip
     from placerl.agents.threads import single_thread_worker
 
+    if environ is not None:  # the trainer's environment now, not the fork server's of old
+        os.environ.clear()
+        os.environ.update(environ)
     single_thread_worker()
     return _monitored(arguments, kind, start_from_best)
 
@@ -335,9 +339,12 @@ def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool = Fa
 def _vector_env(config: TrainConfig) -> Any:
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    from placerl._processes import start_method
+
     arguments = (config.env_arguments(), config.env, config.start_from_best)
     if config.vec_env == "subproc" and config.n_envs > 1:
-        return SubprocVecEnv([functools.partial(_worker_env, *arguments)] * config.n_envs)
+        worker = functools.partial(_worker_env, *arguments, environ=dict(os.environ))
+        return SubprocVecEnv([worker] * config.n_envs, start_method=start_method())
     return DummyVecEnv([functools.partial(_monitored, *arguments)] * config.n_envs)
 
 

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "placerl"
 #: Layers from the bottom up; a module may import from its own layer and the ones below.
 LAYERS = [
     {"errors", "_registry", "_version", "_io", "_spec", "_options", "_extras", "_env_ids",
-     "_provenance",
+     "_provenance", "_processes",
      "devices", "msr_format"},
     {"graph"},
     {"cluster"},

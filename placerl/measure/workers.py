@@ -1,6 +1,7 @@
 """CPU worker processes: one per logical device, pinned to its own cores.
 
-Each worker is a spawned process that pins itself to its cores (``sched_setaffinity``), sets
+Each worker is a fresh process (:mod:`placerl._processes`: forked from a server that imported
+torch once, or spawned) that pins itself to its cores (``sched_setaffinity``), sets
 torch's thread count to match, loads the program and then serves commands from the
 coordinator over a pipe. Workers exchange tensors through shared memory and pipes
 (:mod:`placerl.measure.transport`), so two branches placed on two workers really run in
@@ -22,6 +23,7 @@ import traceback
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from placerl._processes import start_method
 from placerl.errors import MeasurementError
 from placerl.measure.layout import Layout
 from placerl.measure.source import ModelSource
@@ -53,9 +55,14 @@ def worker_devices(kinds: list[str]) -> list[str]:
 
 
 def _worker_main(rank: int, source: ModelSource, layout: Layout, cores: list[int],
-                 peers: dict[int, Connection], conn: Connection) -> None:  # fmt: skip
+                 peers: dict[int, Connection], conn: Connection,
+                 environ: dict[str, str]) -> None:  # fmt: skip
     """A worker's whole life: set up, then answer commands until told to stop."""
     try:
+        # the coordinator's environment as it is now: a fork server's children would get the
+        # server's, from when it started
+        os.environ.clear()
+        os.environ.update(environ)
         os.sched_setaffinity(0, cores)
         import torch
 
@@ -115,7 +122,7 @@ class WorkerPool:
             return
         if self.running:  # one died while idle: start afresh
             self.stop(force=True)
-        context = multiprocessing.get_context("spawn")
+        context = multiprocessing.get_context(start_method())
         peers: list[dict[int, Connection]] = [{} for _ in range(self.workers)]
         for a in range(self.workers):
             for b in range(a + 1, self.workers):
@@ -124,7 +131,8 @@ class WorkerPool:
             ours, theirs = context.Pipe()
             process = context.Process(
                 target=_worker_main,
-                args=(rank, self.source, self.layout, cores, peers[rank], theirs),
+                args=(rank, self.source, self.layout, cores, peers[rank], theirs,
+                      dict(os.environ)),
                 daemon=True, name=f"placerl-worker-{rank}",
             )  # fmt: skip
             process.start()
