@@ -9,6 +9,8 @@ no torch threads, since the server itself never computes anything.
 from __future__ import annotations
 
 import multiprocessing
+import os
+from collections.abc import Mapping
 
 #: Modules the fork server imports once for all its workers (a missing one is skipped).
 PRELOAD = ["torch", "stable_baselines3"]
@@ -24,3 +26,11 @@ def start_method() -> str:
         return "spawn"
     multiprocessing.set_forkserver_preload(PRELOAD)
     return "forkserver"
+
+
+def adopt_environment(environ: Mapping[str, str]) -> None:
+    """In a worker: take the parent's environment as it was when the worker was made (pass
+    ``dict(os.environ)`` along); a fork server's children would otherwise keep the server's,
+    from when it started."""
+    os.environ.clear()
+    os.environ.update(environ)

@@ -327,11 +327,11 @@ def _monitored(arguments: dict[str, Any], kind: str, start_from_best: bool = Fal
 
 def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool = False,
                 environ: Mapping[str, str] | None = None) -> Any:  # fmt: skip
+    from placerl._processes import adopt_environment
     from placerl.agents.threads import single_thread_worker
 
-    if environ is not None:  # the trainer's environment now, not the fork server's of old
-        os.environ.clear()
-        os.environ.update(environ)
+    if environ is not None:
+        adopt_environment(environ)
     single_thread_worker()
     return _monitored(arguments, kind, start_from_best)
 

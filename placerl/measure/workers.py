@@ -23,7 +23,7 @@ import traceback
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from placerl._processes import start_method
+from placerl._processes import adopt_environment, start_method
 from placerl.errors import MeasurementError
 from placerl.measure.layout import Layout
 from placerl.measure.source import ModelSource
@@ -59,10 +59,7 @@ def _worker_main(rank: int, source: ModelSource, layout: Layout, cores: list[int
                  environ: dict[str, str]) -> None:  # fmt: skip
     """A worker's whole life: set up, then answer commands until told to stop."""
     try:
-        # the coordinator's environment as it is now: a fork server's children would get the
-        # server's, from when it started
-        os.environ.clear()
-        os.environ.update(environ)
+        adopt_environment(environ)
         os.sched_setaffinity(0, cores)
         import torch
 
