@@ -325,13 +325,12 @@ def _monitored(arguments: dict[str, Any], kind: str, start_from_best: bool = Fal
     return Monitor(StartFromBest(env) if start_from_best else env)
 
 
-def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool = False,
-                environ: Mapping[str, str] | None = None) -> Any:  # fmt: skip
+def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool, *,
+                environ: Mapping[str, str]) -> Any:  # fmt: skip
     from placerl._processes import adopt_environment
     from placerl.agents.threads import single_thread_worker
 
-    if environ is not None:
-        adopt_environment(environ)
+    adopt_environment(environ)
     single_thread_worker()
     return _monitored(arguments, kind, start_from_best)
 

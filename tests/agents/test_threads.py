@@ -1,5 +1,7 @@
 """Torch threads: the cores a process may use, the count training takes, and the phases."""
 
+import os
+
 import pytest
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
@@ -87,7 +89,7 @@ def test_env_workers_run_single_threaded(monkeypatch):
     before = torch.get_num_threads()
     try:
         env = _worker_env({"graph": "synthetic:layered?n=8&seed=0", "cluster": "placeto"},
-                          "construct")  # fmt: skip
+                          "construct", False, environ=dict(os.environ))  # fmt: skip
         assert torch.get_num_threads() == 1
         assert threads.os.environ["OMP_NUM_THREADS"] == "1"
         env.close()
