@@ -373,7 +373,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
         TrackBest,
     )
     from placerl.agents.episodes import best_rollout
-    from placerl.agents.factory import ALGORITHMS, make_agent
+    from placerl.agents.factory import ALGORITHMS, in_memory_logger, make_agent
     from placerl.agents.imitation import behaviour_clone
     from placerl.agents.threads import set_torch_threads
 
@@ -388,8 +388,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     timings: dict[str, float] = {"warm_start": 0.0, "train": 0.0}
     if state is not None:
         algo_cls = ALGORITHMS[config.algo].load()
-        model = algo_cls.load(out / CHECKPOINT / state["files"]["model"], env=venv,
-                              device=config.device)  # fmt: skip
+        model = in_memory_logger(algo_cls.load(out / CHECKPOINT / state["files"]["model"],
+                                               env=venv, device=config.device))  # fmt: skip
         best, curve = BestPlacement.from_dict(state["best"]), state["curve"]
         timings.update(state["timings"])
         warm = state.get("warm_start")

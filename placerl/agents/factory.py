@@ -23,6 +23,7 @@ GDP's attention over every node, :mod:`placerl.agents.attention_heads`; ``groups
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -210,6 +211,22 @@ def make_agent(
     model = cls(policy, env, policy_kwargs=kwargs, seed=seed, device=device, verbose=verbose,
                 **options)  # fmt: skip
     model.placerl_settings = {**settings, "algo": algo, "extractor": extractor, "head": head}
+    return in_memory_logger(model)
+
+
+def in_memory_logger(model: Any) -> Any:
+    """Give ``model`` an SB3 logger that keeps its records in memory (and prints them when
+    ``model.verbose``): without one, every ``learn`` call leaves an empty ``SB3-<date>`` folder
+    in the temporary directory. A model with ``tensorboard_log`` keeps SB3's own logger.
+
+    Returns:
+        ``model``.
+    """
+    if getattr(model, "tensorboard_log", None) is None:
+        from stable_baselines3.common.logger import HumanOutputFormat, Logger
+
+        outputs = [HumanOutputFormat(sys.stdout)] if model.verbose >= 1 else []
+        model.set_logger(Logger(folder=None, output_formats=outputs))
     return model
 
 

@@ -41,14 +41,14 @@ def load_model(path: str | os.PathLike[str], device: str = "auto") -> Any:
 
 @functools.lru_cache(maxsize=8)
 def _load(path: str, mtime: int, device: str) -> Any:
-    from placerl.agents.factory import ALGORITHMS
+    from placerl.agents.factory import ALGORITHMS, in_memory_logger
 
     save_util = require("stable_baselines3.common.save_util", "the policy placer")
     data, _, _ = save_util.load_from_zip_file(path, load_data=True, device="cpu")
     settings = (data or {}).get("placerl_settings")
     if settings is None:
         raise ConfigError(f"{path} is not a placerl policy (no placerl_settings in its data)")
-    return ALGORITHMS[settings["algo"]].load().load(path, device=device)
+    return in_memory_logger(ALGORITHMS[settings["algo"]].load().load(path, device=device))
 
 
 def policy_placer(

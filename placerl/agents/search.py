@@ -53,6 +53,7 @@ from placerl.agents.episodes import (
     sampled_rollouts,
     uses_masks,
 )
+from placerl.agents.factory import in_memory_logger
 from placerl.errors import ConfigError
 
 
@@ -386,4 +387,5 @@ def _copy(model: Any, venv: Any, n_steps: int) -> Any:
     buffer = io.BytesIO()
     model.save(buffer)
     buffer.seek(0)
-    return type(model).load(buffer, env=venv, device=model.device, custom_objects=objects)
+    copied = type(model).load(buffer, env=venv, device=model.device, custom_objects=objects)
+    return in_memory_logger(copied)

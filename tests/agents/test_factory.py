@@ -21,6 +21,32 @@ def test_every_algorithm_learns_a_few_steps(algo, extractor):
     assert model.placerl_settings["algo"] == algo
 
 
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_learning_writes_no_log_folder_and_prints_only_when_verbose(
+    verbose, tmp_path, monkeypatch, capsys
+):
+    import tempfile
+
+    from placerl.agents.placer import load_model
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where SB3 makes SB3-<date>
+    model = make_agent("maskable_ppo", SanityEnv("chain"), "mlp", n_steps=16, batch_size=16,
+                       verbose=verbose)  # fmt: skip
+    model.learn(32)
+    model.save(tmp_path / "m.zip")
+    loaded = load_model(tmp_path / "m.zip", "cpu")
+    loaded.set_env(SanityEnv("chain"))
+    loaded.learn(16)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.zip"]
+    printed = capsys.readouterr().out
+    assert ("total_timesteps" in printed) == bool(verbose), printed
+
+
+def test_a_tensorboard_log_keeps_sb3s_logger(tmp_path):
+    model = make_agent("maskable_ppo", SanityEnv("chain"), "mlp", tensorboard_log=str(tmp_path))
+    assert not model._custom_logger  # SB3 configures its tensorboard writer in learn()
+
+
 def test_device_head_is_the_default():
     model = make_agent("maskable_ppo", SanityEnv("chain"), "gnn")
     assert isinstance(model.policy, MaskableDevicePolicy)
