@@ -18,15 +18,19 @@ Every recipe gets the same env steps (a one-shot step is a whole placement, a du
 takes two steps; the runs give each recipe's training seconds). The split is fixed before any
 tuning and is the one of ``bench_search.py``: ``synthetic:layered?n=80&seed=0..23`` train,
 ``seed=24..31`` held out, on ``placeto?n_devices=4`` under ``step_time`` (the ``placeto``
-recipe was tuned on ``seed=100``, outside both).
+recipe was tuned on ``seed=100``, outside both). ``--family cifar10`` (``ptb``, ``nmt``) trains
+on Placeto's cell family instead: seeds 2-9 train, seeds 1 and 24-26 are held out, on four
+NVLink GPUs (``FAMILIES``).
 
     python benchmarks/bench_recipes.py                 # 4 recipes x 2 seeds, 8k steps each
+    python benchmarks/bench_recipes.py --family ptb    # the same on Placeto's ptb cells
     python benchmarks/bench_recipes.py --quick         # 1 seed, 3 graphs, 3k steps
     python benchmarks/bench_recipes.py --resume        # go on after an interruption
     python benchmarks/bench_recipes.py --models DIR    # keep the policies; reuse those in DIR
 
-Results: ``benchmarks/results/recipes.{json,md}`` (runs; per recipe and method the geometric
-mean over graphs and seeds with a 95% t-interval, wins, worst case and inference seconds).
+Results: ``benchmarks/results/recipes[_<family>].{json,md}`` (runs; per recipe and method the
+geometric mean over graphs and seeds with a 95% t-interval, wins, worst case and inference
+seconds).
 """
 
 from __future__ import annotations
@@ -58,9 +62,32 @@ from placerl.graph import load_graph
 from placerl.run_config import to_train_config
 from placerl.train import TrainConfig, train
 
-FAMILY = "synthetic:layered?n=80&seed={seed}"
-TRAIN, HELD_OUT = range(24), range(24, 32)
-CLUSTER, OBJECTIVE = "placeto?n_devices=4", "step_time"
+OBJECTIVE = "step_time"
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A graph family's split: training seeds, held-out seeds, and the cluster it runs on."""
+
+    spec: str
+    train: range
+    held_out: tuple[int, ...]
+    cluster: str
+
+    def graphs(self, seeds: Any) -> list[str]:
+        return [self.spec.format(seed=s) for s in seeds]
+
+
+_NVLINK = "gpu8_nvlink?n_devices=4"
+#: Layered is the split of ``bench_search.py``. Placeto's cell families hold seed 0 out of
+#: both sides (the recipes were shaped on cifar10 seed 0) and seed 1 out of training, as
+#: ``bench_excursions.py`` does; seeds 2-9 train and 1, 24-26 are held out.
+FAMILIES = {
+    "layered": Family("synthetic:layered?n=80&seed={seed}", range(24), tuple(range(24, 32)),
+                      "placeto?n_devices=4"),
+    **{name: Family(f"synthetic:{name}?seed={{seed}}", range(2, 10), (1, 24, 25, 26), _NVLINK)
+       for name in ("cifar10", "ptb", "nmt")},
+}  # fmt: skip
 CONSTRUCTIVE = ("heft", "m_etf", "m_sct")
 RECIPES = ("default", "placeto", "doppler", "gdp")
 #: (method, search, start placer): how each trained policy places a held-out graph.
@@ -68,26 +95,26 @@ METHODS = (("zero-shot", "greedy", None), ("local", "local", None),
            ("local+best_of", "local", "best_of"))  # fmt: skip
 
 
-def recipe_config(recipe: str, seed: int, steps: int, out: str) -> TrainConfig:
+def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str) -> TrainConfig:
     """``recipe``'s training config on the family's training graphs."""
     from placerl.apps import compose_run
 
     overrides = ["~experiment"] if recipe == "default" else [f"experiment={recipe}"]
     config = to_train_config(compose_run(*overrides), out_dir=out)
-    graphs = [load_graph(FAMILY.format(seed=s)) for s in (*TRAIN, *HELD_OUT)]
+    graphs = [load_graph(spec) for spec in family.graphs((*family.train, *family.held_out))]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),
                "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip
     return dataclasses.replace(
-        config, graph=[FAMILY.format(seed=s) for s in TRAIN], cluster=CLUSTER,
+        config, graph=family.graphs(family.train), cluster=family.cluster,
         objective=OBJECTIVE, env_kwargs={**config.env_kwargs, **padding}, total_steps=steps,
         seed=seed, eval_every=max(steps // 4, 1), eval_samples=0, checkpoint_every=0,
         baselines=(), progress_bar=False,
     )  # fmt: skip
 
 
-def place_held_out(model: Any, spec: str, budget: int) -> list[dict[str, Any]]:
+def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> list[dict[str, Any]]:
     """The policy's zero-shot and local-search placements of ``spec`` beside the placers'."""
-    graph, cluster = load_graph(spec), load_cluster(CLUSTER)
+    graph, cluster = load_graph(spec), load_cluster(cluster_spec)
     env = env_for(model.placerl_settings, Problem(graph, cluster, OBJECTIVE))
     constructive = min(solve(p, graph, cluster, OBJECTIVE).runtime for p in CONSTRUCTIVE)
     best_of = reference(graph, cluster, OBJECTIVE, "best_of")
@@ -141,12 +168,15 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", default=",".join(RECIPES))
+    parser.add_argument("--family", default="layered", choices=FAMILIES,
+                        help="the family to train on and place held-out graphs of")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--steps", type=int, default=8_000, help="env steps per policy")
     parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
-    parser.add_argument("--graphs", type=int, default=len(HELD_OUT), help="held-out graphs")
+    parser.add_argument("--graphs", type=int, default=None, help="held-out graphs (all)")
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
-    parser.add_argument("--name", default="recipes", help="results file name")
+    parser.add_argument("--name", default=None,
+                        help="results file name (recipes, or recipes_<family>)")
     parser.add_argument("--resume", action="store_true",
                         help="keep the (recipe, seed) pairs the results file already holds")
     parser.add_argument("--models", default=None,
@@ -154,6 +184,8 @@ def main() -> None:
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
+    family = FAMILIES[args.family]
+    args.name = args.name or ("recipes" if args.family == "layered" else f"recipes_{args.family}")
     if args.quick:
         args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
     warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
@@ -166,30 +198,30 @@ def main() -> None:
         for seed in range(args.seeds):
             if (recipe, seed) in done:
                 continue
-            model, trained = trained_policy(recipe, seed, args)
-            for s in list(HELD_OUT)[: args.graphs]:
-                spec = FAMILY.format(seed=s)
-                for row in place_held_out(model, spec, args.budget):
+            model, trained = trained_policy(recipe, family, seed, args)
+            for spec in family.graphs(family.held_out[: args.graphs]):
+                for row in place_held_out(model, spec, family.cluster, args.budget):
                     rounded = {k: round(v, 4) if isinstance(v, float) else v
                                for k, v in row.items()}  # fmt: skip
                     rows.append({"recipe": recipe, "seed": seed, "graph": spec.split(":")[1],
                                  "train_s": round(trained), **rounded})  # fmt: skip
                     print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
                           flush=True)  # fmt: skip
-            report(args, rows, time.perf_counter() - begin)  # after every policy
+            report(args, family, rows, time.perf_counter() - begin)  # after every policy
 
 
-def trained_policy(recipe: str, seed: int, args: argparse.Namespace) -> tuple[Any, float]:
+def trained_policy(recipe: str, family: Family, seed: int,
+                   args: argparse.Namespace) -> tuple[Any, float]:  # fmt: skip
     """``recipe``'s policy for ``seed`` and its training seconds: trained here, or the one
     ``--models`` holds from an earlier run (with the seconds it took then)."""
-    kept = Path(args.models) / f"{recipe}_seed{seed}" if args.models else None
+    kept = Path(args.models) / args.family / f"{recipe}_seed{seed}" if args.models else None
     if kept is not None and (kept / "model.zip").is_file():
         seconds = json.loads((kept / "train_s.json").read_text())
         return load_model(kept / "model.zip", "cpu"), seconds
     with tempfile.TemporaryDirectory() as scratch:
         out = kept or Path(scratch)
         start = time.perf_counter()
-        result = train(recipe_config(recipe, seed, args.steps, str(out)))
+        result = train(recipe_config(recipe, family, seed, args.steps, str(out)))
         seconds = time.perf_counter() - start
         print(f"{recipe} seed {seed}: {result.steps} steps in {seconds:.0f} s (weights "
               f"of step {result.policy_step})", flush=True)  # fmt: skip
@@ -198,13 +230,15 @@ def trained_policy(recipe: str, seed: int, args: argparse.Namespace) -> tuple[An
         return load_model(out / "model.zip", "cpu"), seconds
 
 
-def report(args: argparse.Namespace, rows: list[dict[str, Any]], seconds: float) -> None:
+def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
+           seconds: float) -> None:  # fmt: skip
     """Write the runs and the summary (JSON and markdown) and print the summary."""
     command = "python benchmarks/bench_recipes.py " + " ".join(sys.argv[1:])
     write_results(args.name, rows, args.out)
     table = markdown_table(summarize(rows))
     text = (f"Command: `{command.strip()}` ({seconds:.0f} s). Held-out "
-            f"{FAMILY.format(seed='24..31')} on {CLUSTER}, {args.steps} env steps per policy. "
+            f"{family.spec.format(seed=family.held_out)} on {family.cluster}, trained on seeds "
+            f"{family.train.start}-{family.train.stop - 1}, {args.steps} env steps per policy. "
             "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
             f"per graph; `local`: policy-guided local search at {args.budget} simulator "
             f"evaluations over `local_search` from `best_of` at the same budget (`local+best_of`: "

@@ -162,8 +162,11 @@ def _wandb_callback(run: Any) -> Any:
             pass
 
     class WandbLogging(BaseCallback):
-        def _on_training_start(self) -> None:
-            self.model.logger.output_formats.append(WandbWriter())
+        writer = WandbWriter()
+
+        def _on_training_start(self) -> None:  # once per logger: a model keeps its own
+            if self.writer not in self.model.logger.output_formats:
+                self.model.logger.output_formats.append(self.writer)
 
         def _on_step(self) -> bool:
             return True
