@@ -1,10 +1,8 @@
 """A training run killed at any moment (SIGKILL, also mid-checkpoint) resumes and loses nothing."""
 
 import json
+import multiprocessing
 import os
-import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -12,17 +10,34 @@ import pytest
 
 pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 
+from placerl._processes import adopt_environment, start_method
+
 CONFIG = {"graph": "synthetic:layered?n=12&seed=0", "cluster": "placeto?n_devices=2",
           "extractor": "mlp", "n_envs": 1, "hyperparams": {"n_steps": 32, "batch_size": 32},
           "total_steps": 640, "eval_every": 32, "checkpoint_every": 32, "baselines": [],
           "warm_start": None, "threads": 1, "seed": 3}  # fmt: skip
 
 
-def _start(out_dir) -> subprocess.Popen:
+def _train(config: dict, environ: dict) -> None:
+    adopt_environment(environ)
+    from placerl.train import train
+
+    train(config)
+
+
+def _start(out_dir) -> multiprocessing.Process:
+    """A training process of its own (forked from a server that imported torch once)."""
     config = {**CONFIG, "out_dir": str(out_dir), "resume": True}
-    code = f"from placerl.train import train; train({config!r})"
-    env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-c", code], env=env)
+    environ = {**os.environ, "WANDB_MODE": "disabled"}
+    job = multiprocessing.get_context(start_method()).Process(target=_train,
+                                                              args=(config, environ))
+    job.start()
+    return job
+
+
+def _finishes(job: multiprocessing.Process) -> bool:
+    job.join(timeout=300)
+    return job.exitcode == 0
 
 
 def _checkpointed_steps(out_dir) -> int:
@@ -31,7 +46,7 @@ def _checkpointed_steps(out_dir) -> int:
 
 
 def test_a_run_killed_several_times_resumes_to_the_uninterrupted_result(tmp_path):
-    assert _start(tmp_path / "reference").wait(timeout=300) == 0  # a process like the others
+    assert _finishes(_start(tmp_path / "reference"))  # a process like the others
     reference = json.loads((tmp_path / "reference" / "result.json").read_text())
     out = tmp_path / "killed"
     first_checkpoint, kills = None, 0
@@ -40,19 +55,18 @@ def test_a_run_killed_several_times_resumes_to_the_uninterrupted_result(tmp_path
         job = _start(out)
         before = _checkpointed_steps(out)
         deadline = time.monotonic() + 120
-        while _checkpointed_steps(out) <= before and job.poll() is None:  # train a little
+        while _checkpointed_steps(out) <= before and job.is_alive():  # train a little
             assert time.monotonic() < deadline, "no checkpoint in 2 minutes"
             time.sleep(0.01)
         time.sleep(rng.uniform(0.0, 0.3))  # then die anywhere, a checkpoint write included
-        if job.poll() is not None:
+        if not job.is_alive():
             break  # finished before the kill: nothing left to interrupt
-        job.send_signal(signal.SIGKILL)
-        job.wait()
+        job.kill()  # SIGKILL
+        job.join()
         kills += 1
         first_checkpoint = first_checkpoint or _checkpointed_steps(out)
     assert kills >= 2, "the run finished before it could be killed twice"
-    finish = _start(out)
-    assert finish.wait(timeout=300) == 0
+    assert _finishes(_start(out))
     result = json.loads((out / "result.json").read_text())
     assert result["steps"] == reference["steps"] == 640
     steps = [c["step"] for c in result["curve"]]
