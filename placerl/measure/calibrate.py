@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import theilslopes
 
 from placerl.cluster import Cluster
 from placerl.errors import ConfigError
@@ -162,6 +161,8 @@ def _with_latency(cluster: Cluster, devices: list[int], extra: float) -> Cluster
 def _links(measurer: Measurer, sizes: list[int],
            repeats: int) -> tuple[np.ndarray, np.ndarray, list[dict[str, float]]]:  # fmt: skip
     """Fitted bandwidth and latency matrices (other entries as in the cluster), and the fits."""
+    from scipy.stats import theilslopes  # here: scipy.stats costs every worker 0.6 s to import
+
     base = measurer.cluster
     bandwidth, latency = base.bandwidth.copy(), base.latency.copy()
     fits = []
