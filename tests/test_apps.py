@@ -236,17 +236,19 @@ def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
     assert "already holds result.json; skipped" in again.stdout
 
 
-@pytest.mark.parametrize("launcher", [
-    ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
-    ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"],
+@pytest.mark.parametrize(("launcher", "seeds"), [
+    (["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], [0, 1]),
+    (["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"], [0]),
 ], ids=["joblib", "submitit_local"])  # fmt: skip
-def test_sweeps_run_on_the_parallel_launchers(tmp_path, launcher):
+def test_sweeps_run_on_the_parallel_launchers(tmp_path, launcher, seeds):
+    """Joblib runs two jobs side by side; submitit one (each job is a fresh Python)."""
     sweep = tmp_path / "sweep"
     done = _app(tmp_path, "train_app", "-m", *launcher, *TINY, SPEC, "total_steps=64",
-                "eval_every=0", "seed=0,1", f"hydra.sweep.dir={sweep}")  # fmt: skip
+                "eval_every=0", f"seed={','.join(map(str, seeds))}",
+                f"hydra.sweep.dir={sweep}")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    seeds = sorted(json.loads(p.read_text())["config"]["seed"] for p in sweep.rglob("result.json"))
-    assert seeds == [0, 1]
+    found = sorted(json.loads(p.read_text())["config"]["seed"] for p in sweep.rglob("result.json"))
+    assert found == seeds
 
 
 def test_an_optuna_search_minimizes_the_runs_objective_and_resumes(tmp_path):
