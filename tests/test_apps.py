@@ -256,6 +256,7 @@ def test_an_optuna_search_minimizes_the_runs_objective_and_resumes(tmp_path):
 
     sweep = tmp_path / "search"
     arguments = ["hparams_search=placeto_optuna", "hydra.sweeper.n_trials=2", SPEC,
+                 "agent.warm_start_epochs=5",  # the sweep is under test, not the clone
                  "cluster=placeto4", "total_steps=128", "eval_every=64", "n_envs=2",
                  "+agent.hyperparams.n_steps=32", "baselines=[single_device,round_robin]",
                  f"hydra.sweep.dir={sweep}"]  # fmt: skip
