@@ -7,19 +7,23 @@ improves (its optimum: more evaluations buy it nothing). Graphs: the 8 held-out 
 ``bench_recipes.py`` (``synthetic:layered?n=80&seed=24..31`` on ``placeto?n_devices=4``) and
 one graph of each Placeto family on four NVLink GPUs (cifar10, ptb, nmt: 200 to 300 nodes).
 None was used to design or tune the recipe (it was shaped on cifar10 seed 0 and
-``layered?n=30``; the families' graphs here are seed 1). ``--objective pipeline`` runs the
+``layered?n=30``; the families' graphs here are seed 1). ``--cases pipeline`` runs the
 seven msr graphs on their own clusters under ``pipeline`` instead, where ``best_of`` includes
 Tarnawski's DP (the optimal contiguous split) and each row also gives RL over the DP.
+``--cases zoo`` runs six zoo models on four NVLink GPUs under ``step_time``: Inception-v3,
+ResNet-50, GNMT and the transformer whole (98 to 325 nodes) and Inception-v3 and the
+transformer coarsened to 100 nodes.
 
     python benchmarks/bench_excursions.py              # 11 graphs x 2 seeds, 20k steps
-    python benchmarks/bench_excursions.py --objective pipeline   # 7 msr graphs x 2 seeds
+    python benchmarks/bench_excursions.py --cases pipeline   # 7 msr graphs x 2 seeds
+    python benchmarks/bench_excursions.py --cases zoo        # 6 zoo graphs x 2 seeds
     python benchmarks/bench_excursions.py --quick      # 2 graphs, 1 seed, 3k steps
 
 Iterated local search gets RL's budget (one simulator evaluation per env step): the climb
 from ``best_of``, then kicks of 4 random units of its best placement and climbs again
 (``local_search?restarts=...``). ``--resume`` reuses the RL runs already in the results file.
 
-Results: ``benchmarks/results/excursions[_pipeline].{json,md}``: per run the runtimes over
+Results: ``benchmarks/results/excursions[_pipeline|_zoo].{json,md}``: per run the runtimes over
 ``local_search``'s (below 1: faster) and RL's over iterated local search's, and for each ratio
 the geometric mean with a 95% t-interval, runs at most 1 and the worst case.
 """
@@ -53,23 +57,28 @@ FAMILIES = [(f"synthetic:{family}?seed=1", "gpu8_nvlink?n_devices=4")
 MSR = [(f"msr:{name}", f"msr:{name}") for name in (
     "bert24_inference", "bert24_training", "gnmt_inference", "resnet50_inference",
     "resnet50_training", "bert_l-3_inference", "bert_l-3_training")]  # fmt: skip
+ZOO = [(f"zoo:{spec}", "gpu8_nvlink?n_devices=4") for spec in (
+    "inception_v3", "resnet50", "gnmt", "transformer", "inception_v3?max_nodes=100",
+    "transformer?max_nodes=100")]  # fmt: skip
 
 
 class CaseSet(NamedTuple):
-    """The graphs of one objective and the classic placer each row is also compared with."""
+    """Graphs, their objective and the classic placer each row is also compared with."""
 
     cases: list[tuple[str, str]]
+    objective: str
     reference: str
 
 
-CASE_SETS = {"step_time": CaseSet(LAYERED + FAMILIES, "heft"),
-             "pipeline": CaseSet(MSR, "tarnawski_dp")}  # fmt: skip
+CASE_SETS = {"step_time": CaseSet(LAYERED + FAMILIES, "step_time", "heft"),
+             "pipeline": CaseSet(MSR, "pipeline", "tarnawski_dp"),
+             "zoo": CaseSet(ZOO, "step_time", "heft")}  # fmt: skip
 
 
-def run(graph: str, cluster: str, seed: int, steps: int, objective: str) -> dict[str, Any]:
+def run(graph: str, cluster: str, seed: int, steps: int, case_set: CaseSet) -> dict[str, Any]:
     from placerl.apps import compose_run
 
-    reference = CASE_SETS[objective].reference
+    objective, reference = case_set.objective, case_set.reference
     overrides = ["experiment=excursions", f"graph.spec='{graph}'", f"cluster.spec='{cluster}'",
                  f"env.objective={objective}", f"seed={seed}", f"total_steps={steps}",
                  "eval_every=0", "eval_samples=0", f"baselines=[{reference},best_of]",
@@ -88,16 +97,16 @@ def run(graph: str, cluster: str, seed: int, steps: int, objective: str) -> dict
             "rl_seconds": round(seconds, 1)}  # fmt: skip
 
 
-def with_iterated(row: dict[str, Any], objective: str) -> dict[str, Any]:
+def with_iterated(row: dict[str, Any], case_set: CaseSet) -> dict[str, Any]:
     """``row`` with iterated local search at RL's budget (one evaluation per env step): the
     climb from ``best_of``, then kicks of 4 random units and climbs again, seeded as the run;
     and RL over the case set's reference placer."""
-    graph, cluster = row["graph"], row["cluster"]
+    graph, cluster, objective = row["graph"], row["cluster"], case_set.objective
     optimum = solve("local_search", graph, cluster, objective=objective, init="best_of").runtime
     iterated = solve("local_search", graph, cluster, objective=objective, init="best_of",
                      restarts=10**9, max_evaluations=row["steps"], time_limit=3600,
                      seed=row["seed"])  # fmt: skip
-    reference = CASE_SETS[objective].reference
+    reference = case_set.reference
     rl = row["rl_vs_local_search"]
     return {**row, "iterated_vs_local_search": round(iterated.runtime / optimum, 4),
             "rl_vs_iterated": round(rl * optimum / iterated.runtime, 4),
@@ -128,33 +137,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--objective", choices=sorted(CASE_SETS), default="step_time")
+    parser.add_argument("--cases", choices=sorted(CASE_SETS), default="step_time",
+                        help="layered and Placeto's families (step_time), the msr graphs "
+                             "(pipeline) or zoo models (step_time)")  # fmt: skip
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--resume", action="store_true",
                         help="reuse the RL runs already in the results file")  # fmt: skip
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
-    case_set = CASE_SETS[args.objective]
+    case_set = CASE_SETS[args.cases]
     cases = case_set.cases[:1] + case_set.cases[-1:] if args.quick else case_set.cases
     seeds = range(1 if args.quick else args.seeds)
     steps = 3_000 if args.quick else args.steps
     jobs = [(g, c, s) for g, c in cases for s in seeds]
-    flags = (" --objective pipeline" if args.objective == "pipeline" else "") \
+    flags = (f" --cases {args.cases}" if args.cases != "step_time" else "") \
         + (" --quick" if args.quick else "")  # fmt: skip
-    name = "excursions" + flags.replace(" --objective ", "_").replace(" --", "_")
+    name = "excursions" + flags.replace(" --cases ", "_").replace(" --", "_")
     done = _finished(Path(args.out) / f"{name}.json", steps) if args.resume else {}
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the DP's pair budget inside best_of
         for graph, cluster, seed in track(jobs, description="excursions per graph"):
             row = done.get((graph, cluster, seed)) or run(graph, cluster, seed, steps,
-                                                          args.objective)  # fmt: skip
-            rows.append(with_iterated(row, args.objective))
+                                                          case_set)  # fmt: skip
+            rows.append(with_iterated(row, case_set))
     write_results(name, rows, args.out)
     summaries = [summarize(rows, c) for c in ("rl_vs_local_search", "iterated_vs_local_search",
                                               "rl_vs_iterated", f"rl_vs_{case_set.reference}")]
-    text = (f"`python benchmarks/bench_excursions.py{flags}` ({args.objective}): "
+    text = (f"`python benchmarks/bench_excursions.py{flags}` ({case_set.objective}): "
             f"{steps:,} steps per run; runtimes over `local_search`'s optimum from `best_of`, "
             "and RL over iterated local search at RL's budget (below 1: RL is faster)."
             f"\n\n{markdown_table(summaries)}\n\n{markdown_table(rows)}\n")  # fmt: skip
