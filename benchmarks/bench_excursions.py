@@ -47,7 +47,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
 from placerl.baselines import solve
+from placerl.cluster import load_cluster
+from placerl.graph import load_graph
 from placerl.run_config import to_train_config
+from placerl.sim import CostModel
+from placerl.sim.bounds import lower_bound
 from placerl.train import train
 
 LAYERED = [(f"synthetic:layered?n=80&seed={s}", "placeto?n_devices=4")
@@ -100,7 +104,8 @@ def run(graph: str, cluster: str, seed: int, steps: int, case_set: CaseSet) -> d
 def with_iterated(row: dict[str, Any], case_set: CaseSet) -> dict[str, Any]:
     """``row`` with iterated local search at RL's budget (one evaluation per env step): the
     climb from ``best_of``, then kicks of 4 random units and climbs again, seeded as the run;
-    and RL over the case set's reference placer."""
+    RL over the case set's reference placer; and RL over the objective's lower bound (where
+    it is 1, no placement is faster)."""
     graph, cluster, objective = row["graph"], row["cluster"], case_set.objective
     optimum = solve("local_search", graph, cluster, objective=objective, init="best_of").runtime
     iterated = solve("local_search", graph, cluster, objective=objective, init="best_of",
@@ -108,9 +113,11 @@ def with_iterated(row: dict[str, Any], case_set: CaseSet) -> dict[str, Any]:
                      seed=row["seed"])  # fmt: skip
     reference = case_set.reference
     rl = row["rl_vs_local_search"]
+    bound = lower_bound(CostModel(load_graph(graph), load_cluster(cluster), objective))
     return {**row, "iterated_vs_local_search": round(iterated.runtime / optimum, 4),
             "rl_vs_iterated": round(rl * optimum / iterated.runtime, 4),
-            f"rl_vs_{reference}": round(rl / row[f"{reference}_vs_local_search"], 4)}
+            f"rl_vs_{reference}": round(rl / row[f"{reference}_vs_local_search"], 4),
+            "rl_vs_bound": round(rl * optimum / bound, 4) if bound else float("nan")}
 
 
 def summarize(rows: list[dict[str, Any]], column: str) -> dict[str, Any]:
@@ -163,11 +170,14 @@ def main() -> None:
                                                           case_set)  # fmt: skip
             rows.append(with_iterated(row, case_set))
     write_results(name, rows, args.out)
-    summaries = [summarize(rows, c) for c in ("rl_vs_local_search", "iterated_vs_local_search",
-                                              "rl_vs_iterated", f"rl_vs_{case_set.reference}")]
+    columns = ["rl_vs_local_search", "iterated_vs_local_search", "rl_vs_iterated",
+               f"rl_vs_{case_set.reference}", "rl_vs_bound"]
+    summaries = [summarize(rows, c) for c in columns
+                 if all(np.isfinite(r[c]) for r in rows)]  # a bound exists for the objective
     text = (f"`python benchmarks/bench_excursions.py{flags}` ({case_set.objective}): "
             f"{steps:,} steps per run; runtimes over `local_search`'s optimum from `best_of`, "
-            "and RL over iterated local search at RL's budget (below 1: RL is faster)."
+            "and RL over iterated local search at RL's budget (below 1: RL is faster); "
+            "`rl_vs_bound`: over the objective's lower bound (1: no placement is faster)."
             f"\n\n{markdown_table(summaries)}\n\n{markdown_table(rows)}\n")  # fmt: skip
     (Path(args.out) / f"{name}.md").write_text(text)
     print(text)
