@@ -63,7 +63,7 @@ def test_the_trained_dual_policy_is_a_placer_with_every_search(tmp_path):
 
     model = load_model(path, "cpu")
     for search in sorted(SEARCHES):
-        found = run_search(model, _env(), search, budget=0 if search == "greedy" else 40)
+        found = run_search(model, _env(), search, budget=0 if search == "greedy" else 16)
         assert found.runtime <= found.greedy_runtime * (1 + 1e-12), search
 
 
