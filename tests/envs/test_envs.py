@@ -146,7 +146,12 @@ def test_sb3_vec_envs_including_subprocesses():
     dummy.step(np.array([0, 1]))
     masks = dummy.env_method("action_masks")
     assert len(masks) == 2 and masks[0].dtype == bool
-    sub = SubprocVecEnv([lambda: make("placerl/PlacementRefine-v0")] * 2, start_method="spawn")
+    from placerl._processes import start_method
+
+    # placerl's own start method (a fork server that imported torch; spawn where there is
+    # none): the env factories are pickled either way, as in training
+    sub = SubprocVecEnv([lambda: make("placerl/PlacementRefine-v0")] * 2,
+                        start_method=start_method())  # fmt: skip
     try:
         sub.reset()
         _, rewards, _, infos = sub.step(np.array([1, 2]))
