@@ -21,13 +21,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory):
     """Point ``PLACERL_CACHE`` at a session temp folder: tests never touch ~/.cache/placerl.
+    ``SB3_LOGDIR`` too: a model built with SB3 directly (the README's plain route) logs there
+    instead of leaving an ``SB3-<date>`` folder per ``learn`` in the temporary directory.
 
-    Subprocesses (vector-env workers, the README test) inherit it through the environment.
+    Subprocesses (vector-env workers, the README test) inherit them through the environment.
     """
-    saved = os.environ.get("PLACERL_CACHE")
-    os.environ["PLACERL_CACHE"] = str(tmp_path_factory.mktemp("placerl-cache"))
+    names = ("PLACERL_CACHE", "SB3_LOGDIR")
+    saved = {name: os.environ.get(name) for name in names}
+    for name in names:
+        os.environ[name] = str(tmp_path_factory.mktemp(name.lower()))
     yield
-    if saved is None:
-        del os.environ["PLACERL_CACHE"]
-    else:
-        os.environ["PLACERL_CACHE"] = saved
+    for name, value in saved.items():
+        if value is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = value
