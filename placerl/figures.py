@@ -80,7 +80,10 @@ def runtime_limits(values: list[float], margin: float = 0.08,
         return float(np.exp(low)), float(np.exp(high))
     low, high = min(values), max(values)
     pad = margin * ((high - low) or abs(high) or 1.0)
-    return low - pad, high + pad
+    # at least one float step: a pad below the values' resolution (a subnormal value, a span
+    # far below their magnitude) would leave a value on the axis's edge
+    return (min(low - pad, float(np.nextafter(low, -np.inf))),
+            max(high + pad, float(np.nextafter(high, np.inf))))
 
 
 def plot_best_placement(result: TrainResult, path: str | Path, *, graph: int = 0) -> Path:

@@ -26,10 +26,10 @@ def private_cache(tmp_path_factory):
 
     Subprocesses (vector-env workers, the README test) inherit them through the environment.
     """
-    names = ("PLACERL_CACHE", "SB3_LOGDIR")
-    saved = {name: os.environ.get(name) for name in names}
-    for name in names:
-        os.environ[name] = str(tmp_path_factory.mktemp(name.lower()))
+    folders = {"PLACERL_CACHE": "placerl-cache", "SB3_LOGDIR": "sb3-logs"}
+    saved = {name: os.environ.get(name) for name in folders}
+    for name, folder in folders.items():
+        os.environ[name] = str(tmp_path_factory.mktemp(folder))
     yield
     for name, value in saved.items():
         if value is None:
