@@ -106,29 +106,31 @@ def summary_table(result: TrainResult) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    if is_evaluation(result.config):
-        title, mine = f"placerl-eval: {result.config['placer']}", "placer"
+    evaluation = is_evaluation(result.config)
+    if evaluation:
+        title = f"placerl-eval: {result.config['placer']}"
+        mine, result_of = "placer", "the placer's"
     else:
+        # a policy's result is the best placement its run found (best_placement.json), which
+        # the search recipes report; the greedy pass of its weights is a row of its own
         title = f"placerl-train: {result.steps} steps, {result.timings['train']:.0f} s of training"
-        mine = "policy"
-    # a policy's result is the best placement its run found (best_placement.json), which the
-    # search recipes report; the greedy pass of its weights is a row of its own
-    result_of = "the best placement the policy found" if mine == "policy" else "the placer's"
+        mine, result_of = "policy", "the best placement the policy found"
     table = Table(title=title, caption=f"{mine} speedup: each row's runtime over {result_of} "
                   f"(above 1x: the {mine} is faster)")  # fmt: skip
     for column in ("graph", "placer", "runtime (ms)", f"{mine} speedup"):
         table.add_column(column, justify="left" if column in ("graph", "placer") else "right",
                          overflow="fold")  # long placer specs wrap instead of hiding options
     for g, outcome in enumerate(result.graphs):
-        if mine == "policy":
+        if evaluation:
+            rows = {**outcome.baselines, result.config["placer"]: outcome.final_runtime}
+            result_runtime = outcome.final_runtime
+        else:
             rows = {f"policy (greedy, weights of step {result.policy_step:,})":
                     outcome.final_runtime, **_last_weights(result, g),
                     "policy (best seen)": outcome.best_runtime, **outcome.baselines}  # fmt: skip
-        else:
-            rows = {**outcome.baselines, result.config["placer"]: outcome.final_runtime}
+            result_runtime = outcome.best_runtime
         if outcome.lower_bound is not None:
             rows[LOWER_BOUND_ROW] = outcome.lower_bound
-        result_runtime = outcome.best_runtime if mine == "policy" else outcome.final_runtime
         for name, runtime in sorted(rows.items(), key=lambda item: item[1]):
             table.add_row(outcome.graph, name, f"{runtime * 1e3:.3f}",
                           f"{runtime / result_runtime:.3f}x")  # fmt: skip
