@@ -156,8 +156,8 @@ class SweepSummary(Callback):
             print(f"sweep {sweep}: no finished job" + (f"; failed: {', '.join(failed)}"
                                                        if failed else ""))  # fmt: skip
             return
-        columns = ["graph", "order", "agent", "seeds", "runtime_ms", "runtime_ci95_ms",
-                   "speedup_vs_best"]  # fmt: skip
+        columns = ["graph", "order", "agent", "seeds", "runtime_ms", "runtime_ci95_low",
+                   "runtime_ci95_high", "speedup_vs_best"]  # fmt: skip
         print(f"\nsweep {sweep}: mean over seeds, 95% CI ({len(failed)} failed job(s)"
               + (f": {', '.join(failed)})" if failed else ")"))
         print(summary[columns].to_markdown(index=False, floatfmt=".4g"))

@@ -1,15 +1,17 @@
-"""``placerl-report DIR...``: tables and plots from finished runs and sweeps.
+"""``placerl-report DIR...``: tables, verdicts and plots from finished runs and sweeps.
 
 Every ``result.json`` under the given folders (``placerl-train`` and ``placerl-eval`` runs) is
 one row per graph. The report aggregates them per graph x cluster x objective x order x agent:
-the mean over seeds with a 95% Student-t confidence interval (runs whose configs differ in
-more than the seed, such as the env or the budget, carry different ``variant`` labels and are
-never pooled), and a paired comparison of each
-traversal order against a reference order on the same graphs, agents and seeds (ratio of
-runtimes, wins, and a Wilcoxon signed-rank p-value). It writes ``report.md``, ``runs.csv``,
-``summary.csv``, ``orders.csv`` and three plots: runtime per order per graph, learning curves
-per order, and speedup over the best baseline placer. An evaluation run (``placerl-eval``) has
-order ``none``, its placer spec as agent, and its bars labelled by that spec.
+the jobs pooled and the mean over seeds with a Student-t 95% interval (runs whose configs differ
+in more than the seed, such as the env or the budget, carry different ``variant`` labels, are
+never pooled or paired, and are listed with what differs). Per graph group (a family's graphs,
+``cifar10-s3`` in ``cifar10``), agent and variant, each traversal order faces a reference order
+on the same graphs and seeds (:mod:`placerl.comparison`): geometric-mean ratio with a bootstrap
+interval, wins, a Wilcoxon p-value or the reason it is missing, and a worded verdict. It writes
+``report.md``, ``runs.csv``, ``summary.csv``, ``orders.csv`` and plots with their intervals:
+runtime per order per graph, speedup over the best baseline placer, learning curves (min-max
+over seeds) and the paired ratios. Failed and unfinished jobs are listed. An evaluation run
+(``placerl-eval``) has order ``none``, its placer spec as agent, and its bars labelled by it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from placerl._options import check_out_dir
+from placerl.comparison import compare_pairs
 from placerl.errors import ConfigError
 from placerl.train import is_evaluation
 
@@ -92,6 +96,12 @@ def variant(config: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(rest, sort_keys=True).encode()).hexdigest()[:8]
 
 
+def graph_group(name: str) -> str:
+    """The family a graph belongs to: its name without the seed suffix (``cifar10-s3`` ->
+    ``cifar10``); a graph without one is a group of its own."""
+    return re.sub(r"-s\d+$", "", name)
+
+
 def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
     config = result["config"]
     if is_evaluation(config):
@@ -99,13 +109,13 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
     else:
         order, seed = config["order"], config["seed"]
         agent = f"{config['algo']}_{config['extractor']}"
-    rows, label = [], variant(config)
+    rows, label, settings = [], variant(config), _settings(config)
     for g, outcome in enumerate(result["graphs"]):
         best = min(outcome["baselines"].values()) if outcome["baselines"] else np.nan
         rows.append({
-            "run": str(run), "graph": outcome["graph"], "cluster": config["cluster"],
-            "objective": config["objective"], "order": order, "agent": agent,
-            "variant": label, "seed": seed,
+            "run": str(run), "graph": outcome["graph"], "group": graph_group(outcome["graph"]),
+            "cluster": config["cluster"], "objective": config["objective"], "order": order,
+            "agent": agent, "variant": label, "settings": settings, "seed": seed,
             "runtime_ms": 1e3 * outcome["final_runtime"],
             "best_seen_ms": 1e3 * outcome["best_runtime"],
             "best_baseline_ms": 1e3 * best, "speedup_vs_best": best / outcome["final_runtime"],
@@ -115,54 +125,126 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def summarize(runs: Any) -> Any:
-    """Mean, 95% confidence half-width and count per graph x cluster x objective x order x
-    agent."""
+def _settings(config: dict[str, Any]) -> str:
+    """The config fields that make up the variant, as JSON (to name how variants differ)."""
+    return json.dumps({k: v for k, v in sorted(config.items()) if k not in NOT_VARIANT},
+                      sort_keys=True, default=str)  # fmt: skip
+
+
+def _t_interval(values: Any) -> tuple[float, float]:
+    """Student-t 95% interval of the mean (``nan`` for one value)."""
     from scipy import stats
 
-    def half_width(values: Any) -> float:
-        n = len(values)
-        if n < 2:
-            return np.nan  # one seed: no interval
-        return float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / np.sqrt(n))
+    n, mean = len(values), float(np.mean(values))
+    if n < 2:
+        return np.nan, np.nan
+    half = float(stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1) / np.sqrt(n))
+    return mean - half, mean + half
 
+
+def summarize(runs: Any) -> Any:
+    """Per graph x cluster x objective x order x agent x variant: the jobs and seeds it pools,
+    the mean runtime with its Student-t 95% interval over seeds (``nan`` for one seed), the
+    best runtime seen, the env steps trained and the speedup over the best baseline (with its
+    interval)."""
     grouped = runs.groupby(KEYS, sort=True)
-    table = grouped.agg(seeds=("seed", "nunique"), runtime_ms=("runtime_ms", "mean"),
+    table = grouped.agg(jobs=("run", "nunique"), seeds=("seed", "nunique"),
+                        steps=("steps", "mean"), runtime_ms=("runtime_ms", "mean"),
                         best_seen_ms=("best_seen_ms", "mean"),
                         speedup_vs_best=("speedup_vs_best", "mean"))  # fmt: skip
-    table["runtime_ci95_ms"] = grouped["runtime_ms"].apply(half_width)
+    for column, prefix in (("runtime_ms", "runtime_ci95"), ("speedup_vs_best", "speedup_ci95")):
+        bounds = grouped[column].apply(_t_interval)
+        table[f"{prefix}_low"] = [low for low, _ in bounds]
+        table[f"{prefix}_high"] = [high for _, high in bounds]
     return table.reset_index()
 
 
+#: What a paired comparison pools over: pairs are (graph, seed) within one of these.
+CELL = ["group", "cluster", "objective", "agent", "variant"]
+
+
 def compare_orders(runs: Any, reference: str = "topo") -> Any:
-    """Each order against ``reference`` on the same graph, cluster, objective, agent and seed.
+    """Each order against ``reference`` per graph group, cluster, objective, agent and variant,
+    paired on the same graph and seed (see :mod:`placerl.comparison`).
 
     Returns:
-        Per order: paired runs, the geometric-mean runtime ratio to the reference (below 1:
-        faster), wins (strictly faster), and the Wilcoxon signed-rank p-value (``nan`` under 6
-        pairs or when every pair ties).
+        Per cell and order: pairs, the geometric-mean runtime ratio to the reference (below 1:
+        faster) with its bootstrap 95% interval, wins, losses and ties, the Wilcoxon
+        signed-rank p-value and the reason when it is missing, the pairs a difference of the
+        observed size would need, and the worded verdict.
     """
     import pandas as pd
-    from scipy import stats
 
     trained = runs[runs["order"] != NO_ORDER]
-    pivot = trained.pivot_table(index=["graph", "cluster", "objective", "agent", "variant",
-                                       "seed"], columns="order", values="runtime_ms")  # fmt: skip
     rows = []
-    for order in pivot.columns:
-        if order == reference or reference not in pivot.columns:
+    for cell, group in trained.groupby(CELL, sort=True):
+        pivot = group.pivot_table(index=["graph", "seed"], columns="order",
+                                  values="runtime_ms")  # fmt: skip
+        if reference not in pivot.columns:
             continue
-        pairs = pivot[[reference, order]].dropna()
-        ratio = np.log(pairs[order] / pairs[reference])
-        p_value = np.nan
-        if len(pairs) >= 6 and np.any(ratio != 0):
-            p_value = float(stats.wilcoxon(pairs[order], pairs[reference]).pvalue)
-        rows.append({"order": order, "reference": reference, "pairs": len(pairs),
-                     "ratio": float(np.exp(ratio.mean())) if len(pairs) else np.nan,
-                     "wins": int((pairs[order] < pairs[reference]).sum()),
-                     "p_value": p_value})  # fmt: skip
-    return pd.DataFrame(rows, columns=["order", "reference", "pairs", "ratio", "wins",
-                                       "p_value"])  # fmt: skip
+        for order in (o for o in pivot.columns if o != reference):
+            pairs = pivot[[reference, order]].dropna()
+            result = compare_pairs(pairs[order].to_numpy(), pairs[reference].to_numpy())
+            rows.append({**dict(zip(CELL, cell, strict=True)), "order": order,
+                         "reference": reference, "pairs": result.pairs, "ratio": result.ratio,
+                         "ratio_ci95_low": result.ci_low, "ratio_ci95_high": result.ci_high,
+                         "wins": result.wins, "losses": result.losses, "ties": result.ties,
+                         "p_value": result.p_value, "p_value_note": result.p_note,
+                         "pairs_needed": result.pairs_needed,
+                         "verdict": result.verdict(order, reference)})  # fmt: skip
+    return pd.DataFrame(rows, columns=[*CELL, "order", "reference", "pairs", "ratio",
+                                       "ratio_ci95_low", "ratio_ci95_high", "wins", "losses",
+                                       "ties", "p_value", "p_value_note", "pairs_needed",
+                                       "verdict"])  # fmt: skip
+
+
+def not_compared(runs: Any) -> list[str]:
+    """Cells whose orders ran under different configs (another budget, env or
+    hyperparameter), which the report refuses to pool or pair; one line each naming what
+    differs."""
+    lines = []
+    trained = runs[runs["order"] != NO_ORDER]
+    for cell, group in trained.groupby(CELL[:-1], sort=True):
+        variants = group.drop_duplicates("variant")
+        if len(variants) < 2:
+            continue
+        settings = [json.loads(s) for s in variants["settings"]]
+        keys = _differing_keys(settings)
+        parts = []
+        for (_, row), values in zip(variants.iterrows(), settings, strict=True):
+            orders = sorted(set(group.loc[group["variant"] == row["variant"], "order"]))
+            shown = ", ".join(f"{k}={values.get(k)}" for k in keys)
+            parts.append(f"{'/'.join(orders)} with {shown}")
+        lines.append(f"{' · '.join(map(str, cell))}: {'; '.join(parts)} (they differ in "
+                     f"{', '.join(keys)}; compared only within one setting)")  # fmt: skip
+    return lines
+
+
+def _differing_keys(settings: list[dict[str, Any]]) -> list[str]:
+    """The keys whose values are not the same in every one of ``settings``."""
+    keys = {k for values in settings for k in values}
+    return sorted(k for k in keys
+                  if len({json.dumps(s.get(k), default=str) for s in settings}) > 1)  # fmt: skip
+
+
+def unfinished_jobs(folders: Sequence[str | Path]) -> list[str]:
+    """Job folders without a ``result.json``: failed ones (``error.txt``, with its last line)
+    and ones that never finished (a Hydra job folder, ``.hydra/``, with neither file)."""
+    lines = []
+    for folder in map(Path, folders):
+        jobs = {p.parent for p in folder.rglob("error.txt")}
+        jobs |= {p.parent for p in folder.rglob(".hydra") if p.is_dir()}
+        for job in sorted(jobs):
+            if (job / "result.json").is_file():
+                continue
+            error = job / "error.txt"
+            if error.is_file():
+                last = (error.read_text().strip().splitlines() or ["(empty error.txt)"])[-1]
+                lines.append(f"{job}: failed: {last}")
+            elif not any(job.rglob("result.json")):  # a sweep folder holds finished jobs
+                lines.append(f"{job}: unfinished (no result.json; re-running the sweep resumes "
+                             "it)")  # fmt: skip
+    return lines
 
 
 def write_report(folders: Sequence[str | Path], out: str | Path, *,
@@ -193,20 +275,44 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
     runs.drop(columns="curve").to_csv(out / "runs.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     orders.to_csv(out / "orders.csv", index=False)
-    figures = _plots(runs, summary, out)
+    figures = _plots(runs, summary, orders, out)
     text = [f"# placerl report: {len(runs)} runs x graphs from {', '.join(map(str, folders))}",
-            "", "## Per graph, order and agent (mean over seeds, 95% CI)", "",
-            summary.to_markdown(index=False, floatfmt=".4g"), "",
-            f"## Orders against {reference_order} (paired)", "",
-            orders.to_markdown(index=False, floatfmt=".4g") if len(orders)
-            else _no_pairs(orders_run, reference_order),
+            "", f"## Orders against {reference_order} (paired)", "",
+            *(_verdicts(orders) if len(orders) else [_no_pairs(orders_run, reference_order)]),
+            "", "## Per graph, order and agent", "", SUMMARY_LEGEND, "",
+            summary.drop(columns=["speedup_ci95_low", "speedup_ci95_high"]).to_markdown(
+                index=False, floatfmt=".4g"),
             "", *[f"![{name}]({name}.png)" for name in figures], ""]  # fmt: skip
-    skipped = runs.attrs.get("skipped", [])
-    if skipped:
-        text += ["## Skipped result files", "", *[f"- {entry}" for entry in skipped], ""]
+    sections = (("Not compared: configs differ in more than the seed", not_compared(runs)),
+                ("Failed or unfinished jobs", unfinished_jobs(folders)),
+                ("Skipped result files", runs.attrs.get("skipped", [])))  # fmt: skip
+    for title, entries in sections:
+        if entries:
+            text += [f"## {title}", "", *[f"- {entry}" for entry in entries], ""]
     path = out / "report.md"
     path.write_text("\n".join(text))
     return path
+
+
+SUMMARY_LEGEND = ("`jobs`: result files pooled; `runtime_ci95_low/high`: Student-t 95% "
+                  "interval of the mean over seeds (blank with one seed: no interval); "
+                  "`steps`: env steps trained; `variant`: a hash of the config besides the "
+                  "seed (runs of different variants are never pooled).")
+ORDERS_LEGEND = ("`ratio`: geometric mean of runtime over the reference's on the same graph "
+                 "and seed (below 1: faster), with a bootstrap 95% interval over the pairs; a "
+                 "difference is stated when that interval excludes 1 and the Wilcoxon "
+                 "signed-rank test gives p < 0.05; `pairs_needed`: pairs that would detect a "
+                 "difference of the observed size (at least 1%) with 80% power.")
+
+
+def _verdicts(orders: Any) -> list[str]:
+    """One bullet per cell and order, then the table."""
+    lines = []
+    for _, row in orders.iterrows():
+        cell = f"{row['group']} ({row['agent']}, {row['cluster']}, {row['objective']})"
+        lines.append(f"- **{cell}**: {row['verdict']}")
+    table = orders.drop(columns=["verdict"]).to_markdown(index=False, floatfmt=".4g")
+    return [*lines, "", ORDERS_LEGEND, "", table]
 
 
 def _no_pairs(orders_run: list[str], reference_order: str) -> str:
@@ -214,43 +320,82 @@ def _no_pairs(orders_run: list[str], reference_order: str) -> str:
     if reference_order not in orders_run:
         return (f"(no pairs: no run used {reference_order}; the runs' orders: "
                 f"{', '.join(orders_run) or 'none'}; pick one with --reference-order)")
-    return f"(no pairs: no other order ran on the same graph, agent and seed as {reference_order})"
+    return (f"(no pairs: no other order ran on the same graph, agent, seed and settings as "
+            f"{reference_order})")
 
 
-def _plots(runs: Any, summary: Any, out: Path) -> list[str]:
+def _plots(runs: Any, summary: Any, orders: Any, out: Path) -> list[str]:
+    """Bar plots with 95% intervals, learning curves with min-max bands over seeds, and the
+    paired ratios with their bootstrap intervals."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     names = []
-    for name, column, label in (("runtime_per_order", "runtime_ms", "runtime (ms)"),
-                                ("speedup_vs_best", "speedup_vs_best",
-                                 "speedup over the best baseline")):  # fmt: skip
-        series = summary["order"].where(summary["order"] != NO_ORDER, summary["agent"])
-        table = summary.assign(series=series).pivot_table(index="graph", columns="series",
-                                                          values=column)  # fmt: skip
-        ax = table.plot.bar(figsize=(8, 4), rot=0)
-        ax.set_ylabel(label)
+    series = summary["order"].where(summary["order"] != NO_ORDER, summary["agent"])
+    labelled = summary.assign(series=series)
+    for name, column, prefix, label in (
+            ("runtime_per_order", "runtime_ms", "runtime_ci95", "runtime (ms)"),
+            ("speedup_vs_best", "speedup_vs_best", "speedup_ci95",
+             "speedup over the best baseline")):  # fmt: skip
+        means = labelled.pivot_table(index="graph", columns="series", values=column)
+        errors = [labelled.pivot_table(index="graph", columns="series", values=c, dropna=False)
+                  .reindex_like(means) for c in (f"{prefix}_low", f"{prefix}_high")]  # fmt: skip
+        yerr = np.stack([(means - errors[0]).to_numpy().T, (errors[1] - means).to_numpy().T],
+                        axis=1)  # fmt: skip
+        ax = means.plot.bar(figsize=(8, 4), rot=0, yerr=np.nan_to_num(yerr), capsize=3)
+        ax.set_ylabel(f"{label}, mean over seeds, 95% CI")
         ax.figure.tight_layout()
         ax.figure.savefig(out / f"{name}.png", dpi=110)
         plt.close(ax.figure)
         names.append(name)
+    _plot_curves(runs, out / "learning_curves.png")
+    names.append("learning_curves")
+    if len(orders):
+        _plot_ratios(orders, out / "order_ratios.png")
+        names.append("order_ratios")
+    return names
+
+
+def _plot_curves(runs: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 4))
     for (graph, order), group in runs[runs["order"] != NO_ORDER].groupby(["graph", "order"]):
         curves = [dict(c) for c in group["curve"] if c]
         steps = sorted(set().union(*curves)) if curves else []
-        if steps:
-            mean = [np.mean([c[s] for c in curves if s in c]) for s in steps]
-            ax.plot(steps, mean, label=f"{graph}, {order}")
+        if not steps:
+            continue
+        values = [[c[s] for c in curves if s in c] for s in steps]
+        (line,) = ax.plot(steps, [np.mean(v) for v in values], label=f"{graph}, {order}")
+        ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values],
+                        color=line.get_color(), alpha=0.2, linewidth=0)  # fmt: skip
     ax.set_xlabel("env steps")
-    ax.set_ylabel("greedy runtime (ms), mean over seeds")
+    ax.set_ylabel("greedy runtime (ms): mean, min-max over seeds")
     if ax.lines:
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "learning_curves.png", dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [*names, "learning_curves"]
+
+
+def _plot_ratios(orders: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['group']} {r['agent']}: {r['order']}" for _, r in orders.iterrows()]
+    ratio = orders["ratio"].to_numpy(float)
+    low = np.nan_to_num(ratio - orders["ratio_ci95_low"].to_numpy(float))
+    high = np.nan_to_num(orders["ratio_ci95_high"].to_numpy(float) - ratio)
+    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.35 * len(labels)))
+    ax.errorbar(ratio, range(len(labels)), xerr=[low, high], fmt="o", capsize=3)
+    ax.axvline(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_xlabel(f"runtime over {orders['reference'].iloc[0]} (paired geometric mean, "
+                  "bootstrap 95% CI)")  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,22 +9,31 @@ pytest.importorskip("pandas", reason="the experiments extra is not installed")
 pytest.importorskip("tabulate", reason="the experiments extra is not installed")
 
 from placerl.errors import ConfigError
-from placerl.report import compare_orders, load_runs, main, summarize, write_report
+from placerl.report import (
+    compare_orders,
+    graph_group,
+    load_runs,
+    main,
+    not_compared,
+    summarize,
+    unfinished_jobs,
+    write_report,
+)
 
 TOPO = [2.0, 2.2, 1.8, 2.1, 1.9, 2.0]
 BFS = [1.0, 1.2, 0.8, 1.1, 0.9, 1.0]  # half of topo's, seed by seed
 
 
-def _write(folder, order, seed, runtime, placer=None):
+def _write(folder, order, seed, runtime, placer=None, graph="g", **settings):
     config = ({"placer": placer, "cluster": "placeto", "objective": "step_time"} if placer else
               {"order": order, "seed": seed, "algo": "maskable_ppo", "extractor": "gnn",
-               "cluster": "placeto", "objective": "step_time"})  # fmt: skip
+               "cluster": "placeto", "objective": "step_time", **settings})  # fmt: skip
     result = {"config": config, "steps": 0 if placer else 100,
               "timings": {"train": 1.0}, "curve": [] if placer else [
                   {"step": 50, "runtimes": [2 * runtime]}, {"step": 100, "runtimes": [runtime]}],
-              "graphs": [{"graph": "g", "final_runtime": runtime, "best_runtime": runtime,
+              "graphs": [{"graph": graph, "final_runtime": runtime, "best_runtime": runtime,
                           "baselines": {"heft": 1.5, "single_device": 3.0}}]}  # fmt: skip
-    run = folder / f"{order}-{seed}-{placer}"
+    run = folder / f"{graph}-{order}-{seed}-{placer}"
     run.mkdir(parents=True)
     (run / "result.json").write_text(json.dumps(result))
 
@@ -42,10 +51,13 @@ def test_summary_has_means_and_confidence_intervals(sweep):
     runs = load_runs([sweep / "sweep", sweep / "evals"])
     assert len(runs) == 13
     summary = summarize(runs).set_index("order")
-    assert summary.loc["topo", "seeds"] == 6
-    assert summary.loc["topo", "runtime_ms"] == pytest.approx(1e3 * np.mean(TOPO))
+    assert summary.loc["topo", "seeds"] == 6 and summary.loc["topo", "jobs"] == 6
+    mean = 1e3 * np.mean(TOPO)
+    assert summary.loc["topo", "runtime_ms"] == pytest.approx(mean)
     half = 2.5706 * np.std(1e3 * np.array(TOPO), ddof=1) / np.sqrt(6)  # t(0.975, 5)
-    assert summary.loc["topo", "runtime_ci95_ms"] == pytest.approx(half, rel=1e-3)
+    assert summary.loc["topo", "runtime_ci95_low"] == pytest.approx(mean - half, rel=1e-4)
+    assert summary.loc["topo", "runtime_ci95_high"] == pytest.approx(mean + half, rel=1e-4)
+    assert summary.loc["topo", "steps"] == 100
     assert summary.loc["bfs", "speedup_vs_best"] == pytest.approx(np.mean([1.5 / b for b in BFS]))
     assert summary.loc["none", "agent"] == "heft"  # a placer follows no order
 
@@ -61,7 +73,8 @@ def test_multi_graph_runs_give_one_curve_per_graph_and_no_interval_for_one_seed(
     (tmp_path / "run" / "result.json").write_text(json.dumps(result))
     runs = load_runs([tmp_path]).set_index("graph")
     assert runs.loc["a", "curve"] == [(10, 1000.0)] and runs.loc["b", "curve"] == [(10, 3000.0)]
-    assert summarize(load_runs([tmp_path]))["runtime_ci95_ms"].isna().all()
+    summary = summarize(load_runs([tmp_path]))
+    assert summary[["runtime_ci95_low", "runtime_ci95_high"]].isna().all().all()
 
 
 def test_runs_differing_in_more_than_the_seed_are_not_pooled(sweep):
@@ -79,18 +92,73 @@ def test_orders_are_compared_pairwise(sweep):
     orders = compare_orders(load_runs([sweep]), reference="topo")
     (row,) = orders.to_dict("records")
     assert row["order"] == "bfs" and row["pairs"] == 6 and row["wins"] == 6
+    assert row["group"] == "g" and row["losses"] == row["ties"] == 0
     assert row["ratio"] == pytest.approx(np.exp(np.mean(np.log(np.array(BFS) / TOPO))))
     assert row["p_value"] == pytest.approx(0.03125)  # exact two-sided Wilcoxon, 6 of 6 wins
+    assert row["ratio_ci95_low"] <= row["ratio"] <= row["ratio_ci95_high"] < 1
+    assert row["verdict"].startswith("bfs is 50.3% faster than topo, 95% CI [")
+    assert row["verdict"].endswith("faster in 6 of 6 pairs (Wilcoxon p = 0.031)")
+
+
+def test_two_seeds_cannot_decide_and_the_report_says_so(tmp_path):
+    for seed in (0, 1):
+        _write(tmp_path, "topo", seed, TOPO[seed])
+        _write(tmp_path, "bfs", seed, BFS[seed])
+    (row,) = compare_orders(load_runs([tmp_path])).to_dict("records")
+    assert np.isnan(row["p_value"])
+    assert row["p_value_note"] == "2 pairs: the signed-rank test needs 6 to reach p < 0.05"
+    assert row["verdict"] == ("bfs looks 47.8% faster than topo (95% CI [0.500, 0.545]), but 2 "
+                              "pairs are too few to confirm it (the signed-rank test needs 6)")
+
+
+def test_a_family_s_graphs_are_paired_within_their_group(tmp_path):
+    for graph in ("cifar10-s1", "cifar10-s2", "ptb-s1"):
+        for seed in range(3):
+            _write(tmp_path, "topo", seed, 2.0, graph=graph)
+            _write(tmp_path, "bfs", seed, 1.0 if graph != "ptb-s1" else 2.0, graph=graph)
+    orders = compare_orders(load_runs([tmp_path])).set_index("group")
+    assert orders.loc["cifar10", "pairs"] == 6 and orders.loc["cifar10", "wins"] == 6
+    assert orders.loc["ptb", "pairs"] == 3 and orders.loc["ptb", "ties"] == 3
+    assert orders.loc["ptb", "p_value_note"] == "every pair ties"
+    assert "the order does not matter here" in orders.loc["ptb", "verdict"]
+
+
+def test_orders_run_with_different_budgets_are_refused_and_named(tmp_path):
+    for seed in range(6):
+        _write(tmp_path, "topo", seed, TOPO[seed])
+        _write(tmp_path, "bfs", seed, BFS[seed], total_steps=5000)
+    runs = load_runs([tmp_path])
+    assert compare_orders(runs).empty
+    (line,) = not_compared(runs)
+    assert "bfs with total_steps=5000; topo with total_steps=None" in line
+    assert "they differ in total_steps" in line
+    text = write_report([tmp_path], tmp_path / "report").read_text()
+    assert "## Not compared: configs differ in more than the seed" in text
+    assert "(no pairs: no other order ran on the same graph, agent, seed and settings" in text
+
+
+def test_failed_and_unfinished_jobs_are_listed(sweep):
+    failed = sweep / "sweep" / "7"
+    (failed / ".hydra").mkdir(parents=True)
+    (failed / "error.txt").write_text("Traceback...\nValueError: the graph has a cycle\n")
+    (sweep / "sweep" / "8" / ".hydra").mkdir(parents=True)
+    assert unfinished_jobs([sweep]) == [f"{failed}: failed: ValueError: the graph has a cycle",
+                                        f"{sweep / 'sweep' / '8'}: unfinished (no result.json; "
+                                        "re-running the sweep resumes it)"]  # fmt: skip
+    text = write_report([sweep], sweep / "report").read_text()
+    assert "## Failed or unfinished jobs" in text and "the graph has a cycle" in text
 
 
 def test_report_writes_tables_and_plots(sweep, capsys):
     assert main([str(sweep), "--out", str(sweep / "report")]) == 0
     files = ("report.md", "runs.csv", "summary.csv", "orders.csv", "runtime_per_order.png",
-             "speedup_vs_best.png", "learning_curves.png")
+             "speedup_vs_best.png", "learning_curves.png", "order_ratios.png")
     for name in files:
         assert (sweep / "report" / name).is_file(), name
     text = (sweep / "report" / "report.md").read_text()
     assert "## Orders against topo (paired)" in text and "| bfs" in text
+    assert "- **g (maskable_ppo_gnn, placeto, step_time)**: bfs is 50.3% faster" in text
+    assert "![order_ratios](order_ratios.png)" in text and "bootstrap 95% interval" in text
     assert "Report, CSV tables and plots in" in capsys.readouterr().out
 
 
@@ -140,3 +208,11 @@ def test_a_report_without_the_default_reference_order_says_so(sweep):
     text = write_report([sweep], sweep / "report").read_text()
     assert ("(no pairs: no run used topo; the runs' orders: bfs; pick one with "
             "--reference-order)") in text
+
+
+@pytest.mark.parametrize(("name", "group"), [("cifar10-s3", "cifar10"),
+                                             ("layered-n80-s12", "layered-n80"),
+                                             ("inception_v3", "inception_v3"),
+                                             ("bert-s1x", "bert-s1x")])  # fmt: skip
+def test_graph_groups_drop_the_seed_suffix(name, group):
+    assert graph_group(name) == group
