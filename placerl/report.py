@@ -30,12 +30,10 @@ import numpy as np
 from placerl._options import check_out_dir
 from placerl.comparison import compare_pairs
 from placerl.errors import ConfigError
+from placerl.report_figures import NO_ORDER, report_figures
 from placerl.train import is_evaluation
 
 KEYS = ["graph", "cluster", "objective", "order", "agent", "variant"]
-#: The ``order`` of an evaluation run (a placer follows no traversal order); its ``agent`` is
-#: the placer spec, and the plots label it by that.
-NO_ORDER = "none"
 #: The order the others face unless ``--reference-order`` says otherwise.
 DEFAULT_REFERENCE_ORDER = "topo"
 
@@ -121,6 +119,8 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
             "best_baseline_ms": 1e3 * best, "speedup_vs_best": best / outcome["final_runtime"],
             "steps": result["steps"], "train_s": result["timings"].get("train", 0.0),
             "curve": [(p["step"], 1e3 * p["runtimes"][g]) for p in result["curve"]],
+            "best_curve": [(p["step"], 1e3 * p.get("best", p["runtimes"])[g])
+                           for p in result["curve"]],
         })  # fmt: skip
     return rows
 
@@ -142,6 +142,38 @@ def _t_interval(values: Any) -> tuple[float, float]:
     return mean - half, mean + half
 
 
+#: What a run's runtime is: ``final``, the greedy placement of the weights it kept (what a
+#: trained policy deploys), or ``best``, the best placement it found while training (what
+#: Placeto and the traversal-order study report); each with its learning curve.
+METRICS = {"final": ("runtime_ms", "curve"), "best": ("best_seen_ms", "best_curve")}
+#: "Learned" is within this factor of the run's own end result.
+WITHIN = 1.05
+
+
+def select_metric(runs: Any, metric: str) -> Any:
+    """``runs`` with ``runtime_ms``, ``speedup_vs_best`` and ``curve`` taken from ``metric``
+    (a :data:`METRICS` name), and ``steps_to_5pct``: the first evaluated step at which the
+    curve is within 5% of the run's result (``nan`` without a curve).
+
+    Raises:
+        ConfigError: An unknown metric.
+    """
+    if metric not in METRICS:
+        raise ConfigError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
+    column, curve = METRICS[metric]
+    runs = runs.assign(runtime_ms=runs[column], curve=runs[curve])
+    runs["speedup_vs_best"] = runs["best_baseline_ms"] / runs["runtime_ms"]
+    runs["steps_to_5pct"] = [_steps_to_within(c, r) for c, r in zip(runs["curve"],
+                                                                      runs["runtime_ms"],
+                                                                      strict=True)]  # fmt: skip
+    return runs.drop(columns="best_curve")
+
+
+def _steps_to_within(curve: list[tuple[int, float]], result: float) -> float:
+    reached = [step for step, runtime in curve if runtime <= WITHIN * result]
+    return float(min(reached)) if reached else np.nan
+
+
 def summarize(runs: Any) -> Any:
     """Per graph x cluster x objective x order x agent x variant: the jobs and seeds it pools,
     the mean runtime with its Student-t 95% interval over seeds (``nan`` for one seed), the
@@ -152,6 +184,8 @@ def summarize(runs: Any) -> Any:
                         steps=("steps", "mean"), runtime_ms=("runtime_ms", "mean"),
                         best_seen_ms=("best_seen_ms", "mean"),
                         speedup_vs_best=("speedup_vs_best", "mean"))  # fmt: skip
+    if "steps_to_5pct" in runs:
+        table["steps_to_5pct"] = grouped["steps_to_5pct"].mean()
     for column, prefix in (("runtime_ms", "runtime_ci95"), ("speedup_vs_best", "speedup_ci95")):
         bounds = grouped[column].apply(_t_interval)
         table[f"{prefix}_low"] = [low for low, _ in bounds]
@@ -248,7 +282,7 @@ def unfinished_jobs(folders: Sequence[str | Path]) -> list[str]:
 
 
 def write_report(folders: Sequence[str | Path], out: str | Path, *,
-                 reference_order: str | None = None) -> Path:  # fmt: skip
+                 reference_order: str | None = None, metric: str = "final") -> Path:  # fmt: skip
     """Write the report of every run under ``folders`` into ``out``; returns ``report.md``.
 
     Args:
@@ -256,14 +290,18 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
         out: Where the report goes.
         reference_order: The order the others face (``None``: ``topo``, and where no run used
             it the report says so).
+        metric: A :data:`METRICS` name: what a run's runtime is.
 
     Raises:
         FileNotFoundError: See :func:`load_runs`.
-        ConfigError: ``out`` is a file; a ``reference_order`` given that no run used.
+        ConfigError: ``out`` is a file; a ``reference_order`` given that no run used; an
+            unknown metric.
     """
     out = Path(out)
     check_out_dir(out)
-    runs = load_runs(folders)
+    raw = load_runs(folders)
+    runs = select_metric(raw, metric)
+    runs.attrs = raw.attrs
     orders_run = sorted(set(runs["order"]) - {NO_ORDER})
     if reference_order is not None and orders_run and reference_order not in orders_run:
         raise ConfigError(f"reference order {reference_order!r} is none of the runs' orders: "
@@ -275,9 +313,11 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
     runs.drop(columns="curve").to_csv(out / "runs.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     orders.to_csv(out / "orders.csv", index=False)
-    figures = _plots(runs, summary, orders, out)
+    figures = report_figures(runs, orders, out, metric_label=METRIC_LABELS[metric])
     text = [f"# placerl report: {len(runs)} runs x graphs from {', '.join(map(str, folders))}",
-            "", f"## Orders against {reference_order} (paired)", "",
+            "", f"Runtime: {METRIC_WORDS[metric]}. `steps_to_5pct`: the first evaluated step "
+            "at which a run's curve is within 5% of its result (how fast it learned).", "",
+            f"## Orders against {reference_order} (paired)", "",
             *(_verdicts(orders) if len(orders) else [_no_pairs(orders_run, reference_order)]),
             "", "## Per graph, order and agent", "", SUMMARY_LEGEND, "",
             summary.drop(columns=["speedup_ci95_low", "speedup_ci95_high"]).to_markdown(
@@ -294,6 +334,9 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
     return path
 
 
+METRIC_LABELS = {"final": "greedy runtime (ms)", "best": "best runtime found (ms)"}
+METRIC_WORDS = {"final": "the greedy placement of the weights each run kept (`--metric final`)",
+                "best": "the best placement each run found while training (`--metric best`)"}
 SUMMARY_LEGEND = ("`jobs`: result files pooled; `runtime_ci95_low/high`: Student-t 95% "
                   "interval of the mean over seeds (blank with one seed: no interval); "
                   "`steps`: env steps trained; `variant`: a hash of the config besides the "
@@ -324,80 +367,6 @@ def _no_pairs(orders_run: list[str], reference_order: str) -> str:
             f"{reference_order})")
 
 
-def _plots(runs: Any, summary: Any, orders: Any, out: Path) -> list[str]:
-    """Bar plots with 95% intervals, learning curves with min-max bands over seeds, and the
-    paired ratios with their bootstrap intervals."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    names = []
-    series = summary["order"].where(summary["order"] != NO_ORDER, summary["agent"])
-    labelled = summary.assign(series=series)
-    for name, column, prefix, label in (
-            ("runtime_per_order", "runtime_ms", "runtime_ci95", "runtime (ms)"),
-            ("speedup_vs_best", "speedup_vs_best", "speedup_ci95",
-             "speedup over the best baseline")):  # fmt: skip
-        means = labelled.pivot_table(index="graph", columns="series", values=column)
-        errors = [labelled.pivot_table(index="graph", columns="series", values=c, dropna=False)
-                  .reindex_like(means) for c in (f"{prefix}_low", f"{prefix}_high")]  # fmt: skip
-        yerr = np.stack([(means - errors[0]).to_numpy().T, (errors[1] - means).to_numpy().T],
-                        axis=1)  # fmt: skip
-        ax = means.plot.bar(figsize=(8, 4), rot=0, yerr=np.nan_to_num(yerr), capsize=3)
-        ax.set_ylabel(f"{label}, mean over seeds, 95% CI")
-        ax.figure.tight_layout()
-        ax.figure.savefig(out / f"{name}.png", dpi=110)
-        plt.close(ax.figure)
-        names.append(name)
-    _plot_curves(runs, out / "learning_curves.png")
-    names.append("learning_curves")
-    if len(orders):
-        _plot_ratios(orders, out / "order_ratios.png")
-        names.append("order_ratios")
-    return names
-
-
-def _plot_curves(runs: Any, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for (graph, order), group in runs[runs["order"] != NO_ORDER].groupby(["graph", "order"]):
-        curves = [dict(c) for c in group["curve"] if c]
-        steps = sorted(set().union(*curves)) if curves else []
-        if not steps:
-            continue
-        values = [[c[s] for c in curves if s in c] for s in steps]
-        (line,) = ax.plot(steps, [np.mean(v) for v in values], label=f"{graph}, {order}")
-        ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values],
-                        color=line.get_color(), alpha=0.2, linewidth=0)  # fmt: skip
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("greedy runtime (ms): mean, min-max over seeds")
-    if ax.lines:
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def _plot_ratios(orders: Any, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    labels = [f"{r['group']} {r['agent']}: {r['order']}" for _, r in orders.iterrows()]
-    ratio = orders["ratio"].to_numpy(float)
-    low = np.nan_to_num(ratio - orders["ratio_ci95_low"].to_numpy(float))
-    high = np.nan_to_num(orders["ratio_ci95_high"].to_numpy(float) - ratio)
-    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.35 * len(labels)))
-    ax.errorbar(ratio, range(len(labels)), xerr=[low, high], fmt="o", capsize=3)
-    ax.axvline(1.0, color="gray", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(labels)), labels, fontsize=7)
-    ax.set_xlabel(f"runtime over {orders['reference'].iloc[0]} (paired geometric mean, "
-                  "bootstrap 95% CI)")  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``placerl-report DIR... [--out report] [--reference-order topo]``."""
     parser = argparse.ArgumentParser(prog="placerl-report", description=__doc__.splitlines()[0])
@@ -405,9 +374,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="report", help="where the report goes")
     parser.add_argument("--reference-order", default=None,
                         help=f"order the others face (default {DEFAULT_REFERENCE_ORDER})")
+    parser.add_argument("--metric", default="final", choices=list(METRICS),
+                        help="final: the kept weights' greedy placement; best: the best "
+                             "placement found while training")  # fmt: skip
     args = parser.parse_args(argv)
     try:
-        path = write_report(args.folders, args.out, reference_order=args.reference_order)
+        path = write_report(args.folders, args.out, reference_order=args.reference_order,
+                            metric=args.metric)  # fmt: skip
     except (FileNotFoundError, ConfigError) as error:
         parser.error(str(error))
     print(path.read_text())

@@ -15,6 +15,7 @@ from placerl.report import (
     load_runs,
     main,
     not_compared,
+    select_metric,
     summarize,
     unfinished_jobs,
     write_report,
@@ -216,3 +217,38 @@ def test_a_report_without_the_default_reference_order_says_so(sweep):
                                              ("bert-s1x", "bert-s1x")])  # fmt: skip
 def test_graph_groups_drop_the_seed_suffix(name, group):
     assert graph_group(name) == group
+
+
+def _write_learning_run(folder, order, seed, final, best, curve):
+    result = {"config": {"order": order, "seed": seed, "algo": "maskable_ppo", "extractor": "gnn",
+                         "cluster": "placeto", "objective": "step_time"},
+              "steps": 300, "timings": {"train": 1.0},
+              "curve": [{"step": s, "runtimes": [r], "best": [b]} for s, r, b in curve],
+              "graphs": [{"graph": "g", "final_runtime": final, "best_runtime": best,
+                          "baselines": {"heft": 1.5}}]}  # fmt: skip
+    run = folder / f"{order}-{seed}"
+    run.mkdir(parents=True)
+    (run / "result.json").write_text(json.dumps(result))
+
+
+def test_the_best_metric_reports_the_best_placement_found_and_how_fast_it_came(tmp_path):
+    curve = [(0, 4.0, 4.0), (100, 3.0, 2.1), (200, 2.5, 2.0), (300, 2.5, 2.0)]
+    _write_learning_run(tmp_path, "topo", 0, final=2.5, best=2.0, curve=curve)
+    runs = load_runs([tmp_path])
+    best = summarize(select_metric(runs, "best")).iloc[0]
+    final = summarize(select_metric(runs, "final")).iloc[0]
+    assert best["runtime_ms"] == pytest.approx(2000.0) and final["runtime_ms"] == 2500.0
+    assert best["speedup_vs_best"] == pytest.approx(0.75)
+    assert best["steps_to_5pct"] == 100  # 2.1 is within 5% of 2.0
+    assert final["steps_to_5pct"] == 200
+    text = write_report([tmp_path], tmp_path / "report", metric="best").read_text()
+    assert "Runtime: the best placement each run found while training (`--metric best`)" in text
+
+
+def test_an_unknown_metric_is_named(tmp_path, capsys):
+    _write_learning_run(tmp_path, "topo", 0, final=2.5, best=2.0, curve=[(0, 2.5, 2.0)])
+    with pytest.raises(ConfigError, match="unknown metric 'worst'; known: final, best"):
+        write_report([tmp_path], tmp_path / "report", metric="worst")
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--metric", "worst"])
+    assert "invalid choice: 'worst'" in capsys.readouterr().err

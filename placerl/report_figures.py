@@ -1,0 +1,125 @@
+"""The plots of ``placerl-report``, each with its intervals.
+
+Trained runs are drawn per graph group (a family's graphs pooled, see
+:func:`placerl.report.graph_group`) and agent, one bar or line per order; evaluation runs (a
+placer, order ``none``) as bars labelled by their placer spec.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: The ``order`` of an evaluation run (a placer follows no traversal order); its ``agent`` is
+#: the placer spec, and the plots label it by that.
+NO_ORDER = "none"
+
+
+def report_figures(runs: Any, orders: Any, out: Path, *, metric_label: str) -> list[str]:
+    """Write the report's PNGs into ``out``; returns their names (without ``.png``).
+
+    Args:
+        runs: One row per run and graph (:func:`placerl.report.select_metric`'s frame).
+        orders: The paired comparisons (:func:`placerl.report.compare_orders`).
+        out: The report folder.
+        metric_label: The runtime's axis label.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    labelled = runs.assign(series=_series(runs))
+    names = []
+    for name, column, label in (("runtime_per_order", "runtime_ms", metric_label),
+                                ("speedup_vs_best", "speedup_vs_best",
+                                 "speedup over the best baseline")):  # fmt: skip
+        stats = labelled.groupby(["group", "series"])[column].agg(["mean", _half_width])
+        means = stats["mean"].unstack()
+        errors = np.nan_to_num(stats["_half_width"].unstack().reindex_like(means).to_numpy().T)
+        ax = means.plot.bar(figsize=(max(8, 1.2 * len(means) * math.sqrt(means.shape[1])), 4.5),
+                            rot=0, yerr=errors, capsize=2)  # fmt: skip
+        ax.set_ylabel(f"{label}\nmean over graphs and seeds, 95% CI")
+        ax.legend(fontsize=6, ncol=2)
+        ax.figure.tight_layout()
+        ax.figure.savefig(out / f"{name}.png", dpi=110)
+        plt.close(ax.figure)
+        names.append(name)
+    if _plot_curves(runs, out / "learning_curves.png", metric_label):
+        names.append("learning_curves")
+    if len(orders):
+        _plot_ratios(orders, out / "order_ratios.png")
+        names.append("order_ratios")
+    return names
+
+
+def _series(runs: Any) -> Any:
+    """Bar labels: the order (with the agent when several agents trained), or the placer."""
+    trained = runs["order"] != NO_ORDER
+    several = runs.loc[trained, "agent"].nunique() > 1
+    label = runs["order"] + (", " + runs["agent"] if several else "")
+    return label.where(trained, runs["agent"])
+
+
+def _half_width(values: Any) -> float:
+    """Student-t 95% half-width of the mean (``nan`` for one value)."""
+    from scipy import stats
+
+    n = len(values)
+    if n < 2:
+        return np.nan
+    return float(stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1) / np.sqrt(n))
+
+
+def _plot_curves(runs: Any, path: Path, metric_label: str) -> bool:
+    """One panel per graph group and agent, a line per order (mean over its runs) with a
+    min-max band; ``False`` (nothing written) when no run has a curve."""
+    import matplotlib.pyplot as plt
+
+    trained = runs[(runs["order"] != NO_ORDER) & (runs["curve"].map(len) > 0)]
+    cells = list(trained.groupby(["group", "agent"], sort=True))
+    if not cells:
+        return False
+    cols = min(3, len(cells))
+    rows = math.ceil(len(cells) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
+    for ax, ((group, agent), cell) in zip(axes.flat, cells, strict=False):
+        for order, runs_of_order in cell.groupby("order", sort=True):
+            curves = [dict(c) for c in runs_of_order["curve"]]
+            steps = sorted(set().union(*curves))
+            values = [[c[s] for c in curves if s in c] for s in steps]
+            (line,) = ax.plot(steps, [np.mean(v) for v in values], label=order, linewidth=1)
+            ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values],
+                            color=line.get_color(), alpha=0.12, linewidth=0)  # fmt: skip
+        ax.set_title(f"{group}, {agent}", fontsize=8)
+        ax.set_xlabel("env steps", fontsize=7)
+        ax.set_ylabel(f"{metric_label}: mean, min-max", fontsize=7)
+        ax.tick_params(labelsize=6)
+        ax.legend(fontsize=5)
+    for ax in list(axes.flat)[len(cells):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _plot_ratios(orders: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['group']} {r['agent']}: {r['order']}" for _, r in orders.iterrows()]
+    ratio = orders["ratio"].to_numpy(float)
+    low = np.nan_to_num(ratio - orders["ratio_ci95_low"].to_numpy(float))
+    high = np.nan_to_num(orders["ratio_ci95_high"].to_numpy(float) - ratio)
+    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.3 * len(labels)))
+    ax.errorbar(ratio, range(len(labels)), xerr=[low, high], fmt="o", capsize=3, markersize=4)
+    ax.axvline(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(labels)), labels, fontsize=6)
+    ax.set_xlabel(f"runtime over {orders['reference'].iloc[0]} (paired geometric mean, "
+                  "bootstrap 95% CI)")  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
