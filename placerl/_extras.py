@@ -18,6 +18,7 @@ EXTRAS: dict[str, str] = {
     "hydra": "experiments",
     "omegaconf": "experiments",
     "wandb": "experiments",
+    "wandb_workspaces": "experiments",
     "pandas": "experiments",
     "rich": "experiments",
 }
