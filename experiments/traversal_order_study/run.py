@@ -1,15 +1,18 @@
-"""Regenerate the traversal-order study: one Hydra multirun, then ``placerl-report``.
+"""Regenerate the traversal-order study: a Hydra multirun per arm, then ``placerl-report``.
 
-    python experiments/traversal_order_study/run.py            # the committed subsample
+    python experiments/traversal_order_study/run.py                  # the committed subsample
+    python experiments/traversal_order_study/run.py --arms refine    # one arm
     python experiments/traversal_order_study/run.py --full --launcher slurm \\
-        hydra.launcher.partition=gpu                            # the whole protocol on SLURM
-    python experiments/traversal_order_study/run.py --dry-run   # print the command only
+        hydra.launcher.partition=gpu                                  # the whole protocol, SLURM
+    python experiments/traversal_order_study/run.py --dry-run         # print the commands only
 
-The subsample (about 55 minutes on 2 cores): 9 orders x the cifar10-, ptb- and nmt-like
-families (2 graphs each, ``n=100``) x the GNN and the LSTM x 5 seeds, 5,000 env steps (50
-episodes) per run. ``--full``: Placeto's sizes (about 300-400 nodes) and 32 graphs per family.
-Extra arguments are Hydra overrides for every job (``env=construct``, ``total_steps=...``).
-Finished jobs are skipped when the command runs again; a failed one is listed in the report.
+Arms (:data:`ARMS`): ``refine``, the study's setting (Placeto's refine env, StartFromBest), with
+the GNN and the LSTM; ``construct``, the nodes placed one by one in the order, GNN; ``learned``,
+DOPPLER's dual env where the policy picks the next node itself (the learned order), GNN. The
+subsample: 9 orders x the cifar10-, ptb- and nmt-like families (2 graphs each, ``n=100``) x 5
+seeds, 50 episodes per run. ``--full``: Placeto's sizes (about 300-400 nodes) and 32 graphs per
+family. Extra arguments are Hydra overrides for every job. Finished jobs are skipped when the
+command runs again (a half-written result runs again); a failed one is listed in the report.
 """
 
 from __future__ import annotations
@@ -21,10 +24,15 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: arm -> (experiment config, agents, whether the order is swept).
+ARMS = {
+    "refine": ("order_study", ["placeto_gnn", "placeto_lstm"], True),
+    "construct": ("order_study_construct", ["placeto_gnn"], True),
+    "learned": ("order_study_learned", ["maskable_ppo_gnn"], False),
+}
 ORDERS = ["topo", "alpha", "reverse_topo", "dfs_preorder", "dfs_postorder", "bfs",
           "lexico_topo", "reverse_postorder", "random_topo"]  # fmt: skip
 FAMILIES = ["cifar10", "ptb", "nmt"]
-POLICIES = ["placeto_gnn", "placeto_lstm"]
 SEEDS = 5
 
 
@@ -36,21 +44,31 @@ def graph_specs(full: bool) -> list[str]:
     return [f"synthetic:{family}?{size}seed={s}" for family in FAMILIES for s in seeds]
 
 
-def sweep_command(args: argparse.Namespace) -> list[str]:
-    """``placerl-train -m ...`` for the study."""
+def sweep_command(args: argparse.Namespace, arm: str) -> list[str]:
+    """``placerl-train -m ...`` for one arm of the study."""
+    experiment, agents, sweeps_order = ARMS[arm]
     launcher = (["hydra/launcher=slurm"] if args.launcher == "slurm" else
                 ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}"])  # fmt: skip
+    orders = [f"order={','.join(ORDERS)}"] if sweeps_order else []
     return [
-        "placerl-train", "-m", "--config-dir", str(HERE / "conf"), "experiment=order_study",
-        *launcher, f"hydra.sweep.dir={args.out / 'runs'}",
-        f"order={','.join(ORDERS)}", f"agent={','.join(POLICIES)}",
+        "placerl-train", "-m", "--config-dir", str(HERE / "conf"), f"experiment={experiment}",
+        *launcher, f"hydra.sweep.dir={args.out / 'runs' / arm}", *orders,
+        f"agent={','.join(agents)}",
         "graph.spec=" + ",".join(f"'{spec}'" for spec in graph_specs(args.full)),
         f"seed={','.join(str(s) for s in range(args.seeds))}", "threads=1", *args.overrides,
     ]  # fmt: skip
 
 
+def report_command(args: argparse.Namespace, arm: str) -> list[str]:
+    """``placerl-report`` of one arm: the best placement found, as the study reports it."""
+    return ["placerl-report", str(args.out / "runs" / arm), "--out",
+            str(args.out / "results" / arm), "--metric", "best"]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", type=lambda text: text.split(","), default=list(ARMS),
+                        help=f"comma-separated arms (default: {','.join(ARMS)})")
     parser.add_argument("--full", action="store_true", help="Placeto's 32 graphs per family")
     parser.add_argument("--launcher", choices=["joblib", "slurm"], default="joblib")
     parser.add_argument("--jobs", type=int, default=2, help="joblib's parallel jobs")
@@ -59,17 +77,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the commands only")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for every job")
     args = parser.parse_args(argv)
-    sweep = sweep_command(args)
-    report = ["placerl-report", str(args.out / "runs"), "--out", str(args.out / "results"),
-              "--metric", "best"]  # fmt: skip
+    unknown = sorted(set(args.arms) - set(ARMS))
+    if unknown:
+        parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}")
+    commands = [c for arm in args.arms for c in (sweep_command(args, arm),
+                                                 report_command(args, arm))]  # fmt: skip
     if args.dry_run:
-        print(" ".join(sweep), " ".join(report), sep="\n")
+        print(*(" ".join(c) for c in commands), sep="\n")
         return 0
-    for command in (sweep, report):
+    for command in commands:
         executable = shutil.which(command[0]) or command[0]
         subprocess.run([executable, *command[1:]], check=True)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

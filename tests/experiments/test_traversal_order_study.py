@@ -1,0 +1,91 @@
+"""experiments/traversal_order_study: its configs compose to the protocol, run.py's commands."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hydra", reason="the experiments extra is not installed")
+
+from placerl.apps import compose_run
+from placerl.run_config import to_train_config
+from placerl.train import train
+
+STUDY = Path(__file__).resolve().parents[2] / "experiments" / "traversal_order_study"
+spec = importlib.util.spec_from_file_location("order_study_run", STUDY / "run.py")
+run_py = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(run_py)
+
+
+def compose(*overrides):
+    return compose_run(f"hydra.searchpath=[file://{STUDY / 'conf'}]", *overrides)
+
+
+def test_the_refine_arm_is_the_study_s_setting():
+    run = compose("experiment=order_study", "agent=placeto_lstm")
+    assert run.env.kind == "refine" and run.env.start_from_best and run.env.passes == 1
+    assert run.env.reward == "normalized_delta"  # Placeto's sign: a move that saves is positive
+    assert run.env.initial == "random" and run.agent.warm_start is None
+    assert run.cluster.spec == "placeto?n_devices=3" and run.agent.extractor == "lstm"
+    assert run.agent.hyperparams["n_epochs"] == 2  # the placeto recipe's tuned PPO
+
+
+@pytest.mark.parametrize(("experiment", "kind", "steps"), [
+    ("order_study_construct", "construct", 5000), ("order_study_learned", "dual", 10000)])
+def test_the_construct_and_learned_arms_share_the_episode_budget(experiment, kind, steps):
+    run = compose(f"experiment={experiment}")
+    assert run.env.kind == kind and run.total_steps == steps  # 50 episodes of ~100 nodes
+    assert run.agent.warm_start is None and run.env.reference == "single_device"
+
+
+def test_a_study_job_trains_and_records_its_best_placement(tmp_path):
+    run = compose("experiment=order_study", "graph.spec='synthetic:cifar10?n=23&seed=1'",
+                  "total_steps=256", "eval_every=128", "order=dfs_preorder", "threads=1")
+    result = train(to_train_config(run, str(tmp_path)))
+    outcome = result.graphs[0]
+    assert outcome.best_runtime <= outcome.final_runtime
+    assert [point["step"] for point in result.curve][:3] == [0, 128, 256]
+    assert (tmp_path / "result.json").is_file()
+
+
+def commands(*argv):
+    """The commands ``run.py`` runs, recorded instead of run."""
+    lines = []
+    original = run_py.subprocess.run
+    try:
+        run_py.subprocess.run = lambda command, check: lines.append(command)
+        assert run_py.main([*argv]) == 0
+    finally:
+        run_py.subprocess.run = original
+    return lines
+
+
+def test_one_command_runs_every_arm_then_reports_it(tmp_path):
+    lines = commands("--out", str(tmp_path))
+    sweeps, reports = lines[0::2], lines[1::2]
+    assert [c[c.index("-m") + 3].split("=")[1] for c in sweeps] == [
+        "order_study", "order_study_construct", "order_study_learned"]
+    refine = sweeps[0]
+    assert "order=" + ",".join(run_py.ORDERS) in refine and len(run_py.ORDERS) == 9
+    assert "agent=placeto_gnn,placeto_lstm" in refine and "seed=0,1,2,3,4" in refine
+    graphs = next(a for a in refine if a.startswith("graph.spec="))
+    assert graphs.count("n=100&") == 6 and "'synthetic:nmt?n=100&seed=2'" in graphs
+    assert not any(a.startswith("order=") for a in sweeps[2])  # the learned arm picks its own
+    assert "hydra/launcher=joblib" in refine
+    assert f"hydra.sweep.dir={tmp_path}/runs/refine" in refine
+    assert reports[0][1:] == [str(tmp_path / "runs" / "refine"), "--out",
+                              str(tmp_path / "results" / "refine"), "--metric", "best"]
+
+
+def test_the_full_protocol_is_a_switch_and_runs_on_slurm(tmp_path):
+    (sweep, _) = commands("--full", "--launcher", "slurm", "--arms", "refine", "--out",
+                          str(tmp_path), "hydra.launcher.partition=gpu")
+    graphs = next(a for a in sweep if a.startswith("graph.spec="))
+    assert graphs.count("synthetic:") == 96 and "n=100" not in graphs
+    assert "hydra/launcher=slurm" in sweep and sweep[-1] == "hydra.launcher.partition=gpu"
+
+
+def test_an_unknown_arm_is_named(capsys):
+    with pytest.raises(SystemExit):
+        run_py.main(["--arms", "refine,sideways", "--dry-run"])
+    assert "unknown arm(s) sideways; known: refine, construct, learned" in capsys.readouterr().err
