@@ -89,3 +89,43 @@ def test_an_unknown_arm_is_named(capsys):
     with pytest.raises(SystemExit):
         run_py.main(["--arms", "refine,sideways", "--dry-run"])
     assert "unknown arm(s) sideways; known: refine, construct, learned" in capsys.readouterr().err
+
+
+spec = importlib.util.spec_from_file_location("order_study_analyze", STUDY / "analyze.py")
+analyze = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(analyze)
+
+
+def test_graph_features_measure_depth_width_and_skips():
+    features = analyze.graph_features("synthetic:chain?n=5")
+    assert features["depth"] == 5 and features["width"] == 1 and features["skip_share"] == 0
+    assert features["fan_out"] == pytest.approx(4 / 5)
+
+
+def _frame(rows):
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["agent", "group", "graph", "order", "seed",
+                                       "runtime_ms"])  # fmt: skip
+
+
+def test_a_feature_rule_is_fitted_on_two_families_and_scored_on_the_third():
+    import pandas as pd
+
+    # deep graphs want dfs, shallow ones bfs; topo is in between everywhere
+    graphs = {"a-s1": ("a", 10), "a-s2": ("a", 12), "b-s1": ("b", 2), "b-s2": ("b", 3),
+              "c-s1": ("c", 11), "c-s2": ("c", 1)}  # fmt: skip
+    rows = []
+    for graph, (family, depth) in graphs.items():
+        deep = depth > 5
+        for order, runtime in (("dfs_preorder", 1.0 if deep else 2.0),
+                               ("bfs", 2.0 if deep else 1.0), ("topo", 1.5)):  # fmt: skip
+            rows += [("gnn", family, graph, order, seed, runtime) for seed in range(2)]
+    features = pd.DataFrame({g: {f: float(d) for f in analyze.FEATURES}
+                             for g, (_, d) in graphs.items()}).T  # fmt: skip
+    table = analyze.rule_on_held_out(_frame(rows), features)
+    held_out_c = next(r for r in table if r["held-out family"] == "c")
+    assert held_out_c["rule / best order"] == 1.0  # the rule transfers to family c
+    assert held_out_c["topo / best order"] == 1.5
+    assert held_out_c["rule"].startswith("dfs_preorder if ") and held_out_c["rule"].endswith(
+        " else bfs")

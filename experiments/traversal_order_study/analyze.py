@@ -1,0 +1,167 @@
+"""The study's analyses beyond ``placerl-report``: the learned order against the fixed ones, and
+one graph-feature explanation of which order wins, tested on a family it was not fitted on.
+
+    python experiments/traversal_order_study/analyze.py    # after run.py; writes results/
+
+- **Learned order.** Each fixed order of the ``construct`` arm against the ``learned`` arm
+  (DOPPLER's dual env, same graphs, seeds and 50 episodes), paired on graph and seed, with the
+  report's statistics (:func:`placerl.comparison.compare_pairs`).
+- **Which order wins, by graph features.** Per graph: depth (nodes on the longest path), width
+  (nodes over depth), depth over width, mean fan-out and the share of skip edges (edges that
+  jump more than one level). The rule "order A when feature f is above t, else order B" is
+  fitted on two families' graphs (least mean regret over the per-graph best order) and scored
+  on the third family's (leave one family out), against always using topo and always using the
+  order that won most often on the fitting graphs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from placerl.comparison import compare_pairs
+from placerl.graph import load_graph
+from placerl.report import load_runs, select_metric
+
+HERE = Path(__file__).resolve().parent
+FEATURES = ("depth", "width", "depth_over_width", "fan_out", "skip_share")
+
+
+def graph_features(spec: str) -> dict[str, float]:
+    """The structural features of the graph ``spec`` names."""
+    g = load_graph(spec).to_networkx()
+    level: dict[Any, int] = {}
+    for node in nx.topological_sort(g):
+        level[node] = 1 + max((level[p] for p in g.predecessors(node)), default=0)
+    depth = max(level.values())
+    width = g.number_of_nodes() / depth
+    skips = sum(level[v] - level[u] > 1 for u, v in g.edges)
+    return {"depth": float(depth), "width": width, "depth_over_width": depth / width,
+            "fan_out": g.number_of_edges() / g.number_of_nodes(),
+            "skip_share": skips / max(1, g.number_of_edges())}  # fmt: skip
+
+
+def learned_against_fixed(construct: Any, learned: Any) -> list[dict[str, Any]]:
+    """Per graph group: the learned order's runtime over each fixed order's, paired."""
+    rows = []
+    mine = learned.set_index(["graph", "seed"])["runtime_ms"]
+    for (group, order), runs in construct.groupby(["group", "order"], sort=True):
+        theirs = runs.set_index(["graph", "seed"])["runtime_ms"]
+        both = theirs.to_frame("fixed").join(mine.rename("learned"), how="inner")
+        result = compare_pairs(both["learned"].to_numpy(), both["fixed"].to_numpy())
+        rows.append({"group": group, "fixed order": order, "pairs": result.pairs,
+                     "learned / fixed": round(result.ratio, 3),
+                     "ci95": f"[{result.ci_low:.3f}, {result.ci_high:.3f}]",
+                     "learned faster": f"{result.wins}/{result.pairs}",
+                     "verdict": result.verdict("learned", order)})  # fmt: skip
+    return rows
+
+
+def order_runtimes(runs: Any) -> Any:
+    """Geometric-mean runtime over seeds per graph (rows) and order (columns), one agent."""
+    logs = runs.assign(log=np.log(runs["runtime_ms"]))
+    return np.exp(logs.pivot_table(index="graph", columns="order", values="log", aggfunc="mean"))
+
+
+def fit_rule(table: Any, features: Any) -> tuple[str, float, str, str]:
+    """The (feature, threshold, order above, order at or below) of least mean regret."""
+    regret = table.div(table.min(axis=1), axis=0)  # each order's runtime over the graph's best
+    best, best_cost = None, np.inf
+    for feature in FEATURES:
+        values = features.loc[table.index, feature]
+        for threshold in sorted(set(values))[:-1]:
+            above = values > threshold
+            high = regret[above].mean().idxmin()
+            low = regret[~above].mean().idxmin()
+            cost = (regret.loc[above, high].sum() + regret.loc[~above, low].sum()) / len(table)
+            if cost < best_cost - 1e-12:
+                best, best_cost = (feature, float(threshold), high, low), cost
+    if best is None:  # every feature constant on the fitting graphs: one order for all
+        order = regret.mean().idxmin()
+        return FEATURES[0], float("inf"), order, order
+    return best
+
+
+def rule_on_held_out(runs: Any, features: Any) -> list[dict[str, Any]]:
+    """Leave one family out: fit on the others' graphs, score on the held-out family's."""
+    rows = []
+    for agent, agent_runs in runs.groupby("agent", sort=True):
+        table = order_runtimes(agent_runs)
+        family = agent_runs.drop_duplicates("graph").set_index("graph")["group"]
+        for held_out in sorted(set(family)):
+            fit = table[family.loc[table.index] != held_out]
+            test = table[family.loc[table.index] == held_out]
+            feature, threshold, high, low = fit_rule(fit, features)
+            chosen = np.where(features.loc[test.index, feature] > threshold, high, low)
+            best = test.min(axis=1)
+            majority = fit.idxmin(axis=1).mode().iloc[0]
+            rows.append({
+                "agent": agent, "held-out family": held_out, "graphs": len(test),
+                "rule": f"{high} if {feature} > {threshold:.3g} else {low}",
+                "rule / best order": round(float(np.mean(
+                    [test.loc[g, o] / best[g] for g, o in zip(test.index, chosen,
+                                                              strict=True)])), 3),
+                "topo / best order": round(float((test["topo"] / best).mean()), 3),
+                "most wins on fit": majority,
+                "it / best order": round(float((test[majority] / best).mean()), 3),
+            })  # fmt: skip
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    import pandas as pd
+
+    return pd.DataFrame(rows).to_markdown(index=False) if rows else "(no runs)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=HERE / "runs")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    args = parser.parse_args(argv)
+    refine = select_metric(load_runs([args.runs / "refine"]), "best")
+    specs = {run_graph: spec for run_graph, spec in _graph_specs(refine).items()}
+    features = _feature_table(specs)
+    text = ["# The order study's analyses (analyze.py)", "",
+            "## Graph features", "", features.round(3).to_markdown(), "",
+            "## Which order wins, by a graph feature (leave one family out)", "",
+            "Fitted on two families' graphs, scored on the third's; ratios are the mean over "
+            "the held-out graphs of runtime (geometric mean over seeds) over the graph's best "
+            "order's (1: the best order on every graph).", "",
+            markdown(rule_on_held_out(refine, features)), ""]  # fmt: skip
+    if (args.runs / "construct").is_dir() and (args.runs / "learned").is_dir():
+        construct = select_metric(load_runs([args.runs / "construct"]), "best")
+        learned = select_metric(load_runs([args.runs / "learned"]), "best")
+        text += ["## The learned order (dual env) against the fixed orders (construct)", "",
+                 markdown(learned_against_fixed(construct, learned)), ""]  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "analysis.md"
+    path.write_text("\n".join(text))
+    print(path.read_text())
+    return 0
+
+
+def _graph_specs(runs: Any) -> dict[str, str]:
+    """Graph name -> spec, from the runs' configs (``graph.spec`` of each job's config)."""
+    import json
+
+    specs = {}
+    for run, graph in runs.drop_duplicates("graph")[["run", "graph"]].itertuples(index=False):
+        config = json.loads((Path(run) / "result.json").read_text())["config"]
+        specs[graph] = config["graph"]
+    return specs
+
+
+def _feature_table(specs: dict[str, str]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame({name: graph_features(spec) for name, spec in specs.items()}).T
+
+
+if __name__ == "__main__":
+    sys.exit(main())
