@@ -21,32 +21,63 @@ import argparse
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
-#: arm -> (experiment config, agents, whether the order is swept).
-ARMS = {
-    "refine": ("order_study", ["placeto_gnn", "placeto_lstm"], True),
-    "construct": ("order_study_construct", ["placeto_gnn"], True),
-    "learned": ("order_study_learned", ["maskable_ppo_gnn"], False),
-}
 ORDERS = ["topo", "alpha", "reverse_topo", "dfs_preorder", "dfs_postorder", "bfs",
           "lexico_topo", "reverse_postorder", "random_topo"]  # fmt: skip
 FAMILIES = ["cifar10", "ptb", "nmt"]
 SEEDS = 5
 
 
-def graph_specs(full: bool) -> list[str]:
-    """The study's graphs: 2 per family at ``n=100`` (subsample) or Placeto's 32 per family at
-    the generators' default sizes (``--full``); graph seed 0 shaped placerl's recipes and is
-    left out."""
+def family_graphs(full: bool) -> list[str]:
+    """2 graphs per family at ``n=100`` (subsample) or Placeto's 32 per family at the
+    generators' default sizes (``full``); graph seed 0 shaped placerl's recipes and is left
+    out."""
     seeds, size = (range(1, 33), "") if full else (range(1, 3), "n=100&")
     return [f"synthetic:{family}?{size}seed={s}" for family in FAMILIES for s in seeds]
 
 
+def zoo_graphs(full: bool) -> list[str]:
+    """Zoo models coarsened to 100 nodes (GNMT whole, 98); ``full`` adds them uncoarsened."""
+    coarse = [f"zoo:{m}?max_nodes=100" for m in ("inception_v3", "resnet50", "transformer")]
+    whole = [f"zoo:{m}" for m in ("inception_v3", "resnet50", "transformer")] if full else []
+    return [*coarse, "zoo:gnmt", *whole]
+
+
+def msr_graphs(full: bool) -> list[str]:
+    """The msr graphs (each on its own cluster); the subsample takes the three smallest."""
+    names = ["bert_l-3_inference", "bert_l-3_training", "resnet50_inference"]
+    if full:
+        names += ["bert24_inference", "bert24_training", "gnmt_inference", "resnet50_training"]
+    return [f"msr:{name}" for name in names]
+
+
+class Arm(NamedTuple):
+    """One sweep of the study."""
+
+    experiment: str  # conf/experiment/<name>.yaml
+    agents: list[str]
+    sweeps_order: bool  # False: the policy picks the order itself
+    graphs: Callable[[bool], list[str]]
+
+
+ARMS = {
+    "refine": Arm("order_study", ["placeto_gnn", "placeto_lstm"], True, family_graphs),
+    "construct": Arm("order_study_construct", ["placeto_gnn"], True, family_graphs),
+    "learned": Arm("order_study_learned", ["maskable_ppo_gnn"], False, family_graphs),
+    "zoo": Arm("order_study", ["placeto_gnn"], True, zoo_graphs),
+    "msr": Arm("order_study_msr", ["placeto_gnn"], True, msr_graphs),
+}
+#: The committed subsample's arms (about an hour on 2 cores); zoo and msr by ``--arms``.
+DEFAULT_ARMS = ["refine", "construct", "learned"]
+
+
 def sweep_command(args: argparse.Namespace, arm: str) -> list[str]:
     """``placerl-train -m ...`` for one arm of the study."""
-    experiment, agents, sweeps_order = ARMS[arm]
+    experiment, agents, sweeps_order, graphs = ARMS[arm]
     launcher = (["hydra/launcher=slurm"] if args.launcher == "slurm" else
                 ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}"])  # fmt: skip
     orders = [f"order={','.join(ORDERS)}"] if sweeps_order else []
@@ -54,7 +85,7 @@ def sweep_command(args: argparse.Namespace, arm: str) -> list[str]:
         "placerl-train", "-m", "--config-dir", str(HERE / "conf"), f"experiment={experiment}",
         *launcher, f"hydra.sweep.dir={args.out / 'runs' / arm}", *orders,
         f"agent={','.join(agents)}",
-        "graph.spec=" + ",".join(f"'{spec}'" for spec in graph_specs(args.full)),
+        "graph.spec=" + ",".join(f"'{spec}'" for spec in graphs(args.full)),
         f"seed={','.join(str(s) for s in range(args.seeds))}", "threads=1", *args.overrides,
     ]  # fmt: skip
 
@@ -67,8 +98,9 @@ def report_command(args: argparse.Namespace, arm: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", type=lambda text: text.split(","), default=list(ARMS),
-                        help=f"comma-separated arms (default: {','.join(ARMS)})")
+    parser.add_argument("--arms", type=lambda text: text.split(","), default=DEFAULT_ARMS,
+                        help=f"comma-separated arms of {', '.join(ARMS)} (default: "
+                             f"{','.join(DEFAULT_ARMS)})")  # fmt: skip
     parser.add_argument("--full", action="store_true", help="Placeto's 32 graphs per family")
     parser.add_argument("--launcher", choices=["joblib", "slurm"], default="joblib")
     parser.add_argument("--jobs", type=int, default=2, help="joblib's parallel jobs")

@@ -88,7 +88,8 @@ def test_the_full_protocol_is_a_switch_and_runs_on_slurm(tmp_path):
 def test_an_unknown_arm_is_named(capsys):
     with pytest.raises(SystemExit):
         run_py.main(["--arms", "refine,sideways", "--dry-run"])
-    assert "unknown arm(s) sideways; known: refine, construct, learned" in capsys.readouterr().err
+    assert ("unknown arm(s) sideways; known: refine, construct, learned, zoo, msr"
+            in capsys.readouterr().err)
 
 
 spec = importlib.util.spec_from_file_location("order_study_analyze", STUDY / "analyze.py")
@@ -129,3 +130,13 @@ def test_a_feature_rule_is_fitted_on_two_families_and_scored_on_the_third():
     assert held_out_c["topo / best order"] == 1.5
     assert held_out_c["rule"].startswith("dfs_preorder if ") and held_out_c["rule"].endswith(
         " else bfs")
+
+
+def test_zoo_and_msr_arms_are_opt_in_and_msr_places_each_graph_on_its_cluster(tmp_path):
+    zoo, _, msr, _ = commands("--arms", "zoo,msr", "--out", str(tmp_path))
+    assert "graph.spec='zoo:inception_v3?max_nodes=100','zoo:resnet50?max_nodes=100'," \
+           "'zoo:transformer?max_nodes=100','zoo:gnmt'" in zoo
+    assert "experiment=order_study_msr" in msr
+    run = compose("experiment=order_study_msr", "graph.spec=msr:resnet50_inference")
+    assert run.cluster.spec == "msr:resnet50_inference" and run.env.objective == "pipeline"
+    assert run.env.kind == "refine" and "tarnawski_dp" in run.baselines
