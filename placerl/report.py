@@ -225,11 +225,22 @@ def compare_orders(runs: Any, reference: str = "topo") -> Any:
                          "wins": result.wins, "losses": result.losses, "ties": result.ties,
                          "p_value": result.p_value, "p_value_note": result.p_note,
                          "pairs_needed": result.pairs_needed,
+                         **_learning_speed(group, order, reference),
                          "verdict": result.verdict(order, reference)})  # fmt: skip
     return pd.DataFrame(rows, columns=[*CELL, "order", "reference", "pairs", "ratio",
                                        "ratio_ci95_low", "ratio_ci95_high", "wins", "losses",
                                        "ties", "p_value", "p_value_note", "pairs_needed",
+                                       "steps_to_5pct", "reference_steps_to_5pct",
                                        "verdict"])  # fmt: skip
+
+
+def _learning_speed(cell: Any, order: str, reference: str) -> dict[str, float]:
+    """Mean ``steps_to_5pct`` of ``order``'s and ``reference``'s runs in a cell (``nan``
+    without the column: runs not passed through :func:`select_metric`)."""
+    if "steps_to_5pct" not in cell:
+        return {"steps_to_5pct": np.nan, "reference_steps_to_5pct": np.nan}
+    steps = cell.groupby("order")["steps_to_5pct"].mean()
+    return {"steps_to_5pct": steps[order], "reference_steps_to_5pct": steps[reference]}
 
 
 def not_compared(runs: Any) -> list[str]:
@@ -345,7 +356,9 @@ ORDERS_LEGEND = ("`ratio`: geometric mean of runtime over the reference's on the
                  "and seed (below 1: faster), with a bootstrap 95% interval over the pairs; a "
                  "difference is stated when that interval excludes 1 and the Wilcoxon "
                  "signed-rank test gives p < 0.05; `pairs_needed`: pairs that would detect a "
-                 "difference of the observed size (at least 1%) with 80% power.")
+                 "difference of the observed size (at least 1%) with 80% power; "
+                 "`steps_to_5pct`: mean first evaluated step within 5% of a run's result, for "
+                 "the order and the reference (how fast each learned).")
 
 
 def _verdicts(orders: Any) -> list[str]:

@@ -252,3 +252,10 @@ def test_an_unknown_metric_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--metric", "worst"])
     assert "invalid choice: 'worst'" in capsys.readouterr().err
+
+
+def test_the_paired_table_gives_each_order_s_learning_speed(sweep):
+    (row,) = compare_orders(select_metric(load_runs([sweep]), "final")).to_dict("records")
+    assert row["steps_to_5pct"] == 100 and row["reference_steps_to_5pct"] == 100
+    (raw,) = compare_orders(load_runs([sweep])).to_dict("records")
+    assert np.isnan(raw["steps_to_5pct"])
