@@ -67,13 +67,16 @@ class PairedComparison:
         interval = f"95% CI [{self.ci_low:.3f}, {self.ci_high:.3f}]"
         if self.significant:
             faster = self.ratio < 1
-            change = abs(1 - self.ratio) if faster else self.ratio - 1
-            bounds = sorted(abs(1 - b) if faster else b - 1 for b in (self.ci_low, self.ci_high))
             wins = self.wins if faster else self.losses
-            return (f"{candidate} is {change:.1%} {'faster' if faster else 'slower'} than "
-                    f"{reference}, 95% CI [{bounds[0]:.1%}, {bounds[1]:.1%}], "
-                    f"{'faster' if faster else 'slower'} in {wins} of {self.pairs} pairs "
+            tail = (f"{'faster' if faster else 'slower'} in {wins} of {self.pairs} pairs "
                     f"(Wilcoxon p = {self.p_value:.2g})")  # fmt: skip
+            if self.ratio >= 2:  # "250% slower" reads worse than a factor
+                return (f"{candidate}'s placements take {self.ratio:.2f}x {reference}'s runtime, "
+                        f"95% CI [{self.ci_low:.2f}x, {self.ci_high:.2f}x], {tail}")  # fmt: skip
+            change = abs(1 - self.ratio)
+            bounds = sorted(abs(1 - b) for b in (self.ci_low, self.ci_high))
+            return (f"{candidate} is {change:.1%} {'faster' if faster else 'slower'} than "
+                    f"{reference}, 95% CI [{bounds[0]:.1%}, {bounds[1]:.1%}], {tail}")  # fmt: skip
         if (self.ci_high < 1 or self.ci_low > 1) and self.pairs < MIN_TEST_PAIRS:
             direction = "faster" if self.ratio < 1 else "slower"
             return (f"{candidate} looks {abs(1 - self.ratio):.1%} {direction} than {reference} "

@@ -22,6 +22,12 @@ def test_a_clear_difference_is_stated_with_its_interval_and_wins():
     assert verdict.endswith("faster in 10 of 10 pairs (Wilcoxon p = 0.002)")
 
 
+def test_a_several_times_slower_candidate_is_given_as_a_factor():
+    verdict = compare_pairs(3.0 * REFERENCE, REFERENCE).verdict("alpha", "topo")
+    assert verdict.startswith("alpha's placements take 3.00x topo's runtime, 95% CI [3.00x, "
+                              "3.00x], slower in 10 of 10 pairs")  # fmt: skip
+
+
 def test_a_slower_candidate_is_called_slower():
     verdict = compare_pairs(1.2 * REFERENCE, REFERENCE).verdict("bfs", "topo")
     assert verdict.startswith("bfs is 20.0% slower than topo, 95% CI [20.0%, 20.0%]")

@@ -62,6 +62,15 @@ def learned_against_fixed(construct: Any, learned: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def against_best_placer(runs: Any) -> Any:
+    """Per order (rows) and graph group x agent (columns): the geometric mean over graphs and
+    seeds of the runtime over the best classic placer's (``best_of``: below 1 beats it)."""
+    logs = runs.assign(log=np.log(runs["runtime_ms"] / runs["best_baseline_ms"]),
+                       cell=runs["group"] + ", " + runs["agent"].str.replace("maskable_ppo_",
+                                                                             ""))  # fmt: skip
+    return np.exp(logs.pivot_table(index="order", columns="cell", values="log", aggfunc="mean"))
+
+
 def order_runtimes(runs: Any) -> Any:
     """Geometric-mean runtime over seeds per graph (rows) and order (columns), one agent."""
     logs = runs.assign(log=np.log(runs["runtime_ms"]))
@@ -128,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     specs = {run_graph: spec for run_graph, spec in _graph_specs(refine).items()}
     features = _feature_table(specs)
     text = ["# The order study's analyses (analyze.py)", "",
+            "## Runtime over the best classic placer, per order (refine arm)", "",
+            "Geometric mean over the family's graphs and the seeds of the best placement "
+            "found over `best_of`'s (the best of single device, HEFT, m-ETF, m-SCT, m-TOPO "
+            "and Tarnawski's DP split; below 1 beats it).", "",
+            against_best_placer(refine).round(3).to_markdown(), "",
             "## Graph features", "", features.round(3).to_markdown(), "",
             "## Which order wins, by a graph feature (leave one family out)", "",
             "Fitted on two families' graphs, scored on the third's; ratios are the mean over "
@@ -137,8 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     if (args.runs / "construct").is_dir() and (args.runs / "learned").is_dir():
         construct = select_metric(load_runs([args.runs / "construct"]), "best")
         learned = select_metric(load_runs([args.runs / "learned"]), "best")
+        both = __import__("pandas").concat([construct, learned.assign(order="learned")])
         text += ["## The learned order (dual env) against the fixed orders (construct)", "",
-                 markdown(learned_against_fixed(construct, learned)), ""]  # fmt: skip
+                 markdown(learned_against_fixed(construct, learned)), "",
+                 "Runtime over `best_of`, construct arm and the learned order:", "",
+                 against_best_placer(both).round(3).to_markdown(), ""]  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "analysis.md"
     path.write_text("\n".join(text))
