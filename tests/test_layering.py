@@ -23,7 +23,7 @@ LAYERS = [
     {"envs"},
     {"agents"},
     {"train"},
-    {"run_config", "figures", "evaluate", "report"},
+    {"run_config", "figures", "evaluate", "comparison", "report_figures", "report", "dashboard"},
     {"tracking"},
     {"apps"},
     {"cli", "__main__", "__init__"},
