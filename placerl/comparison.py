@@ -85,6 +85,9 @@ class PairedComparison:
         text = (f"no difference between {candidate} and {reference} detectable with "
                 f"{self.pairs} pair{'s' * (self.pairs > 1)} (ratio {self.ratio:.3f}"
                 + (f", {interval}" if not self.ci_note else "") + ")")
+        if self.ci_high < 1 or self.ci_low > 1:  # the interval alone would call it
+            text += (f"; the interval excludes 1 but the signed-rank test does not confirm it "
+                     f"(p = {self.p_value:.2g})")  # fmt: skip
         if self.pairs_needed is not None:
             small = abs(math.log(self.ratio)) < math.log1p(SMALLEST_EFFECT)
             target = f"a {SMALLEST_EFFECT:.0%} difference" if small else "a ratio this far from 1"
