@@ -162,3 +162,16 @@ def _pairs_needed(logs: np.ndarray) -> int | None:
     effect = max(abs(logs.mean()), math.log1p(SMALLEST_EFFECT))
     z = stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(POWER)
     return max(MIN_TEST_PAIRS, math.ceil((z * logs.std(ddof=1) / effect) ** 2))
+
+
+def t_interval(values: np.ndarray) -> tuple[float, float]:
+    """Student-t 95% interval of the mean of ``values`` (``nan`` bounds for fewer than two)."""
+    from scipy import stats
+
+    values = np.asarray(values, float)
+    if len(values) < 2:
+        return math.nan, math.nan
+    mean = float(values.mean())
+    half = float(stats.t.ppf(1 - ALPHA / 2, len(values) - 1) * values.std(ddof=1)
+                 / np.sqrt(len(values)))  # fmt: skip
+    return mean - half, mean + half

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from placerl._options import check_out_dir
-from placerl.comparison import compare_pairs
+from placerl.comparison import compare_pairs, t_interval
 from placerl.errors import ConfigError
 from placerl.report_figures import NO_ORDER, report_figures
 from placerl.train import is_evaluation
@@ -131,17 +131,6 @@ def _settings(config: dict[str, Any]) -> str:
                       sort_keys=True, default=str)  # fmt: skip
 
 
-def _t_interval(values: Any) -> tuple[float, float]:
-    """Student-t 95% interval of the mean (``nan`` for one value)."""
-    from scipy import stats
-
-    n, mean = len(values), float(np.mean(values))
-    if n < 2:
-        return np.nan, np.nan
-    half = float(stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1) / np.sqrt(n))
-    return mean - half, mean + half
-
-
 #: What a run's runtime is: ``final``, the greedy placement of the weights it kept (what a
 #: trained policy deploys), or ``best``, the best placement it found while training (what
 #: Placeto and the traversal-order study report); each with its learning curve.
@@ -187,7 +176,7 @@ def summarize(runs: Any) -> Any:
     if "steps_to_5pct" in runs:
         table["steps_to_5pct"] = grouped["steps_to_5pct"].mean()
     for column, prefix in (("runtime_ms", "runtime_ci95"), ("speedup_vs_best", "speedup_ci95")):
-        bounds = grouped[column].apply(_t_interval)
+        bounds = grouped[column].apply(t_interval)
         table[f"{prefix}_low"] = [low for low, _ in bounds]
         table[f"{prefix}_high"] = [high for _, high in bounds]
     return table.reset_index()

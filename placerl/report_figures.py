@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from placerl.comparison import t_interval
+
 #: The ``order`` of an evaluation run (a placer follows no traversal order); its ``agent`` is
 #: the placer spec, and the plots label it by that.
 NO_ORDER = "none"
@@ -65,13 +67,9 @@ def _series(runs: Any) -> Any:
 
 
 def _half_width(values: Any) -> float:
-    """Student-t 95% half-width of the mean (``nan`` for one value)."""
-    from scipy import stats
-
-    n = len(values)
-    if n < 2:
-        return np.nan
-    return float(stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1) / np.sqrt(n))
+    """Half the Student-t 95% interval of the mean (``nan`` for one value)."""
+    low, high = t_interval(values)
+    return (high - low) / 2
 
 
 def _plot_curves(runs: Any, path: Path, metric_label: str) -> bool:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placerl.comparison import compare_pairs
+from placerl.comparison import compare_pairs, t_interval
 
 REFERENCE = np.array([2.0, 2.2, 1.8, 2.1, 1.9, 2.0, 2.3, 1.7, 2.05, 1.95])
 
@@ -117,3 +117,10 @@ def test_the_ratio_is_scale_free_and_inside_its_interval(reference, scale, facto
     assert scaled.ratio == pytest.approx(base.ratio)
     assert base.ratio == pytest.approx(factor)
     assert base.ci_low <= base.ratio * (1 + 1e-9) and base.ratio <= base.ci_high * (1 + 1e-9)
+
+
+def test_the_t_interval_is_the_mean_plus_minus_t_times_the_standard_error():
+    low, high = t_interval([1.0, 2.0, 3.0])
+    half = 4.3027 * 1.0 / np.sqrt(3)  # t(0.975, 2), sample standard deviation 1
+    assert (low, high) == pytest.approx((2.0 - half, 2.0 + half), rel=1e-4)
+    assert all(math.isnan(b) for b in t_interval([5.0]))
