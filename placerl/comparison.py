@@ -117,7 +117,7 @@ def compare_pairs(candidate: np.ndarray, reference: np.ndarray, *, resamples: in
                          f"{candidate.shape} and {reference.shape}")  # fmt: skip
     if not (np.all(candidate > 0) and np.all(reference > 0)):
         raise ValueError("paired runtimes must be positive and finite numbers")
-    logs = np.log(candidate / reference)
+    logs = np.log(candidate) - np.log(reference)  # exactly antisymmetric, unlike log(c / r)
     n = len(logs)
     counts = {"wins": int((logs < 0).sum()), "losses": int((logs > 0).sum()),
               "ties": int((logs == 0).sum())}  # fmt: skip
