@@ -97,6 +97,7 @@ def report_command(args: argparse.Namespace, arm: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run (or with ``--dry-run`` print) every chosen arm's sweep and report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arms", type=lambda text: text.split(","), default=DEFAULT_ARMS,
                         help=f"comma-separated arms of {', '.join(ARMS)} (default: "
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         executable = shutil.which(command[0]) or command[0]
         subprocess.run([executable, *command[1:]], check=True)
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
