@@ -52,10 +52,14 @@ class PairedComparison:
     pairs_needed: int | None = None
 
     @property
+    def excludes_one(self) -> bool:
+        """The bootstrap interval lies wholly below or above 1."""
+        return bool(self.ci_high < 1 or self.ci_low > 1)
+
+    @property
     def significant(self) -> bool:
         """The interval excludes 1 and the test rejects equality at 5%."""
-        excludes_one = self.ci_high < 1 or self.ci_low > 1
-        return bool(excludes_one and self.p_value < ALPHA)
+        return bool(self.excludes_one and self.p_value < ALPHA)
 
     def verdict(self, candidate: str, reference: str) -> str:
         """One sentence: which is faster by how much, or why no difference can be claimed."""
@@ -77,7 +81,7 @@ class PairedComparison:
             bounds = sorted(abs(1 - b) for b in (self.ci_low, self.ci_high))
             return (f"{candidate} is {change:.1%} {'faster' if faster else 'slower'} than "
                     f"{reference}, 95% CI [{bounds[0]:.1%}, {bounds[1]:.1%}], {tail}")  # fmt: skip
-        if (self.ci_high < 1 or self.ci_low > 1) and self.pairs < MIN_TEST_PAIRS:
+        if self.excludes_one and self.pairs < MIN_TEST_PAIRS:
             direction = "faster" if self.ratio < 1 else "slower"
             return (f"{candidate} looks {abs(1 - self.ratio):.1%} {direction} than {reference} "
                     f"({interval}), but {self.pairs} pairs are too few to confirm it (the "
@@ -85,7 +89,7 @@ class PairedComparison:
         text = (f"no difference between {candidate} and {reference} detectable with "
                 f"{self.pairs} pair{'s' * (self.pairs > 1)} (ratio {self.ratio:.3f}"
                 + (f", {interval}" if not self.ci_note else "") + ")")
-        if self.ci_high < 1 or self.ci_low > 1:  # the interval alone would call it
+        if self.excludes_one:  # the interval alone would call it
             text += (f"; the interval excludes 1 but the signed-rank test does not confirm it "
                      f"(p = {self.p_value:.2g})")  # fmt: skip
         if self.pairs_needed is not None:

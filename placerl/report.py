@@ -205,6 +205,7 @@ def compare_orders(runs: Any, reference: str = "topo") -> Any:
                                   values="runtime_ms")  # fmt: skip
         if reference not in pivot.columns:
             continue
+        speed = _learning_speed(group)
         for order in (o for o in pivot.columns if o != reference):
             pairs = pivot[[reference, order]].dropna()
             result = compare_pairs(pairs[order].to_numpy(), pairs[reference].to_numpy())
@@ -214,7 +215,8 @@ def compare_orders(runs: Any, reference: str = "topo") -> Any:
                          "wins": result.wins, "losses": result.losses, "ties": result.ties,
                          "p_value": result.p_value, "p_value_note": result.p_note,
                          "pairs_needed": result.pairs_needed,
-                         **_learning_speed(group, order, reference),
+                         "steps_to_5pct": speed.get(order, np.nan),
+                         "reference_steps_to_5pct": speed.get(reference, np.nan),
                          "verdict": result.verdict(order, reference)})  # fmt: skip
     return pd.DataFrame(rows, columns=[*CELL, "order", "reference", "pairs", "ratio",
                                        "ratio_ci95_low", "ratio_ci95_high", "wins", "losses",
@@ -223,13 +225,12 @@ def compare_orders(runs: Any, reference: str = "topo") -> Any:
                                        "verdict"])  # fmt: skip
 
 
-def _learning_speed(cell: Any, order: str, reference: str) -> dict[str, float]:
-    """Mean ``steps_to_5pct`` of ``order``'s and ``reference``'s runs in a cell (``nan``
-    without the column: runs not passed through :func:`select_metric`)."""
+def _learning_speed(cell: Any) -> dict[str, float]:
+    """Mean ``steps_to_5pct`` per order of a cell (empty without the column: runs not passed
+    through :func:`select_metric`)."""
     if "steps_to_5pct" not in cell:
-        return {"steps_to_5pct": np.nan, "reference_steps_to_5pct": np.nan}
-    steps = cell.groupby("order")["steps_to_5pct"].mean()
-    return {"steps_to_5pct": steps[order], "reference_steps_to_5pct": steps[reference]}
+        return {}
+    return cell.groupby("order")["steps_to_5pct"].mean().to_dict()
 
 
 def not_compared(runs: Any) -> list[str]:

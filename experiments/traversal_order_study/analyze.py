@@ -133,9 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=HERE / "runs")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
+    import pandas as pd
+
     refine = select_metric(load_runs([args.runs / "refine"]), "best")
-    specs = {run_graph: spec for run_graph, spec in _graph_specs(refine).items()}
-    features = _feature_table(specs)
+    features = _feature_table(_graph_specs(refine))
     text = ["# The order study's analyses (analyze.py)", "",
             "## Runtime over the best classic placer, per order (refine arm)", "",
             "Geometric mean over the family's graphs and the seeds of the best placement "
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if (args.runs / "construct").is_dir() and (args.runs / "learned").is_dir():
         construct = select_metric(load_runs([args.runs / "construct"]), "best")
         learned = select_metric(load_runs([args.runs / "learned"]), "best")
-        both = __import__("pandas").concat([construct, learned.assign(order="learned")])
+        both = pd.concat([construct, learned.assign(order="learned")])
         text += ["## The learned order (dual env) against the fixed orders (construct)", "",
                  markdown(learned_against_fixed(construct, learned)), "",
                  "Runtime over `best_of`, construct arm and the learned order:", "",
