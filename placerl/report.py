@@ -119,10 +119,16 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
             "best_baseline_ms": 1e3 * best, "speedup_vs_best": best / outcome["final_runtime"],
             "steps": result["steps"], "train_s": result["timings"].get("train", 0.0),
             "curve": [(p["step"], 1e3 * p["runtimes"][g]) for p in result["curve"]],
-            "best_curve": [(p["step"], 1e3 * p.get("best", p["runtimes"])[g])
-                           for p in result["curve"]],
+            "best_curve": _best_curve(result, g),
         })  # fmt: skip
     return rows
+
+
+def _best_curve(result: dict[str, Any], g: int) -> list[tuple[int, float]]:
+    """Graph ``g``'s best runtime found so far (ms) against steps, at every rollout (older
+    results, without ``best_curve``: at every evaluation)."""
+    points = result.get("best_curve") or result["curve"]
+    return [(p["step"], 1e3 * p.get("best", p.get("runtimes"))[g]) for p in points]
 
 
 def _settings(config: dict[str, Any]) -> str:

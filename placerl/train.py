@@ -242,6 +242,9 @@ class TrainResult:
         graphs: One outcome per graph.
         curve: The evaluations: ``{"step", "runtimes" (greedy, per graph), "best" (the best
             runtime seen so far, per graph), "wall_s"}``.
+        best_curve: ``{"step", "best"}`` after every rollout: the best runtime found so far
+            per graph, in training episodes or evaluations (a search's learning curve, with
+            no greedy evaluation needed).
         steps: Env steps trained (including resumed ones).
         timings: Seconds: ``warm_start``, ``train``, ``evaluate``, ``baselines``; and
             ``steps_per_s`` (env steps per second of training, updates included) and
@@ -263,6 +266,7 @@ class TrainResult:
     out_dir: str | None = None
     policy_step: int = 0
     provenance: dict[str, str | None] = field(default_factory=dict)
+    best_curve: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def final_runtime(self) -> float:
@@ -391,13 +395,14 @@ def train(config: TrainConfig | Mapping[str, Any], *,
         model = in_memory_logger(algo_cls.load(out / CHECKPOINT / state["files"]["model"],
                                                env=venv, device=config.device))  # fmt: skip
         best, curve = BestPlacement.from_dict(state["best"]), state["curve"]
+        best_curve = state.get("best_curve", [])
         timings.update(state["timings"])
         warm = state.get("warm_start")
     else:
         model = make_agent(config.algo, venv, config.extractor, head=config.head,
                            seed=config.seed, extractor_kwargs=config.extractor_kwargs,
                            device=config.device, **config.hyperparams)  # fmt: skip
-        best, curve, warm = BestPlacement(), [], None
+        best, curve, best_curve, warm = BestPlacement(), [], [], None
         if config.warm_start is not None:
             start = time.perf_counter()
             report = behaviour_clone(model, eval_env, config.warm_start,
@@ -412,7 +417,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
 
     def state_of(best_file: Path) -> dict[str, Any]:
         return {"steps": int(model.num_timesteps), "best": best.to_dict(), "curve": curve,
-                "timings": timings, "warm_start": warm,
+                "best_curve": best_curve, "timings": timings, "warm_start": warm,
                 "keep_best": evaluate.save_best(best_file), "config": config.to_dict()}  # fmt: skip
 
     def save_checkpoint(model: Any) -> None:
@@ -425,7 +430,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     if remaining > 0:
         guard = [Rollback(eval_env)] if config.rollback else []
         progress = [Progress(remaining)] if config.progress_bar else []
-        callbacks = [phases, *guard, *callbacks, TrackBest(best, len(eval_env.graphs)), evaluate,
+        track = TrackBest(best, len(eval_env.graphs), best_curve)
+        callbacks = [phases, *guard, *callbacks, track, evaluate,
                      Checkpoint(config.checkpoint_every, save_checkpoint),
                      TimeBudget(config.time_limit_s, clock), *progress]  # fmt: skip
         model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None)
@@ -445,6 +451,9 @@ def train(config: TrainConfig | Mapping[str, Any], *,
         for rollout in (greedy, sampled):
             best.offer(g, rollout.runtime, rollout.feasible, rollout.placement, trained_steps)
         final_runs.append((greedy.runtime, sampled.runtime))
+    found = [best.by_graph[g]["runtime"] for g in range(len(eval_env.graphs))]
+    if not best_curve or best_curve[-1]["best"] != found:  # the final rollouts found better
+        best_curve.append({"step": trained_steps, "best": found})
     timings["evaluate"] = time.perf_counter() - start
     phases.enter_update()
     start = time.perf_counter()
@@ -463,7 +472,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     ]  # fmt: skip
     result = TrainResult(config.to_dict(), graphs, curve, trained_steps, timings, warm,
                          None if out is None else str(out), policy_step,
-                         provenance())  # fmt: skip
+                         provenance(), best_curve)  # fmt: skip
     if out is not None:
         _write_checkpoint(out / CHECKPOINT, model, state_of)
         _save_model(model, out / "model.zip")

@@ -245,6 +245,17 @@ def test_the_best_metric_reports_the_best_placement_found_and_how_fast_it_came(t
     assert "Runtime: the best placement each run found while training (`--metric best`)" in text
 
 
+def test_the_best_metric_reads_the_per_rollout_best_curve_when_the_run_has_one(tmp_path):
+    _write_learning_run(tmp_path, "topo", 0, final=2.5, best=2.0, curve=[(0, 4.0, 4.0)])
+    result_file = tmp_path / "topo-0" / "result.json"
+    result = json.loads(result_file.read_text())
+    result["best_curve"] = [{"step": 64, "best": [3.0]}, {"step": 128, "best": [2.05]}]
+    result_file.write_text(json.dumps(result))
+    run = select_metric(load_runs([tmp_path]), "best").iloc[0]
+    assert run["curve"] == [(64, 3000.0), (128, 2050.0)] and run["steps_to_5pct"] == 128
+    assert select_metric(load_runs([tmp_path]), "final").iloc[0]["curve"] == [(0, 4000.0)]
+
+
 def test_an_unknown_metric_is_named(tmp_path, capsys):
     _write_learning_run(tmp_path, "topo", 0, final=2.5, best=2.0, curve=[(0, 2.5, 2.0)])
     with pytest.raises(ConfigError, match="unknown metric 'worst'; known: final, best"):

@@ -67,6 +67,21 @@ def test_resume_continues_steps_curve_and_best(tmp_path):
     assert resumed.timings["train"] >= first.timings["train"]
 
 
+def test_the_best_curve_tracks_the_search_at_every_rollout_without_evaluations(tmp_path):
+    result = train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path)})
+    assert [c["step"] for c in result.curve] == [128]  # the final evaluation only
+    steps = [p["step"] for p in result.best_curve]
+    assert steps[:2] == [64, 128] and steps == sorted(steps)  # 2 envs x 32 steps per rollout
+    found = [p["best"][0] for p in result.best_curve]
+    assert found == sorted(found, reverse=True) and found[-1] == result.graphs[0].best_runtime
+    resumed = train({**SMALL, "total_steps": 256, "eval_every": 0, "out_dir": str(tmp_path),
+                     "resume": True})  # fmt: skip
+    assert resumed.best_curve[: len(result.best_curve)] == result.best_curve
+    assert [p["step"] for p in resumed.best_curve][-1] == resumed.steps
+    written = json.loads((tmp_path / "result.json").read_text())
+    assert written["best_curve"] == resumed.best_curve
+
+
 def test_resume_without_a_checkpoint_starts_fresh(tmp_path):
     result = train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path),
                     "resume": True})  # fmt: skip

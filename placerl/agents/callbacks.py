@@ -53,12 +53,16 @@ class TrackBest(BaseCallback):
     """Offer the final placement of every finished training episode (from ``info``).
 
     After each rollout, once every one of the ``graphs`` has a placement, it logs
-    ``sim/best_runtime_ms``, the mean over graphs of the best runtime so far.
+    ``sim/best_runtime_ms``, the mean over graphs of the best runtime so far, and appends
+    ``{"step", "best"}`` (per graph) to ``curve``: the search's learning curve, for free (no
+    greedy evaluation), at every rollout.
     """
 
-    def __init__(self, best: BestPlacement, graphs: int = 1) -> None:
+    def __init__(self, best: BestPlacement, graphs: int = 1,
+                 curve: list[dict[str, Any]] | None = None) -> None:  # fmt: skip
         super().__init__()
         self.best, self.graphs = best, graphs
+        self.curve = [] if curve is None else curve
 
     def _on_step(self) -> bool:
         for info in self.locals["infos"]:
@@ -69,8 +73,9 @@ class TrackBest(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         if len(self.best.by_graph) >= self.graphs:
-            runtimes = [entry["runtime"] for entry in self.best.by_graph.values()]
+            runtimes = [self.best.by_graph[g]["runtime"] for g in range(self.graphs)]
             self.logger.record("sim/best_runtime_ms", 1e3 * float(np.mean(runtimes)))
+            self.curve.append({"step": int(self.num_timesteps), "best": runtimes})
 
 
 class _Periodic(BaseCallback):
