@@ -45,13 +45,20 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "32x32": {"n_envs": 32, "hyperparams": {"n_steps": 32, **_PPO}},
     "8x128_3ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, "n_epochs": 3,
                                                 "batch_size": 256}},
+    # half the update work: two epochs at twice the learning rate (the placeto recipe's tuning
+    # chose 2 epochs at 2.5e-3)
+    "8x128_2ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, "n_epochs": 2,
+                                                "batch_size": 256, "learning_rate": 2e-3}},
+    "16x64_2ep": {"n_envs": 16, "hyperparams": {"n_steps": 64, "n_epochs": 2,
+                                                 "batch_size": 256, "learning_rate": 2e-3}},
     "default": {},  # placerl's defaults, whatever they are when this runs
 }
 
 
 def run(variant: str, graph: str, seed: int, steps: int, every: int,
-        extractor: str = "gnn") -> dict[str, Any]:  # fmt: skip
-    """One training run: the curve of greedy runtime over HEFT's."""
+        extractor: str = "gnn", label: str = "") -> dict[str, Any]:  # fmt: skip
+    """One training run: the curve of greedy runtime over HEFT's, recorded as the variant's
+    name followed by ``label`` (which code made it, when that changed)."""
     config = {"graph": graph, "cluster": CLUSTER, "extractor": extractor, "total_steps": steps,
               "eval_every": every, "checkpoint_every": 0, "baselines": ["heft"], "seed": seed,
               "keep_best": False, "rollback": False,  # the learning curves of PPO itself
@@ -59,7 +66,7 @@ def run(variant: str, graph: str, seed: int, steps: int, every: int,
     result = train(config)
     (outcome,) = result.graphs
     heft = outcome.baselines["heft"]
-    return {"variant": variant, "extractor": extractor, "graph": graph, "seed": seed,
+    return {"variant": variant + label, "extractor": extractor, "graph": graph, "seed": seed,
             "steps": [p["step"] for p in result.curve],
             "ratio": [p["runtimes"][0] / heft for p in result.curve],
             "train_s": result.timings["train"]}  # fmt: skip
@@ -136,6 +143,9 @@ def main() -> None:
     parser.add_argument("--append", action="store_true",
                         help="keep the runs already in the results (same steps and interval), "
                              "replacing those of the same variant, graph and seed")
+    parser.add_argument("--label", default="",
+                        help="appended to the variant names in the results (e.g. ' (v2)': "
+                             "the same layouts run by other code)")  # fmt: skip
     parser.add_argument("--report", action="store_true",
                         help="train nothing: the table and plot of the saved runs")  # fmt: skip
     add_run_options(parser)
@@ -153,9 +163,10 @@ def main() -> None:
     for variant in variants:
         for graph in GRAPHS:
             for seed in (int(s) for s in args.seeds.split(",")):
-                key = (variant, args.extractor, graph, seed)
+                key = (variant + args.label, args.extractor, graph, seed)
                 runs = [r for r in runs if _key(r) != key]
-                runs.append(run(variant, graph, seed, args.steps, args.every, args.extractor))
+                runs.append(run(variant, graph, seed, args.steps, args.every, args.extractor,
+                                args.label))  # fmt: skip
                 print({k: runs[-1][k] for k in ("variant", "graph", "seed")},
                       f"final {runs[-1]['ratio'][-1]:.3f}", flush=True)
     write_results("learning_per_step", runs, out)
@@ -163,6 +174,7 @@ def main() -> None:
     command = (f"python benchmarks/bench_learning_per_step.py --variants {args.variants} "
                f"--seeds {args.seeds} --steps {args.steps}{threads}"
                f"{f' --extractor {args.extractor}' if args.extractor != 'gnn' else ''}"
+               f"{f' --label {args.label!r}' if args.label else ''}"
                f"{' --append' if args.append else ''}  # {time.perf_counter() - start:.0f} s")
     commands = [*previous_commands(out), command] if args.append else [command]
     (out / "learning_per_step_commands.txt").write_text("\n".join(commands) + "\n")

@@ -6,6 +6,7 @@ import torch
 
 from placerl.agents.extractors import EXTRACTORS, GNN_LAYERS, GnnExtractor
 from placerl.agents.extractors.base import NUM_SUMMARY
+from placerl.agents.extractors.message_plan import plan_messages
 from placerl.agents.heads import DeviceScorer, DeviceValue
 from placerl.envs import PlacementEnv
 from placerl.envs.device_features import NUM_DEVICE_FEATURES
@@ -78,8 +79,9 @@ def test_gnn_neighbourhood_gives_the_full_graph_embedding(env, layer):
         edges = batch["edge_index"].long() + (torch.arange(b) * n)[:, None, None]
         edges = new_index[edges.transpose(0, 1)[:, batch["edge_mask"] > 0.5]]
         h = extractor.embed(batch["nodes"].reshape(b * n, -1)[real])
+        plan = plan_messages(None, edges, h.shape[0], hops=2)
         for round_ in extractor.rounds:
-            h = round_(h, edges)
+            h = round_(h, plan, h.shape[0])
         current = new_index[batch["current"].argmax(dim=1) + torch.arange(b) * n]
         torch.testing.assert_close(fast, h[current], rtol=1e-4, atol=1e-5)
 
@@ -137,18 +139,56 @@ def test_device_heads_share_the_context_part_of_their_first_layer():
     torch.testing.assert_close(head(torch.cat([context, rows.flatten(1)], dim=1)), expected)
 
 
-def test_neighbourhood_lists_the_nearest_nodes_first():
-    """Nodes sorted by hop distance (edges both ways), seeds first, with the prefix counts the
-    pruned rounds read: round r updates only the nodes a later round still needs."""
-    from placerl.agents.extractors.gnn import _neighbourhood
-
+def test_the_plan_lists_the_nearest_nodes_first_and_messages_both_ways():
+    """Rows sorted by hop distance (edges both ways), seeds first, with the prefix counts the
+    pruned rounds read; each message once along its edge and once against it, sorted by
+    target, scaled to a mean."""
     # two disjoint chains 0-1-2-3-4 and 5-6-7-8-9 (as one flat batch), seeds 2 and 9
     edges = torch.tensor([[0, 1, 2, 3, 5, 6, 7, 8], [1, 2, 3, 4, 6, 7, 8, 9]])
-    rows, sub_edges, within = _neighbourhood(torch.tensor([2, 9]), edges, 10, hops=2)
-    assert rows[:2].tolist() == [2, 9]
-    assert within == [2, 5, 8]  # seeds; then 1, 3, 8; then 0, 4, 7
-    assert set(rows[2:5].tolist()) == {1, 3, 8} and set(rows[5:].tolist()) == {0, 4, 7}
-    assert 5 not in rows.tolist() and 6 not in rows.tolist()  # 3 and 4 hops from seed 9
-    # the kept edges, renumbered, are the original edges between kept nodes
-    kept = {(int(rows[a]), int(rows[b])) for a, b in sub_edges.t().tolist()}
-    assert kept == {(0, 1), (1, 2), (2, 3), (3, 4), (7, 8), (8, 9)}
+    plan = plan_messages(torch.tensor([2, 9]), edges, 10, hops=2)
+    rows = plan.rows.tolist()
+    assert rows[:2] == [2, 9] and plan.within == [2, 5, 8]  # seeds; then 1, 3, 8; then 0, 4, 7
+    assert set(rows[2:5]) == {1, 3, 8} and set(rows[5:]) == {0, 4, 7}
+    assert 5 not in rows and 6 not in rows  # 3 and 4 hops from seed 9
+    messages = {(rows[s], rows[t // 2], "along" if t % 2 == 0 else "against")
+                for s, t in zip(plan.sources.tolist(), plan.targets.tolist(), strict=True)}
+    # into the 5 rows a round updates: along each edge into its consumer, against into its
+    # producer (0 and 4 and 7 are updated by no round)
+    assert messages == {(0, 1, "along"), (1, 2, "along"), (2, 3, "along"), (7, 8, "along"),
+                        (8, 9, "along"), (2, 1, "against"), (3, 2, "against"),
+                        (4, 3, "against"), (9, 8, "against")}  # fmt: skip
+    assert plan.targets.tolist() == sorted(plan.targets.tolist())
+    assert plan.upto == [3, 9, 9] and plan.messages(2) == 3  # the seeds' messages first
+    assert plan.scale.tolist() == [1.0] * 9  # every target here has one message per direction
+    along, against = plan.edges(5)
+    assert along.shape[1] == 5 and against.shape[1] == 4
+
+
+def test_the_plan_averages_over_each_directions_neighbours():
+    # 0 -> 2, 1 -> 2, 2 -> 3: node 2 has two producers and one consumer
+    edges = torch.tensor([[0, 1, 2], [2, 2, 3]])
+    plan = plan_messages(None, edges, 4, hops=1)
+    assert plan.rows.tolist() == [0, 1, 2, 3] and plan.within == [4, 4]
+    scale = dict(zip(zip(plan.sources.tolist(), plan.targets.tolist()), plan.scale.tolist()))
+    assert scale[(0, 4)] == scale[(1, 4)] == 0.5  # along: the mean of 0 and 1
+    assert scale[(3, 5)] == 1.0  # against: node 2's one consumer
+
+
+def test_the_sage_round_loads_a_two_sageconv_checkpoint_exactly():
+    """A checkpoint of the PyG form (two SAGEConv layers and the mix) loads into the written-out
+    round and computes the same embeddings."""
+    from torch_geometric.nn import SAGEConv
+
+    torch.manual_seed(0)
+    hidden = 8
+    old = torch.nn.ModuleDict({"forward_conv": SAGEConv(hidden, hidden),
+                               "backward_conv": SAGEConv(hidden, hidden),
+                               "mix": torch.nn.Linear(2 * hidden, hidden)})  # fmt: skip
+    new = GNN_LAYERS["sage"](hidden)
+    new.load_state_dict(old.state_dict())
+    edges = torch.tensor([[0, 1, 2, 3, 1], [2, 2, 3, 4, 4]])
+    h = torch.randn(5, hidden)
+    both = torch.cat([old["forward_conv"](h, edges), old["backward_conv"](h, edges.flip(0))], 1)
+    expected = h + torch.relu(old["mix"](torch.relu(both)))
+    got = new(h, plan_messages(None, edges, 5, hops=1), 5)
+    torch.testing.assert_close(got, expected)

@@ -1,0 +1,220 @@
+"""Which rows a GNN round updates and which messages it sums: planned once per forward pass.
+
+The GNN extractor embeds the current node of every sample of a flat batch. After ``k`` rounds
+that embedding depends only on the nodes within ``k`` hops (edges taken both ways), and round
+``r`` needs new embeddings only for the nodes within ``k - 1 - r`` hops. :func:`plan_messages`
+finds those nodes (a breadth-first search from every seed), lists them nearest first, so that
+each round's outputs are a prefix of the rows, and lists every message two ways, sorted by
+target: along an edge (producer to consumer) into target row ``2 * consumer``, against it into
+``2 * producer + 1``. A round that updates the first ``o`` rows then sums a prefix of the
+messages into a ``(2 * o, hidden)`` buffer, which is ``(o, 2 * hidden)``: both directions side
+by side, with no filtering.
+
+Why a compiled kernel: the same search in torch took about 40 tensor operations per forward
+pass (a fifth of a rollout step's policy time on 2 cores, and more than the arithmetic on
+the small batches of a rollout); this is one call of a few microseconds per thousand edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from numba import njit
+
+
+@dataclass(frozen=True)
+class MessagePlan:
+    """The rows and messages of the rounds of one forward pass (see the module docstring).
+
+    Attributes:
+        rows: ``(R,)`` batch row of each planned row, nearest first (the seeds first, in
+            order).
+        within: ``within[k]``: how many rows are at most ``k`` hops from a seed.
+        sources: ``(M,)`` planned row each message reads.
+        targets: ``(M,)`` ``2 * row`` (along an edge) or ``2 * row + 1`` (against it), sorted.
+        scale: ``(M,)`` 1 / the number of messages of its target: sums become means.
+        upto: ``upto[k]``: how many messages have a target among the first ``within[k]`` rows.
+    """
+
+    rows: torch.Tensor
+    within: list[int]
+    sources: torch.Tensor
+    targets: torch.Tensor
+    scale: torch.Tensor
+    upto: list[int]
+
+    def messages(self, outputs: int) -> int:
+        """How many messages (a prefix) reach the first ``outputs`` rows."""
+        return self.upto[self.within.index(outputs)]
+
+    def edges(self, outputs: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(2, E)`` edge indices (source row, target row) of the messages into the first
+        ``outputs`` rows: along the graph's edges, and against them."""
+        count = self.messages(outputs)
+        sources, targets = self.sources[:count], self.targets[:count]
+        along = targets % 2 == 0
+        return (torch.stack([sources[along], targets[along] // 2]),
+                torch.stack([sources[~along], targets[~along] // 2]))  # fmt: skip
+
+
+def plan_batch(obs: dict[str, torch.Tensor], hops: int, *, whole: bool = False) -> MessagePlan:
+    """Plan ``hops`` rounds over a padded batch of observations as one disjoint graph.
+
+    Args:
+        obs: The batch (``edge_index``, ``edge_mask``, ``current``, ``node_mask``); sample
+            ``b``'s node ``i`` is row ``b * max_nodes + i`` of the flat batch.
+        hops: Message-passing rounds.
+        whole: Update every row in every round instead of the current nodes' neighbourhoods.
+    """
+    edge_index = obs["edge_index"].detach().cpu().numpy()
+    edge_mask = obs["edge_mask"].detach().cpu().numpy()
+    current = obs["current"].detach().cpu().numpy()
+    src, dst, seeds = _flatten(edge_index, edge_mask, current)
+    return _as_plan(_plan(seeds, src, dst, current.size, hops, whole), obs["edge_index"].device)
+
+
+def plan_messages(seeds: torch.Tensor | None, edges: torch.Tensor, num_nodes: int,
+                  hops: int) -> MessagePlan:  # fmt: skip
+    """Plan ``hops`` rounds for the nodes within ``hops`` edges of ``seeds``.
+
+    Args:
+        seeds: ``(S,)`` node indices, or ``None`` for every node (each round updates every
+            row; the rows are the nodes in index order).
+        edges: ``(2, E)`` producer and consumer node indices.
+        num_nodes: Nodes in the flat batch.
+        hops: Message-passing rounds.
+
+    Returns:
+        The plan, on ``edges``' device.
+    """
+    device = edges.device
+    edge_array = edges.detach().to("cpu", torch.int64).numpy()
+    if seeds is None:
+        seed_array, whole = np.arange(num_nodes, dtype=np.int64), True
+    else:
+        seed_array, whole = seeds.detach().to("cpu", torch.int64).numpy(), False
+    planned = _plan(seed_array, np.ascontiguousarray(edge_array[0]),
+                    np.ascontiguousarray(edge_array[1]), num_nodes, hops, whole)  # fmt: skip
+    return _as_plan(planned, device)
+
+
+def _as_plan(planned: tuple[np.ndarray, ...], device: torch.device) -> MessagePlan:
+    rows, within, sources, targets, scale, upto = planned
+    tensor = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    return MessagePlan(tensor(rows), within.tolist(), tensor(sources), tensor(targets),
+                       tensor(scale), upto.tolist())  # fmt: skip
+
+
+@njit(cache=True)
+def _flatten(edge_index: np.ndarray, edge_mask: np.ndarray,
+             current: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """The real edges of a padded batch as flat rows, and each sample's current row."""
+    batch, num_nodes = current.shape
+    real = 0
+    for b in range(batch):
+        for e in range(edge_mask.shape[1]):
+            real += edge_mask[b, e] > 0.5
+    src, dst = np.empty(real, np.int64), np.empty(real, np.int64)
+    seeds = np.empty(batch, np.int64)
+    real = 0
+    for b in range(batch):
+        offset = b * num_nodes
+        for e in range(edge_mask.shape[1]):
+            if edge_mask[b, e] > 0.5:
+                src[real] = offset + np.int64(edge_index[b, 0, e])
+                dst[real] = offset + np.int64(edge_index[b, 1, e])
+                real += 1
+        seeds[b] = offset + np.argmax(current[b])
+    return src, dst, seeds
+
+
+@njit(cache=True)
+def _plan(seeds: np.ndarray, src: np.ndarray, dst: np.ndarray, num_nodes: int, hops: int,
+          whole: bool) -> tuple[np.ndarray, ...]:  # fmt: skip
+    far = hops + 1
+    distance = np.full(num_nodes, far, np.int64)
+    if whole:
+        distance[:] = 0
+    else:
+        # both-way adjacency (CSR), then a breadth-first search from every seed at once
+        degree = np.zeros(num_nodes + 1, np.int64)
+        for e in range(src.size):
+            degree[src[e] + 1] += 1
+            degree[dst[e] + 1] += 1
+        start = np.cumsum(degree)
+        fill = start[:-1].copy()
+        neighbours = np.empty(2 * src.size, np.int64)
+        for e in range(src.size):
+            neighbours[fill[src[e]]] = dst[e]
+            fill[src[e]] += 1
+            neighbours[fill[dst[e]]] = src[e]
+            fill[dst[e]] += 1
+        frontier = np.empty(num_nodes, np.int64)
+        size = 0
+        for s in seeds:
+            if distance[s] != 0:
+                distance[s] = 0
+                frontier[size] = s
+                size += 1
+        for k in range(1, hops + 1):
+            reached = np.empty(num_nodes, np.int64)
+            count = 0
+            for i in range(size):
+                node = frontier[i]
+                for j in range(start[node], start[node + 1]):
+                    other = neighbours[j]
+                    if distance[other] == far:
+                        distance[other] = k
+                        reached[count] = other
+                        count += 1
+            frontier, size = reached, count
+    # rows: by distance, then index (so the seeds come first, in index order: one per sample)
+    within = np.zeros(far, np.int64)
+    for node in range(num_nodes):
+        if distance[node] < far:
+            within[distance[node]] += 1
+    within = np.cumsum(within)
+    rows = np.empty(within[-1], np.int64)
+    fill = np.zeros(far, np.int64)
+    fill[1:] = within[:-1]
+    position = np.full(num_nodes, -1, np.int64)
+    for node in range(num_nodes):
+        d = distance[node]
+        if d < far:
+            rows[fill[d]] = node
+            position[node] = fill[d]
+            fill[d] += 1
+    # messages into rows a round updates (within hops - 1, or every row), sorted by target
+    outputs = within[-1] if whole else within[max(hops - 1, 0)]
+    per_target = np.zeros(2 * outputs + 1, np.int64)
+    for e in range(src.size):
+        a, b = position[src[e]], position[dst[e]]
+        if a >= 0 and b >= 0:
+            if b < outputs:
+                per_target[2 * b + 1] += 1
+            if a < outputs:
+                per_target[2 * a + 2] += 1
+    offset = np.cumsum(per_target)
+    sources = np.empty(offset[-1], np.int64)
+    targets = np.empty(offset[-1], np.int64)
+    fill = offset[:-1].copy()
+    for e in range(src.size):
+        a, b = position[src[e]], position[dst[e]]
+        if a >= 0 and b >= 0:
+            if b < outputs:
+                sources[fill[2 * b]] = a
+                targets[fill[2 * b]] = 2 * b
+                fill[2 * b] += 1
+            if a < outputs:
+                sources[fill[2 * a + 1]] = b
+                targets[fill[2 * a + 1]] = 2 * a + 1
+                fill[2 * a + 1] += 1
+    scale = np.empty(offset[-1], np.float32)
+    for m in range(targets.size):
+        scale[m] = 1.0 / per_target[targets[m] + 1]
+    upto = np.empty(far, np.int64)
+    for k in range(far):
+        upto[k] = offset[2 * min(within[k], outputs)]
+    return rows, within, sources, targets, scale, upto
