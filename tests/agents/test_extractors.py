@@ -169,7 +169,8 @@ def test_the_plan_averages_over_each_directions_neighbours():
     edges = torch.tensor([[0, 1, 2], [2, 2, 3]])
     plan = plan_messages(None, edges, 4, hops=1)
     assert plan.rows.tolist() == [0, 1, 2, 3] and plan.within == [4, 4]
-    scale = dict(zip(zip(plan.sources.tolist(), plan.targets.tolist()), plan.scale.tolist()))
+    pairs = zip(plan.sources.tolist(), plan.targets.tolist(), strict=True)
+    scale = dict(zip(pairs, plan.scale.tolist(), strict=True))
     assert scale[(0, 4)] == scale[(1, 4)] == 0.5  # along: the mean of 0 and 1
     assert scale[(3, 5)] == 1.0  # against: node 2's one consumer
 

@@ -117,10 +117,9 @@ class _MeanTwoWay(nn.Module):
                 weight[rows, rows] = state_dict.pop(f"{prefix}{conv}.lin_l.weight")
                 weight[rows, 2 * self.hidden :] = state_dict.pop(f"{prefix}{conv}.lin_r.weight")
             state_dict[f"{prefix}combine.weight"] = weight
-            state_dict[f"{prefix}combine.bias"] = torch.cat(
-                [state_dict.pop(f"{prefix}{conv}.lin_l.bias")
-                 for conv in ("forward_conv", "backward_conv")]  # fmt: skip
-            )
+            biases = [state_dict.pop(f"{prefix}{conv}.lin_l.bias")
+                      for conv in ("forward_conv", "backward_conv")]  # fmt: skip
+            state_dict[f"{prefix}combine.bias"] = torch.cat(biases)
         super()._load_from_state_dict(state_dict, prefix, *args)
 
 
@@ -189,7 +188,7 @@ class GnnExtractor(PlacementExtractor):
         h = self.embed(nodes.flatten(0, 1))
         for layer in self.rounds:
             h = layer(h, plan, h.shape[0])
-        states = h.reshape(node_mask.shape + (-1,)) * node_mask[..., None]
+        states = h.reshape(*node_mask.shape, -1) * node_mask[..., None]
         context = torch.cat([current_rows(states, obs["current"]),
                              masked_mean(states, node_mask)], dim=1)  # fmt: skip
         return context, states
