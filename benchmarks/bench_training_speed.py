@@ -144,11 +144,12 @@ def resolve_device(name: str) -> str:
 
 
 def rows_for(nodes: int, extractor: str, device: str, n_envs: int, steps: int,
-             env_speed: float, rollout_threads: int) -> dict[str, Any]:  # fmt: skip
+             env_speed: float, rollout_threads: int,
+             vec_envs: tuple[str, ...] = VEC_ENVS) -> dict[str, Any]:  # fmt: skip
     """One table row: both vector envs on one configuration."""
     row: dict[str, Any] = {"extractor": extractor, "nodes": nodes, "device": device,
                            "n_envs": n_envs}  # fmt: skip
-    for vec_env in VEC_ENVS:
+    for vec_env in vec_envs:
         speed, update_share, threads = throughput(extractor, nodes, vec_env, steps, device,
                                                   n_envs, rollout_threads)  # fmt: skip
         row[f"{vec_env} steps/s"] = round(speed)
@@ -168,6 +169,8 @@ def main() -> None:
                         help="comma-separated env counts (default: placerl's)")  # fmt: skip
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="graph sizes (nodes)")
+    parser.add_argument("--vec-envs", default=",".join(VEC_ENVS),
+                        help="comma-separated vector envs: dummy (in process), subproc")
     parser.add_argument("--rollout-threads", type=int, default=1,
                         help="torch threads while collecting rollouts (0: as in updates)")
     parser.add_argument("--busy", type=int, default=0,
@@ -191,12 +194,13 @@ def main() -> None:
                             new = busy_rows(nodes, extractor, device, n_envs, args.steps)
                         else:
                             new = [rows_for(nodes, extractor, device, n_envs, args.steps,
-                                            env_speed, args.rollout_threads)]  # fmt: skip
+                                            env_speed, args.rollout_threads,
+                                            tuple(args.vec_envs.split(",")))]  # fmt: skip
                         rows += new
                         print(*new, sep="\n", flush=True)
     options = "".join(f" --{name.replace('_', '-')} {getattr(args, name)}"
                       for name in ("steps", "threads", "devices", "n_envs", "extractors",
-                                   "sizes", "rollout_threads", "busy")
+                                   "sizes", "vec_envs", "rollout_threads", "busy")
                       if getattr(args, name) != parser.get_default(name))  # fmt: skip
     note = (f"Command: `python benchmarks/bench_training_speed.py{options}` ({args.steps} steps "
             f"per run; {time.perf_counter() - start:.0f} s in all). MaskablePPO with placerl's "

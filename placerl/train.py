@@ -340,15 +340,16 @@ def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool, *,
 
 
 def _vector_env(config: TrainConfig) -> Any:
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+    from stable_baselines3.common.vec_env import SubprocVecEnv
 
     from placerl._processes import start_method
+    from placerl.agents.vec_env import PlacementVecEnv
 
     arguments = (config.env_arguments(), config.env, config.start_from_best)
     if config.vec_env == "subproc" and config.n_envs > 1:
         worker = functools.partial(_worker_env, *arguments, environ=dict(os.environ))
         return SubprocVecEnv([worker] * config.n_envs, start_method=start_method())
-    return DummyVecEnv([functools.partial(_monitored, *arguments)] * config.n_envs)
+    return PlacementVecEnv([functools.partial(_monitored, *arguments)] * config.n_envs)
 
 
 def train(config: TrainConfig | Mapping[str, Any], *,
@@ -380,6 +381,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     from placerl.agents.factory import ALGORITHMS, in_memory_logger, make_agent
     from placerl.agents.imitation import behaviour_clone
     from placerl.agents.threads import set_torch_threads
+    from placerl.agents.unchecked import unchecked_distributions
 
     if not isinstance(config, TrainConfig):
         config = TrainConfig.from_dict(config)
@@ -434,7 +436,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
         callbacks = [phases, *guard, *callbacks, track, evaluate,
                      Checkpoint(config.checkpoint_every, save_checkpoint),
                      TimeBudget(config.time_limit_s, clock), *progress]  # fmt: skip
-        model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None)
+        with unchecked_distributions():
+            model.learn(remaining, callback=callbacks, reset_num_timesteps=state is None)
     timings["train"] = clock()
     trained_steps = int(model.num_timesteps)
     venv.close()

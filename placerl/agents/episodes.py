@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from placerl.agents.factory import ALGORITHMS
+from placerl.agents.unchecked import unchecked_distributions
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,7 +103,7 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
     visited.see(info)
     total, done = 0.0, False
     model.policy.set_training_mode(False)
-    with torch.no_grad():
+    with torch.no_grad(), unchecked_distributions():
         while not done:
             obs, reward, terminated, truncated, info = env.step(act(obs, env, deterministic))
             visited.see(info)
