@@ -22,12 +22,14 @@ node of the batch instead, and the context pools the last embeddings.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from gymnasium import spaces
 from torch import nn
+from torch.nn import functional as F
 
 from placerl._extras import require
 from placerl._registry import Registry
@@ -77,21 +79,31 @@ class _PygTwoWay(nn.Module):
 
 
 class _MeanTwoWay(nn.Module):
-    """GraphSAGE's mean aggregator (Hamilton et al. 2017), both ways: the mean of the
-    producers' embeddings, the mean of the consumers', and the node's own, concatenated into
-    one linear layer, then mixed; a residual connection.
+    """GraphSAGE's mean aggregator (Hamilton et al. 2017), both ways: per direction, a linear
+    layer of the neighbours' mean plus one of the node's own embedding; the two directions
+    concatenated, then mixed, with a residual connection.
 
-    Written out rather than as two PyG ``SAGEConv`` layers: the plan's messages are summed by
-    one ``index_add`` into both directions at once and multiplied by one weight matrix, 8
-    tensor operations a round instead of about 80 (PyG's propagate and scatter machinery),
-    which dominated the small batches of rollouts. A checkpoint of the two-``SAGEConv`` form
-    (placerl 0.x before this layer) loads into it exactly: see :meth:`_load_from_state_dict`.
+    The same function, parameters and initialization as two PyG ``SAGEConv`` layers and the
+    mix (:class:`_PygTwoWay` with ``SAGEConv``), written out for speed: the plan's messages
+    are summed into both directions by one ``index_add``, and ``[along mean | against mean |
+    own]`` meets one block-structured ``(2 * hidden, 3 * hidden)`` weight (the zero blocks
+    masked) in one matrix product: 9 tensor operations a round instead of about 80 in PyG's
+    propagate and scatter machinery, which dominated the small batches of rollouts. A
+    ``SAGEConv`` checkpoint loads into it (:meth:`_load_from_state_dict`).
     """
 
     def __init__(self, hidden: int) -> None:
         super().__init__()
         self.hidden = hidden
-        self.combine = nn.Linear(3 * hidden, 2 * hidden)
+        # plain parameters, initialized as PyG's linear layers are (SB3's orthogonal
+        # initialization, which covers nn.Linear only, left PyG's layers alone too)
+        bound = 1 / math.sqrt(hidden)
+        self.weight = nn.Parameter(torch.empty(2 * hidden, 3 * hidden).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(2 * hidden).uniform_(-bound, bound))
+        mask = torch.zeros(2 * hidden, 3 * hidden)
+        mask[:hidden, :hidden] = mask[hidden:, hidden : 2 * hidden] = 1  # each direction's mean
+        mask[:, 2 * hidden :] = 1  # the node's own embedding, into both
+        self.register_buffer("mask", mask, persistent=False)
         self.mix = nn.Linear(2 * hidden, hidden)
 
     def forward(self, h: torch.Tensor, plan: MessagePlan, outputs: int) -> torch.Tensor:
@@ -102,24 +114,23 @@ class _MeanTwoWay(nn.Module):
         means = h.new_zeros(2 * outputs, self.hidden).index_add_(0, plan.targets[:count],
                                                                  messages)  # fmt: skip
         own = h[:outputs]
-        both = self.combine(torch.cat([means.view(outputs, 2 * self.hidden), own], dim=1))
+        inputs = torch.cat([means.view(outputs, 2 * self.hidden), own], dim=1)
+        both = F.linear(inputs, self.weight * self.mask, self.bias)
         return own + torch.relu(self.mix(torch.relu(both)))
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str,
                               *args: Any) -> None:  # fmt: skip
         """Read a two-``SAGEConv`` checkpoint: each direction's ``lin_l`` (its neighbours'
-        mean) and ``lin_r`` (the node itself) become blocks of ``combine``."""
-        old = f"{prefix}forward_conv.lin_l.weight"
-        if old in state_dict:
+        mean, with the bias) and ``lin_r`` (the node itself) become blocks of ``weight``."""
+        if f"{prefix}forward_conv.lin_l.weight" in state_dict:
             weight = torch.zeros(2 * self.hidden, 3 * self.hidden)
+            biases = []
             for half, conv in enumerate(("forward_conv", "backward_conv")):
                 rows = slice(half * self.hidden, (half + 1) * self.hidden)
                 weight[rows, rows] = state_dict.pop(f"{prefix}{conv}.lin_l.weight")
                 weight[rows, 2 * self.hidden :] = state_dict.pop(f"{prefix}{conv}.lin_r.weight")
-            state_dict[f"{prefix}combine.weight"] = weight
-            biases = [state_dict.pop(f"{prefix}{conv}.lin_l.bias")
-                      for conv in ("forward_conv", "backward_conv")]  # fmt: skip
-            state_dict[f"{prefix}combine.bias"] = torch.cat(biases)
+                biases.append(state_dict.pop(f"{prefix}{conv}.lin_l.bias"))
+            state_dict[f"{prefix}weight"], state_dict[f"{prefix}bias"] = weight, torch.cat(biases)
         super()._load_from_state_dict(state_dict, prefix, *args)
 
 

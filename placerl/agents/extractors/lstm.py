@@ -46,10 +46,13 @@ class LstmExtractor(PlacementExtractor):
     def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
         nodes, mask = obs["nodes"], obs["node_mask"]
         lengths = mask.sum(dim=1).round().long().clamp_min(1).cpu()
-        packed = pack_padded_sequence(self.embed(nodes), lengths, batch_first=True,
-                                      enforce_sorted=False)  # fmt: skip
-        out, (h_n, _) = self.lstm(packed)
-        states, _ = pad_packed_sequence(out, batch_first=True, total_length=nodes.shape[1])
+        if bool((lengths == nodes.shape[1]).all()):  # no padding (one graph): packing only costs
+            states, (h_n, _) = self.lstm(self.embed(nodes))
+        else:
+            packed = pack_padded_sequence(self.embed(nodes), lengths, batch_first=True,
+                                          enforce_sorted=False)  # fmt: skip
+            out, (h_n, _) = self.lstm(packed)
+            states, _ = pad_packed_sequence(out, batch_first=True, total_length=nodes.shape[1])
         summary = torch.cat([h_n[-2], h_n[-1]], dim=1)  # last layer: forward, backward
         current = current_rows(states, obs["current"])
         context = torch.relu(self.project(torch.cat([current, summary], dim=1)))
