@@ -175,6 +175,25 @@ def test_the_plan_averages_over_each_directions_neighbours():
     assert scale[(3, 5)] == 1.0  # against: node 2's one consumer
 
 
+def test_the_sage_round_starts_from_the_weights_two_sageconv_layers_draw():
+    """Under one seed, the written-out round and the PyG form start from the same weights, so
+    seeded runs start where they started before the round was written out."""
+    from torch_geometric.nn import SAGEConv
+
+    hidden = 8
+    torch.manual_seed(3)
+    old = torch.nn.ModuleDict({"forward_conv": SAGEConv(hidden, hidden),
+                               "backward_conv": SAGEConv(hidden, hidden),
+                               "mix": torch.nn.Linear(2 * hidden, hidden)})  # fmt: skip
+    torch.manual_seed(3)
+    new = GNN_LAYERS["sage"](hidden)
+    loaded = GNN_LAYERS["sage"](hidden)
+    loaded.load_state_dict(old.state_dict())
+    for name, value in loaded.state_dict().items():
+        torch.testing.assert_close(new.state_dict()[name] * (new.mask if name == "weight" else 1),
+                                   value, rtol=0, atol=0)  # fmt: skip
+
+
 def test_the_sage_round_loads_a_two_sageconv_checkpoint_exactly():
     """A checkpoint of the PyG form (two SAGEConv layers and the mix) loads into the written-out
     round and computes the same embeddings."""

@@ -13,8 +13,9 @@ updates only the nodes within ``k - 1 - r`` hops, the ones a later round still r
 embedding as message passing over whole graphs, which made PPO updates the bottleneck (about 5x
 fewer node updates than every round over the whole neighbourhood on 100-300-node graphs, half
 the update time). :mod:`placerl.agents.extractors.message_plan` plans those rows and messages
-once per forward pass. The graph embedding embeds the mean of the node rows (embedding every
-node and pooling, as before, was half the update time at 300 nodes).
+once per forward pass. The graph embedding pools the first embedding of every node (embedding
+the mean node row instead halved the update time at 300 nodes, but learned worse per step:
+``benchmarks/results/learning_per_step.md``).
 
 With ``per_node=True`` (the ``nodes`` head, which scores every node) the rounds run over every
 node of the batch instead, and the context pools the last embeddings.
@@ -95,11 +96,17 @@ class _MeanTwoWay(nn.Module):
     def __init__(self, hidden: int) -> None:
         super().__init__()
         self.hidden = hidden
-        # plain parameters, initialized as PyG's linear layers are (SB3's orthogonal
-        # initialization, which covers nn.Linear only, left PyG's layers alone too)
-        bound = 1 / math.sqrt(hidden)
-        self.weight = nn.Parameter(torch.empty(2 * hidden, 3 * hidden).uniform_(-bound, bound))
-        self.bias = nn.Parameter(torch.empty(2 * hidden).uniform_(-bound, bound))
+        # plain parameters (SB3's orthogonal initialization covers nn.Linear only, and left
+        # PyG's layers alone too), drawn as two SAGEConv layers draw theirs: seeded runs start
+        # from the weights they started from
+        weight, bias = torch.zeros(2 * hidden, 3 * hidden), torch.zeros(2 * hidden)
+        for half in range(2):
+            rows = slice(half * hidden, (half + 1) * hidden)
+            for _ in range(2):  # PyG's Linear draws when built and again when its conv resets
+                weight[rows, rows] = _uniform(hidden, (hidden, hidden))
+                bias[rows] = _uniform(hidden, (hidden,))
+                weight[rows, 2 * hidden :] = _uniform(hidden, (hidden, hidden))
+        self.weight, self.bias = nn.Parameter(weight), nn.Parameter(bias)
         mask = torch.zeros(2 * hidden, 3 * hidden)
         mask[:hidden, :hidden] = mask[hidden:, hidden : 2 * hidden] = 1  # each direction's mean
         mask[:, 2 * hidden :] = 1  # the node's own embedding, into both
@@ -132,6 +139,12 @@ class _MeanTwoWay(nn.Module):
                 biases.append(state_dict.pop(f"{prefix}{conv}.lin_l.bias"))
             state_dict[f"{prefix}weight"], state_dict[f"{prefix}bias"] = weight, torch.cat(biases)
         super()._load_from_state_dict(state_dict, prefix, *args)
+
+
+def _uniform(fan_in: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """PyG's default initialization of a linear layer's weight or bias."""
+    bound = 1 / math.sqrt(fan_in)
+    return torch.empty(shape).uniform_(-bound, bound)
 
 
 @GNN_LAYERS.decorator("sage")
@@ -184,7 +197,7 @@ class GnnExtractor(PlacementExtractor):
 
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         nodes, node_mask = obs["nodes"], obs["node_mask"]
-        pooled = self.embed(masked_mean(nodes, node_mask))  # the embedded mean node
+        pooled = masked_mean(self.embed(nodes), node_mask)  # every node's first embedding
         plan = plan_batch(obs, len(self.rounds))
         h = self.embed(nodes.flatten(0, 1)[plan.rows])  # cheaper to recompute than to index
         for r, layer in enumerate(self.rounds):  # round r updates the nodes a later one reads
