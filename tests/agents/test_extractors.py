@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from placerl.agents.extractors import EXTRACTORS, GNN_LAYERS, GnnExtractor
-from placerl.agents.extractors.base import NUM_SUMMARY
-from placerl.agents.extractors.message_plan import plan_messages
+from placerl.agents.extractors.base import NUM_SUMMARY, masked_mean
+from placerl.agents.extractors.message_plan import node_bags, plan_messages
 from placerl.agents.heads import DeviceScorer, DeviceValue
 from placerl.envs import PlacementEnv
 from placerl.envs.device_features import NUM_DEVICE_FEATURES
@@ -212,3 +212,26 @@ def test_the_sage_round_loads_a_two_sageconv_checkpoint_exactly():
     expected = h + torch.relu(old["mix"](torch.relu(both)))
     got = new(h, plan_messages(None, edges, 5, hops=1), 5)
     torch.testing.assert_close(got, expected)
+
+
+def test_node_bags_list_each_distinct_row_once_and_every_real_row():
+    nodes = torch.tensor([[[1.0, 0.0], [2.0, 0.0], [1.0, 0.0]],
+                          [[2.0, 0.0], [3.0, 1.0], [9.0, 9.0]]])  # fmt: skip
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])  # the last row is padding
+    bags = node_bags(nodes, mask)
+    flat = nodes.flatten(0, 1)
+    rows = flat[bags.distinct]
+    assert rows.tolist() == [[1.0, 0.0], [2.0, 0.0], [3.0, 1.0]]  # first occurrences, in order
+    assert bags.members.tolist() == [0, 1, 0, 1, 2] and bags.offsets.tolist() == [0, 3]
+    torch.testing.assert_close(bags.weights, torch.tensor([1 / 3] * 3 + [1 / 2] * 2))
+
+
+def test_the_graph_embedding_pools_every_real_node_once_per_distinct_row(env):
+    torch.manual_seed(0)
+    extractor = GnnExtractor(env.observation_space).eval()
+    batch = _batch(env)  # two graphs of different sizes: padded rows
+    bags = node_bags(batch["nodes"], batch["node_mask"])
+    assert bags.distinct.numel() < bags.members.numel() == int(batch["node_mask"].sum())
+    pooled = extractor._pooled_first_embedding(batch["nodes"], batch["node_mask"])
+    expected = masked_mean(extractor.embed(batch["nodes"]), batch["node_mask"])
+    torch.testing.assert_close(pooled, expected)

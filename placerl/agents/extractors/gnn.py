@@ -13,9 +13,8 @@ updates only the nodes within ``k - 1 - r`` hops, the ones a later round still r
 embedding as message passing over whole graphs, which made PPO updates the bottleneck (about 5x
 fewer node updates than every round over the whole neighbourhood on 100-300-node graphs, half
 the update time). :mod:`placerl.agents.extractors.message_plan` plans those rows and messages
-once per forward pass. The graph embedding pools the first embedding of every node (embedding
-the mean node row instead halved the update time at 300 nodes, but learned worse per step:
-``benchmarks/results/learning_per_step.md``).
+once per forward pass. The graph embedding pools the first embedding of every node, computed
+once per distinct node row (:func:`~placerl.agents.extractors.message_plan.node_bags`).
 
 With ``per_node=True`` (the ``nodes`` head, which scores every node) the rounds run over every
 node of the batch instead, and the context pools the last embeddings.
@@ -40,7 +39,7 @@ from placerl.agents.extractors.base import (
     current_rows,
     masked_mean,
 )
-from placerl.agents.extractors.message_plan import MessagePlan, plan_batch
+from placerl.agents.extractors.message_plan import MessagePlan, node_bags, plan_batch
 
 #: ``hidden -> one two-way message-passing round``, chosen by name. A round is called as
 #: ``round(h, plan, outputs)`` (see :class:`_PygTwoWay`).
@@ -197,12 +196,22 @@ class GnnExtractor(PlacementExtractor):
 
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         nodes, node_mask = obs["nodes"], obs["node_mask"]
-        pooled = masked_mean(self.embed(nodes), node_mask)  # every node's first embedding
+        pooled = self._pooled_first_embedding(nodes, node_mask)
         plan = plan_batch(obs, len(self.rounds))
         h = self.embed(nodes.flatten(0, 1)[plan.rows])  # cheaper to recompute than to index
         for r, layer in enumerate(self.rounds):  # round r updates the nodes a later one reads
             h = layer(h, plan, plan.within[len(self.rounds) - 1 - r])
         return torch.cat([h, pooled], dim=1)  # the seeds are the first rows, in batch order
+
+    def _pooled_first_embedding(self, nodes: torch.Tensor,
+                                node_mask: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        """``(B, hidden)``: the mean of every real node's first embedding, computed once per
+        distinct node row (the same as embedding every row; at 300 nodes the embedding and
+        pooling of every row was most of a PPO update)."""
+        bags = node_bags(nodes, node_mask)
+        first = self.embed(nodes.flatten(0, 1)[bags.distinct])
+        return F.embedding_bag(bags.members, first, bags.offsets, mode="sum",
+                               per_sample_weights=bags.weights)  # fmt: skip
 
     def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
         if not self.node_dim:

@@ -218,3 +218,87 @@ def _plan(seeds: np.ndarray, src: np.ndarray, dst: np.ndarray, num_nodes: int, h
     for k in range(far):
         upto[k] = offset[2 * min(within[k], outputs)]
     return rows, within, sources, targets, scale, upto
+
+
+@dataclass(frozen=True)
+class NodeBags:
+    """Every sample's real node rows as bags of distinct rows, for pooling by
+    ``torch.nn.functional.embedding_bag`` (see :func:`node_bags`).
+
+    Attributes:
+        distinct: ``(U,)`` flat batch row of each distinct node row (its first occurrence).
+        members: ``(M,)`` index into ``distinct`` of every real row, sample by sample.
+        offsets: ``(B,)`` where each sample's rows start in ``members``.
+        weights: ``(M,)`` 1 / the sample's real rows: the bags' sums are means.
+    """
+
+    distinct: torch.Tensor
+    members: torch.Tensor
+    offsets: torch.Tensor
+    weights: torch.Tensor
+
+
+def node_bags(nodes: torch.Tensor, node_mask: torch.Tensor) -> NodeBags:
+    """Find the distinct node rows of a padded batch ``(B, N, F)`` (rows equal bit for bit).
+
+    A graph embedding that pools a function of every node row need compute it once per
+    distinct row: in a PPO minibatch of one graph a node's row takes a few values (unplaced,
+    current, placed on each device), so at 300 nodes about 2k distinct rows stand for 77k.
+    """
+    found = _distinct_rows(nodes.detach().to("cpu", torch.float32).numpy(),
+                           node_mask.detach().cpu().numpy())  # fmt: skip
+    device = nodes.device
+    return NodeBags(*(torch.from_numpy(a).to(device) for a in found))
+
+
+@njit(cache=True)
+def _distinct_rows(nodes: np.ndarray, node_mask: np.ndarray) -> tuple[np.ndarray, ...]:
+    batch, num_nodes, width = nodes.shape
+    bits = nodes.reshape(batch * num_nodes, width).view(np.uint32)
+    real = 0
+    for b in range(batch):
+        for n in range(num_nodes):
+            real += node_mask[b, n] > 0.5
+    capacity = 1
+    while capacity < 2 * real + 2:
+        capacity *= 2
+    table = np.full(capacity, -1, np.int64)  # open addressing: slot -> distinct index
+    distinct = np.empty(real, np.int64)
+    members = np.empty(real, np.int64)
+    offsets = np.empty(batch, np.int64)
+    weights = np.empty(real, np.float32)
+    count = found = 0
+    for b in range(batch):
+        offsets[b] = count
+        size = 0
+        for n in range(num_nodes):
+            size += node_mask[b, n] > 0.5
+        for n in range(num_nodes):
+            if node_mask[b, n] <= 0.5:
+                continue
+            row = b * num_nodes + n
+            key = np.uint64(1469598103934665603)  # FNV-1a over the row's float bits
+            for f in range(width):
+                key = (key ^ np.uint64(bits[row, f])) * np.uint64(1099511628211)
+            slot = np.int64(key & np.uint64(capacity - 1))
+            while True:
+                index = table[slot]
+                if index < 0:
+                    table[slot] = found
+                    distinct[found] = row
+                    index = found
+                    found += 1
+                    break
+                other = distinct[index]
+                same = True
+                for f in range(width):
+                    if bits[row, f] != bits[other, f]:
+                        same = False
+                        break
+                if same:
+                    break
+                slot = (slot + 1) & (capacity - 1)
+            members[count] = index
+            weights[count] = 1.0 / size
+            count += 1
+    return distinct[:found].copy(), members, offsets, weights
