@@ -23,7 +23,7 @@ test: setup
 
 setup: $(VENV)/.installed
 
-# Rebuilt when pyproject.toml changes; torch first, so that `torch>=2.1` keeps that build.
+# Rebuilt when pyproject.toml changes; torch first, so that `torch>=2.4` keeps that build.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

@@ -96,19 +96,6 @@ class DeviceTables:
             latency=cluster.latency,
         )
 
-    def transfer_times(self, edges: np.ndarray, src_device: np.ndarray, to: bool) -> np.ndarray:
-        """``(len(edges), D)`` uncontended seconds of each edge between its placed end's device
-        and every device: ``to=True`` for data arriving on ``d``, ``False`` for leaving it."""
-        if to:
-            lat, bw = self.latency[src_device], self.bandwidth[src_device]
-        else:
-            lat, bw = self.latency[:, src_device].T, self.bandwidth[:, src_device].T
-        times = lat + self.edge_bytes[edges, None] / bw
-        explicit = self.edge_time[edges]
-        times = np.where(np.isnan(explicit)[:, None], times, explicit[:, None])
-        times[src_device[:, None] == np.arange(times.shape[1])] = 0.0
-        return times
-
 
 def _csr(keys: np.ndarray, values: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CSR of ``values`` by group, indexed by node (every member of a group shares its row)."""
@@ -148,37 +135,9 @@ class DeviceFeatureState:
 
     def schedule(self, members: np.ndarray, device: int, placement: np.ndarray) -> None:
         """Append a just-placed group to the list schedule (construction only)."""
-        start = self._start(members[0], placement)[device]
-        end = start + self.tables.durations[members, device].sum()
-        self.finish[members] = end
-        self.free_at[device] = max(self.free_at[device], end)
-
-    def _arrivals(self, node: int, placement: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per device: the latest arrival of the group's placed inputs, and the transfer seconds."""
         t = self.tables
-        d = len(self.load)
-        arrival, transfer = np.zeros(d), np.zeros(d)
-        src = t.in_src[t.in_ptr[node] : t.in_ptr[node + 1]]
-        if len(src):
-            devices = placement[src]
-            placed = devices >= 0
-            edges = t.in_edge[t.in_ptr[node] : t.in_ptr[node + 1]][placed]
-            times = t.transfer_times(edges, devices[placed], to=True)
-            transfer += times.sum(axis=0)
-            ready = self.finish[src[placed]]
-            known = ~np.isnan(ready)
-            if known.any():
-                arrival = (ready[known, None] + times[known]).max(axis=0)
-        dst = t.out_dst[t.out_ptr[node] : t.out_ptr[node + 1]]
-        if len(dst):
-            devices = placement[dst]
-            placed = devices >= 0
-            edges = t.out_edge[t.out_ptr[node] : t.out_ptr[node + 1]][placed]
-            transfer += t.transfer_times(edges, devices[placed], to=False).sum(axis=0)
-        return arrival, transfer
-
-    def _start(self, node: int, placement: np.ndarray) -> np.ndarray:
-        return np.maximum(self._arrivals(node, placement)[0], self.free_at)
+        _schedule(members, device, placement, self.finish, self.free_at, t.durations, t.in_ptr,
+                  t.in_src, t.in_edge, t.edge_bytes, t.edge_time, t.bandwidth, t.latency)
 
     def block(self, members: np.ndarray, placement: np.ndarray, resident: np.ndarray,
               mem_bytes: np.ndarray, mask: np.ndarray) -> np.ndarray:  # fmt: skip
@@ -204,6 +163,28 @@ def _edge_time(e, a, b, edge_bytes, edge_time, bandwidth, latency):
     if not np.isnan(edge_time[e]):
         return edge_time[e]
     return latency[a, b] + edge_bytes[e] / bandwidth[a, b]
+
+
+@njit(cache=True)
+def _schedule(members, device, placement, finish, free_at, durations, in_ptr, in_src, in_edge,
+              edge_bytes, edge_time, bandwidth, latency):  # fmt: skip
+    """:meth:`DeviceFeatureState.schedule` compiled (it runs on every construction step): the
+    group starts on ``device`` when its placed inputs have arrived and the device is free."""
+    start = free_at[device]
+    node = members[0]
+    for k in range(in_ptr[node], in_ptr[node + 1]):
+        src = in_src[k]
+        a = placement[src]
+        if a < 0 or np.isnan(finish[src]):
+            continue
+        seconds = _edge_time(in_edge[k], a, device, edge_bytes, edge_time, bandwidth, latency)
+        start = max(start, finish[src] + seconds)
+    end = start
+    for m in members:
+        end += durations[m, device]
+    for m in members:
+        finish[m] = end
+    free_at[device] = max(free_at[device], end)
 
 
 @njit(cache=True)

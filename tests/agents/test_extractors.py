@@ -3,10 +3,12 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placerl.agents.extractors import EXTRACTORS, GNN_LAYERS, GnnExtractor
 from placerl.agents.extractors.base import NUM_SUMMARY, masked_mean
-from placerl.agents.extractors.message_plan import node_bags, plan_messages
+from placerl.agents.extractors.message_plan import message_sums, node_bags, plan_messages
 from placerl.agents.heads import DeviceScorer, DeviceValue
 from placerl.envs import PlacementEnv
 from placerl.envs.device_features import NUM_DEVICE_FEATURES
@@ -175,6 +177,51 @@ def test_the_plan_averages_over_each_directions_neighbours():
     assert scale[(3, 5)] == 1.0  # against: node 2's one consumer
 
 
+def _torch_sums(h, sources, targets, scale, num_targets):
+    """What :func:`message_sums` computes, in torch's own operations."""
+    messages = h.index_select(0, sources) * scale[:, None]
+    return h.new_zeros(num_targets, h.shape[1]).index_add_(0, targets, messages)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.integers(1, 40), messages=st.integers(0, 120), extra=st.integers(0, 5),
+       seed=st.integers(0, 2**16))  # fmt: skip
+def test_compiled_message_sums_are_torchs_bit_for_bit_forward_and_backward(rows, messages,
+                                                                          extra, seed):  # fmt: skip
+    """The CPU kernel sums each target's messages in message order, as ``index_add_`` does, and
+    its gradient each source's, as the backward of ``index_select`` does: equal bit for bit
+    (so seeded training follows the same path), targets without messages included."""
+    generator = torch.Generator().manual_seed(seed)
+    num_targets = rows + extra
+    sources = torch.randint(0, rows, (messages,), generator=generator)
+    targets = torch.randint(0, num_targets, (messages,), generator=generator).sort().values
+    scale = torch.rand(messages, generator=generator)
+    h = torch.randn(rows, 6, generator=generator, requires_grad=True)
+    got = message_sums(h, sources, targets, scale, num_targets)
+    expected = _torch_sums(h, sources, targets, scale, num_targets)
+    assert torch.equal(got, expected)
+    grad = torch.randn(num_targets, 6, generator=generator)
+    assert torch.equal(torch.autograd.grad(got, h, grad)[0],
+                       torch.autograd.grad(expected, h, grad)[0])  # fmt: skip
+
+
+def test_compiled_message_sums_pass_gradcheck():
+    torch.manual_seed(0)
+    sources = torch.tensor([0, 2, 2, 1, 0])
+    targets = torch.tensor([0, 0, 1, 3, 3])
+    scale = torch.tensor([0.5, 0.5, 1.0, 0.25, 2.0], dtype=torch.float64)
+    h = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: message_sums(x, sources, targets, scale, 4), (h,))
+
+
+def test_message_sums_of_other_dtypes_take_torchs_operations():
+    h = torch.randn(3, 4).to(torch.bfloat16)
+    sources, targets = torch.tensor([0, 2]), torch.tensor([1, 1])
+    scale = torch.tensor([0.5, 0.5], dtype=torch.bfloat16)
+    assert torch.equal(message_sums(h, sources, targets, scale, 2),
+                       _torch_sums(h, sources, targets, scale, 2))  # fmt: skip
+
+
 def test_the_sage_round_starts_from_the_weights_two_sageconv_layers_draw():
     """Under one seed, the written-out round and the PyG form start from the same weights, so
     seeded runs start where they started before the round was written out."""
@@ -192,6 +239,27 @@ def test_the_sage_round_starts_from_the_weights_two_sageconv_layers_draw():
     for name, value in loaded.state_dict().items():
         torch.testing.assert_close(new.state_dict()[name] * (new.mask if name == "weight" else 1),
                                    value, rtol=0, atol=0)  # fmt: skip
+
+
+def test_the_sage_rounds_zero_blocks_stay_zero_so_passes_without_gradients_skip_the_mask():
+    torch.manual_seed(0)
+    layer = GNN_LAYERS["sage"](4)
+    edges = torch.tensor([[0, 1, 2, 3, 1], [2, 2, 3, 4, 4]])
+    plan, h = plan_messages(None, edges, 5, hops=1), torch.randn(5, 4)
+    optimizer = torch.optim.Adam(layer.parameters(), lr=0.1)
+    for _ in range(3):  # training: the mask keeps the blocks' gradient at zero
+        optimizer.zero_grad()
+        layer(h, plan, 5).pow(2).sum().backward()
+        optimizer.step()
+    state = layer.state_dict()
+    state["weight"] = torch.ones_like(state["weight"])  # a checkpoint with the blocks filled
+    loaded = GNN_LAYERS["sage"](4)
+    loaded.load_state_dict(state)
+    for module in (layer, loaded):
+        assert torch.all(module.weight[module.mask == 0] == 0)
+        with torch.no_grad():
+            without = module(h, plan, 5)
+        torch.testing.assert_close(without, module(h, plan, 5), rtol=0, atol=0)
 
 
 def test_the_sage_round_loads_a_two_sageconv_checkpoint_exactly():
@@ -222,8 +290,17 @@ def test_node_bags_list_each_distinct_row_once_and_every_real_row():
     flat = nodes.flatten(0, 1)
     rows = flat[bags.distinct]
     assert rows.tolist() == [[1.0, 0.0], [2.0, 0.0], [3.0, 1.0]]  # first occurrences, in order
-    assert bags.members.tolist() == [0, 1, 0, 1, 2] and bags.offsets.tolist() == [0, 3]
+    assert bags.members.tolist() == [0, 1, 0, 1, 2] and bags.samples.tolist() == [0, 0, 0, 1, 1]
     torch.testing.assert_close(bags.weights, torch.tensor([1 / 3] * 3 + [1 / 2] * 2))
+
+
+def test_node_bags_pool_means_and_a_sample_without_real_rows_pools_zeros():
+    nodes = torch.tensor([[[1.0], [2.0]], [[5.0], [6.0]], [[2.0], [4.0]]])
+    mask = torch.tensor([[1.0, 1.0], [0.0, 0.0], [1.0, 0.0]])  # sample 1 is all padding
+    bags = node_bags(nodes, mask)
+    assert bags.batch == 3
+    values = nodes.flatten(0, 1)[bags.distinct] * 10
+    torch.testing.assert_close(bags.means(values), torch.tensor([[15.0], [0.0], [20.0]]))
 
 
 def test_the_graph_embedding_pools_every_real_node_once_per_distinct_row(env):

@@ -64,6 +64,21 @@ def test_settings_survive_save_and_load(tmp_path):
     assert isinstance(loaded.policy, MaskableDevicePolicy)
 
 
+@pytest.mark.parametrize("algo", ["maskable_ppo", "ppo", "recurrent_ppo"])
+def test_the_ppo_variants_step_a_fused_adam_with_sb3s_epsilon(algo):
+    optimizer = make_agent(algo, SanityEnv("chain"), "mlp").policy.optimizer
+    assert type(optimizer).__name__ == "Adam"
+    assert optimizer.defaults["fused"] is True and optimizer.defaults["eps"] == 1e-5
+    given = make_agent(algo, SanityEnv("chain"), "mlp",
+                       policy_kwargs={"optimizer_kwargs": {"eps": 1e-6}}).policy.optimizer
+    assert not given.defaults["fused"] and given.defaults["eps"] == 1e-6  # given: kept
+
+
+def test_a2c_keeps_its_rmsprop():
+    optimizer = make_agent("a2c", SanityEnv("chain"), "mlp").policy.optimizer
+    assert type(optimizer).__name__ == "RMSprop"
+
+
 @pytest.mark.parametrize(("n_envs", "n_steps"),
                          [(1, 256), (4, 256), (8, 128), (16, 64), (24, 43)])  # fmt: skip
 def test_the_rollout_is_split_over_the_envs(n_envs, n_steps):

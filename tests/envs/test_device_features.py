@@ -167,3 +167,33 @@ def test_compiled_features_equal_their_definitions(cls, cluster):
         obs, _, done, _, _ = env.step(int(rng.choice(allowed if allowed.size else [0])))
         if done:
             obs, _ = env.reset()
+
+
+def test_the_compiled_schedule_appends_each_placed_group_as_defined():
+    """Construction's list schedule: a group starts on its device when the device is free and
+    its placed inputs (those with a finish time) have arrived, and ends after its members'
+    durations there; the device is busy until then."""
+    env = PlacementEnv(graph="synthetic:layered?n=40&seed=3", cluster="cpu_gpu?n_gpus=2")
+    rng = np.random.default_rng(2)
+    env.reset(seed=0)
+    state, t = env._device_state, env._device_state.tables
+    done = False
+    while not done:
+        v = int(env.case.order[env._row])
+        members = env.case.members[v]
+        device = int(rng.choice(np.flatnonzero(env.action_masks())))
+        start = state.free_at[device]
+        for k in range(t.in_ptr[members[0]], t.in_ptr[members[0] + 1]):
+            src, e = t.in_src[k], t.in_edge[k]
+            a = env.placement[src]
+            if a < 0 or np.isnan(state.finish[src]):
+                continue
+            seconds = 0.0 if a == device else (
+                t.edge_time[e] if not np.isnan(t.edge_time[e])
+                else t.latency[a, device] + t.edge_bytes[e] / t.bandwidth[a, device])
+            start = max(start, state.finish[src] + seconds)
+        end = start + t.durations[members, device].sum()
+        free_at = max(state.free_at[device], end)
+        _, _, done, _, _ = env.step(device)
+        np.testing.assert_allclose(state.finish[members], end)
+        assert state.free_at[device] == pytest.approx(free_at)

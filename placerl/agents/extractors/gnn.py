@@ -85,10 +85,11 @@ class _MeanTwoWay(nn.Module):
 
     The same function, parameters and initialization as two PyG ``SAGEConv`` layers and the
     mix (:class:`_PygTwoWay` with ``SAGEConv``), written out for speed: the plan's messages
-    are summed into both directions by one ``index_add``, and ``[along mean | against mean |
-    own]`` meets one block-structured ``(2 * hidden, 3 * hidden)`` weight (the zero blocks
-    masked) in one matrix product: 9 tensor operations a round instead of about 80 in PyG's
-    propagate and scatter machinery, which dominated the small batches of rollouts. A
+    are summed into both directions at once (:meth:`MessagePlan.means`, a compiled kernel on
+    the CPU), and ``[along mean | against mean | own]`` meets one block-structured
+    ``(2 * hidden, 3 * hidden)`` weight (the zero blocks masked) in one matrix product: 7
+    tensor operations a round instead of about 80 in PyG's propagate and scatter machinery,
+    which dominated the small batches of rollouts. A
     ``SAGEConv`` checkpoint loads into it (:meth:`_load_from_state_dict`).
     """
 
@@ -115,13 +116,12 @@ class _MeanTwoWay(nn.Module):
     def forward(self, h: torch.Tensor, plan: MessagePlan, outputs: int) -> torch.Tensor:
         """``(outputs, hidden)``: the next embedding of rows ``0..outputs-1`` (see
         :meth:`_PygTwoWay.forward`)."""
-        count = plan.messages(outputs)
-        messages = h.index_select(0, plan.sources[:count]) * plan.scale[:count, None]
-        means = h.new_zeros(2 * outputs, self.hidden).index_add_(0, plan.targets[:count],
-                                                                 messages)  # fmt: skip
         own = h[:outputs]
-        inputs = torch.cat([means.view(outputs, 2 * self.hidden), own], dim=1)
-        both = F.linear(inputs, self.weight * self.mask, self.bias)
+        inputs = torch.cat([plan.means(h, outputs), own], dim=1)
+        # the zero blocks stay zero (masked in training, zeroed on loading): a pass without
+        # gradients (every rollout step) can skip the masking
+        weight = self.weight * self.mask if torch.is_grad_enabled() else self.weight
+        both = F.linear(inputs, weight, self.bias)
         return own + torch.relu(self.mix(torch.relu(both)))
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str,
@@ -138,6 +138,8 @@ class _MeanTwoWay(nn.Module):
                 biases.append(state_dict.pop(f"{prefix}{conv}.lin_l.bias"))
             state_dict[f"{prefix}weight"], state_dict[f"{prefix}bias"] = weight, torch.cat(biases)
         super()._load_from_state_dict(state_dict, prefix, *args)
+        with torch.no_grad():
+            self.weight.mul_(self.mask)
 
 
 def _uniform(fan_in: int, shape: tuple[int, ...]) -> torch.Tensor:
@@ -209,9 +211,7 @@ class GnnExtractor(PlacementExtractor):
         distinct node row (the same as embedding every row; at 300 nodes the embedding and
         pooling of every row was most of a PPO update)."""
         bags = node_bags(nodes, node_mask)
-        first = self.embed(nodes.flatten(0, 1)[bags.distinct])
-        return F.embedding_bag(bags.members, first, bags.offsets, mode="sum",
-                               per_sample_weights=bags.weights)  # fmt: skip
+        return bags.means(self.embed(nodes.flatten(0, 1)[bags.distinct]))
 
     def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
         if not self.node_dim:
