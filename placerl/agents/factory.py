@@ -79,7 +79,8 @@ class Algorithm:
             given, each env takes the default ``n_steps`` or ``rollout / n_envs`` (rounded
             up), whichever is fewer, so that adding envs batches the policy's forward pass
             without changing how many steps each update sees.
-        optimizer: The policy's ``optimizer_kwargs`` unless ``policy_kwargs`` gives them.
+        optimizer: The policy's ``optimizer_kwargs`` unless ``policy_kwargs`` gives them or
+            an ``optimizer_class``.
     """
 
     name: str
@@ -185,8 +186,8 @@ def make_agent(
     _check_head(head, settings.get("env"), extractor, algo)
     policy = spec.policy(head)
     kwargs = dict(policy_kwargs or {})
-    if spec.optimizer and "optimizer_kwargs" not in kwargs:
-        kwargs["optimizer_kwargs"] = dict(spec.optimizer)
+    if spec.optimizer and not {"optimizer_class", "optimizer_kwargs"} & kwargs.keys():
+        kwargs["optimizer_kwargs"] = dict(spec.optimizer)  # for SB3's own optimizer class
     extractor_kwargs = {**(extractor_kwargs or {}), **({"per_node": True} if needed else {})}
     if extractor is None:
         if settings.get("observation") == "graph":

@@ -136,7 +136,8 @@ class DeviceFeatureState:
     def schedule(self, members: np.ndarray, device: int, placement: np.ndarray) -> None:
         """Append a just-placed group to the list schedule (construction only)."""
         t = self.tables
-        _schedule(members, device, placement, self.finish, self.free_at, t.durations, t.in_ptr,
+        duration = t.durations[members, device].sum()  # numpy's sum: the same bits as before
+        _schedule(members, device, duration, placement, self.finish, self.free_at, t.in_ptr,
                   t.in_src, t.in_edge, t.edge_bytes, t.edge_time, t.bandwidth, t.latency)
 
     def block(self, members: np.ndarray, placement: np.ndarray, resident: np.ndarray,
@@ -166,7 +167,7 @@ def _edge_time(e, a, b, edge_bytes, edge_time, bandwidth, latency):
 
 
 @njit(cache=True)
-def _schedule(members, device, placement, finish, free_at, durations, in_ptr, in_src, in_edge,
+def _schedule(members, device, duration, placement, finish, free_at, in_ptr, in_src, in_edge,
               edge_bytes, edge_time, bandwidth, latency):  # fmt: skip
     """:meth:`DeviceFeatureState.schedule` compiled (it runs on every construction step): the
     group starts on ``device`` when its placed inputs have arrived and the device is free."""
@@ -179,9 +180,7 @@ def _schedule(members, device, placement, finish, free_at, durations, in_ptr, in
             continue
         seconds = _edge_time(in_edge[k], a, device, edge_bytes, edge_time, bandwidth, latency)
         start = max(start, finish[src] + seconds)
-    end = start
-    for m in members:
-        end += durations[m, device]
+    end = start + duration
     for m in members:
         finish[m] = end
     free_at[device] = max(free_at[device], end)

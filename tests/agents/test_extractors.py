@@ -214,6 +214,27 @@ def test_compiled_message_sums_pass_gradcheck():
     assert torch.autograd.gradcheck(lambda x: message_sums(x, sources, targets, scale, 4), (h,))
 
 
+@pytest.mark.parametrize(("sources", "targets", "message"), [
+    ([0, 3], [0, 1], "reads a row that does not exist"),
+    ([0, -1], [0, 1], "reads a row that does not exist"),
+    ([0, 1], [1, 0], "must be sorted"),
+    ([0, 1], [0, 2], "below the number of targets"),
+])  # fmt: skip
+def test_message_sums_refuse_indices_the_kernel_cannot_use(sources, targets, message):
+    h = torch.randn(3, 2)
+    with pytest.raises(ValueError, match=message):
+        message_sums(h, torch.tensor(sources), torch.tensor(targets), torch.ones(2), 2)
+
+
+def test_message_sums_have_no_second_derivative():
+    h = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
+    sums = message_sums(h, torch.tensor([0, 2]), torch.tensor([0, 1]),
+                        torch.ones(2, dtype=torch.float64), 2)  # fmt: skip
+    (grad,) = torch.autograd.grad(sums.sum(), h, create_graph=True)
+    with pytest.raises(RuntimeError, match=r"once_differentiable|does not require grad"):
+        grad.sum().backward()
+
+
 def test_message_sums_of_other_dtypes_take_torchs_operations():
     h = torch.randn(3, 4).to(torch.bfloat16)
     sources, targets = torch.tensor([0, 2]), torch.tensor([1, 1])

@@ -1,6 +1,7 @@
 """make_agent: every algorithm, extractor and head; every bad argument names itself."""
 
 import pytest
+import torch
 
 from placerl.agents.factory import ALGORITHMS, make_agent
 from placerl.agents.heads import DevicePolicy, MaskableDevicePolicy
@@ -72,6 +73,9 @@ def test_the_ppo_variants_step_a_fused_adam_with_sb3s_epsilon(algo):
     given = make_agent(algo, SanityEnv("chain"), "mlp",
                        policy_kwargs={"optimizer_kwargs": {"eps": 1e-6}}).policy.optimizer
     assert not given.defaults["fused"] and given.defaults["eps"] == 1e-6  # given: kept
+    sgd = make_agent(algo, SanityEnv("chain"), "mlp",
+                     policy_kwargs={"optimizer_class": torch.optim.SGD}).policy.optimizer
+    assert type(sgd).__name__ == "SGD"  # another class: none of Adam's options forced on it
 
 
 def test_a2c_keeps_its_rmsprop():

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 from numba import njit
+from torch.autograd.function import once_differentiable
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class _CompiledSums(torch.autograd.Function):
         return torch.from_numpy(sums)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         sources, targets, scale = ctx.saved_tensors
         by_source = _sorted_by_source(sources.numpy(), targets.numpy(), scale.numpy(),
@@ -128,8 +130,12 @@ class _CompiledSums(torch.autograd.Function):
 def _segment_starts(keys: np.ndarray, segments: int) -> np.ndarray:
     """Where each of ``segments`` segments starts in the sorted ``keys`` (and the end)."""
     starts = np.zeros(segments + 1, np.int64)
+    previous = 0
     for key in keys:
+        if key < previous or key >= segments:  # unchecked, the kernels would write anywhere
+            raise ValueError("message targets must be sorted and below the number of targets")
         starts[key + 1] += 1
+        previous = key
     return np.cumsum(starts)
 
 
@@ -137,6 +143,9 @@ def _segment_starts(keys: np.ndarray, segments: int) -> np.ndarray:
 def _segment_sums(values: np.ndarray, reads: np.ndarray, starts: np.ndarray,
                   scale: np.ndarray) -> np.ndarray:  # fmt: skip
     """Row ``t``: the sum of ``scale[m] * values[reads[m]]`` for ``m`` in segment ``t``."""
+    for row in reads:
+        if row < 0 or row >= values.shape[0]:
+            raise ValueError("a message reads a row that does not exist")
     sums = np.zeros((starts.size - 1, values.shape[1]), values.dtype)
     for t in range(starts.size - 1):
         for m in range(starts[t], starts[t + 1]):
@@ -152,7 +161,7 @@ def _sorted_by_source(sources: np.ndarray, targets: np.ndarray, scale: np.ndarra
     """The messages grouped by source (a stable counting sort: message order within a
     source): their targets, each source's segment starts, and their weights."""
     starts = np.zeros(num_rows + 1, np.int64)
-    for source in sources:
+    for source in sources:  # in range: the forward pass checked them
         starts[source + 1] += 1
     starts = np.cumsum(starts)
     fill = starts[:-1].copy()
