@@ -83,7 +83,7 @@ def test_gnn_neighbourhood_gives_the_full_graph_embedding(env, layer):
         h = extractor.embed(batch["nodes"].reshape(b * n, -1)[real])
         plan = plan_messages(None, edges, h.shape[0], hops=2)
         for round_ in extractor.rounds:
-            h = round_(h, plan, h.shape[0])
+            h = round_(h, plan.round(h.shape[0]))
         current = new_index[batch["current"].argmax(dim=1) + torch.arange(b) * n]
         torch.testing.assert_close(fast, h[current], rtol=1e-4, atol=1e-5)
 
@@ -162,7 +162,7 @@ def test_the_plan_lists_the_nearest_nodes_first_and_messages_both_ways():
     assert plan.targets.tolist() == sorted(plan.targets.tolist())
     assert plan.upto == [3, 9, 9] and plan.messages(2) == 3  # the seeds' messages first
     assert plan.scale.tolist() == [1.0] * 9  # every target here has one message per direction
-    along, against = plan.edges(5)
+    along, against = plan.round(5).edges()
     assert along.shape[1] == 5 and against.shape[1] == 4
 
 
@@ -270,7 +270,7 @@ def test_the_sage_rounds_zero_blocks_stay_zero_so_passes_without_gradients_skip_
     optimizer = torch.optim.Adam(layer.parameters(), lr=0.1)
     for _ in range(3):  # training: the mask keeps the blocks' gradient at zero
         optimizer.zero_grad()
-        layer(h, plan, 5).pow(2).sum().backward()
+        layer(h, plan.round(5)).pow(2).sum().backward()
         optimizer.step()
     state = layer.state_dict()
     state["weight"] = torch.ones_like(state["weight"])  # a checkpoint with the blocks filled
@@ -279,8 +279,8 @@ def test_the_sage_rounds_zero_blocks_stay_zero_so_passes_without_gradients_skip_
     for module in (layer, loaded):
         assert torch.all(module.weight[module.mask == 0] == 0)
         with torch.no_grad():
-            without = module(h, plan, 5)
-        torch.testing.assert_close(without, module(h, plan, 5), rtol=0, atol=0)
+            without = module(h, plan.round(5))
+        torch.testing.assert_close(without, module(h, plan.round(5)), rtol=0, atol=0)
 
 
 def test_the_sage_round_loads_a_two_sageconv_checkpoint_exactly():
@@ -299,7 +299,7 @@ def test_the_sage_round_loads_a_two_sageconv_checkpoint_exactly():
     h = torch.randn(5, hidden)
     both = torch.cat([old["forward_conv"](h, edges), old["backward_conv"](h, edges.flip(0))], 1)
     expected = h + torch.relu(old["mix"](torch.relu(both)))
-    got = new(h, plan_messages(None, edges, 5, hops=1), 5)
+    got = new(h, plan_messages(None, edges, 5, hops=1).round(5))
     torch.testing.assert_close(got, expected)
 
 

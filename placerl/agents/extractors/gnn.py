@@ -13,11 +13,14 @@ updates only the nodes within ``k - 1 - r`` hops, the ones a later round still r
 embedding as message passing over whole graphs, which made PPO updates the bottleneck (about 5x
 fewer node updates than every round over the whole neighbourhood on 100-300-node graphs, half
 the update time). :mod:`placerl.agents.extractors.message_plan` plans those rows and messages
-once per forward pass. The graph embedding pools the first embedding of every node, computed
+once per forward pass, and :mod:`placerl.agents.extractors.row_classes` computes each round once
+per class of rows that must get the same embedding (a minibatch holds one graph under many
+partial placements). The graph embedding pools the first embedding of every node, computed
 once per distinct node row (:func:`~placerl.agents.extractors.message_plan.node_bags`).
 
 With ``per_node=True`` (the ``nodes`` head, which scores every node) the rounds run over every
-node of the batch instead, and the context pools the last embeddings.
+node of the batch instead (where the classes save most), and the context pools the last
+embeddings.
 """
 
 from __future__ import annotations
@@ -39,10 +42,16 @@ from placerl.agents.extractors.base import (
     current_rows,
     masked_mean,
 )
-from placerl.agents.extractors.message_plan import MessagePlan, node_bags, plan_batch
+from placerl.agents.extractors.message_plan import (
+    RoundPlan,
+    gather_rows,
+    node_bags,
+    plan_batch,
+)
+from placerl.agents.extractors.row_classes import SharedPlan, share_rows
 
 #: ``hidden -> one two-way message-passing round``, chosen by name. A round is called as
-#: ``round(h, plan, outputs)`` (see :class:`_PygTwoWay`).
+#: ``round(h, step)`` with the round's :class:`RoundPlan` (see :class:`_PygTwoWay`).
 GNN_LAYERS: Registry[Callable[[int], nn.Module]] = Registry("GNN layer")
 
 
@@ -54,28 +63,33 @@ class _PygTwoWay(nn.Module):
     """One round of a PyG layer: a layer along the edges and one against them, concatenated
     and mixed.
 
-    It computes new embeddings for the first ``outputs`` rows of ``h`` only (the rows a later
-    round still needs), reading messages from every row.
+    It computes the rows of a :class:`RoundPlan` (the rows a later round still reads, or their
+    classes), reading messages from the input rows.
     """
 
-    def __init__(self, conv: Callable[[int, int], nn.Module], hidden: int) -> None:
+    def __init__(self, conv: Callable[[int, int], nn.Module], hidden: int,
+                 self_loops: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.forward_conv, self.backward_conv = conv(hidden, hidden), conv(hidden, hidden)
         self.mix = nn.Linear(2 * hidden, hidden)
+        self.self_loops = self_loops
 
-    def forward(self, h: torch.Tensor, plan: MessagePlan, outputs: int) -> torch.Tensor:
-        """``(outputs, hidden)``: the next embedding of rows ``0..outputs-1``.
+    def forward(self, h: torch.Tensor, step: RoundPlan) -> torch.Tensor:
+        """``(step.size, hidden)``: the round's output rows.
 
         Args:
-            h: ``(rows, hidden)`` embeddings.
-            plan: The forward pass's :class:`MessagePlan`.
-            outputs: Rows to update (one of ``plan.within``).
+            h: ``(rows, hidden)`` input embeddings.
+            step: The round's :class:`RoundPlan`.
         """
-        pair = (h, h[:outputs])  # PyG's bipartite form: messages from all rows to the first ones
-        along, against = plan.edges(outputs)
+        own = h.index_select(0, step.own)
+        pair = (h, own)  # PyG's bipartite form: messages from the input rows to the outputs
+        along, against = step.edges()
+        if self.self_loops:  # each output row also reads its own input row (not row i -> i)
+            loops = torch.stack([step.own, torch.arange(step.size, device=own.device)])
+            along, against = torch.cat([along, loops], 1), torch.cat([against, loops], 1)
         both = torch.cat([self.forward_conv(pair, along), self.backward_conv(pair, against)],
                          dim=1)  # fmt: skip
-        return h[:outputs] + torch.relu(self.mix(torch.relu(both)))
+        return own + torch.relu(self.mix(torch.relu(both)))
 
 
 class _MeanTwoWay(nn.Module):
@@ -85,7 +99,7 @@ class _MeanTwoWay(nn.Module):
 
     The same function, parameters and initialization as two PyG ``SAGEConv`` layers and the
     mix (:class:`_PygTwoWay` with ``SAGEConv``), written out for speed: the plan's messages
-    are summed into both directions at once (:meth:`MessagePlan.means`, a compiled kernel on
+    are summed into both directions at once (:meth:`RoundPlan.means`, a compiled kernel on
     the CPU), and ``[along mean | against mean | own]`` meets one block-structured
     ``(2 * hidden, 3 * hidden)`` weight (the zero blocks masked) in one matrix product: 7
     tensor operations a round instead of about 80 in PyG's propagate and scatter machinery,
@@ -113,11 +127,10 @@ class _MeanTwoWay(nn.Module):
         self.register_buffer("mask", mask, persistent=False)
         self.mix = nn.Linear(2 * hidden, hidden)
 
-    def forward(self, h: torch.Tensor, plan: MessagePlan, outputs: int) -> torch.Tensor:
-        """``(outputs, hidden)``: the next embedding of rows ``0..outputs-1`` (see
-        :meth:`_PygTwoWay.forward`)."""
-        own = h[:outputs]
-        inputs = torch.cat([plan.means(h, outputs), own], dim=1)
+    def forward(self, h: torch.Tensor, step: RoundPlan) -> torch.Tensor:
+        """``(step.size, hidden)``: the round's output rows (see :meth:`_PygTwoWay.forward`)."""
+        own = h.index_select(0, step.own)
+        inputs = torch.cat([step.means(h), own], dim=1)
         # the zero blocks stay zero (masked in training, zeroed on loading): a pass without
         # gradients (every rollout step) can skip the masking
         weight = self.weight * self.mask if torch.is_grad_enabled() else self.weight
@@ -157,7 +170,8 @@ def _sage(hidden: int) -> nn.Module:
 @GNN_LAYERS.decorator("gatv2")
 def _gatv2(hidden: int) -> nn.Module:
     """GATv2 (Brody et al. 2022), one attention head; nodes also attend to themselves."""
-    return _PygTwoWay(lambda a, b: _pyg().GATv2Conv(a, b, heads=1, add_self_loops=True), hidden)
+    return _PygTwoWay(lambda a, b: _pyg().GATv2Conv(a, b, heads=1, add_self_loops=False), hidden,
+                      self_loops=True)  # fmt: skip
 
 
 @GNN_LAYERS.decorator("gin")
@@ -199,11 +213,16 @@ class GnnExtractor(PlacementExtractor):
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         nodes, node_mask = obs["nodes"], obs["node_mask"]
         pooled = self._pooled_first_embedding(nodes, node_mask)
-        plan = plan_batch(obs, len(self.rounds))
-        h = self.embed(nodes.flatten(0, 1)[plan.rows])  # cheaper to recompute than to index
-        for r, layer in enumerate(self.rounds):  # round r updates the nodes a later one reads
-            h = layer(h, plan, plan.within[len(self.rounds) - 1 - r])
-        return torch.cat([h, pooled], dim=1)  # the seeds are the first rows, in batch order
+        shared = share_rows(plan_batch(obs, len(self.rounds)), nodes)
+        current = gather_rows(self._rounds(nodes, shared), shared.outputs)  # seeds: batch order
+        return torch.cat([current, pooled], dim=1)
+
+    def _rounds(self, nodes: torch.Tensor, shared: SharedPlan) -> torch.Tensor:
+        """The last round's embedding of each class of ``shared``."""
+        h = self.embed(nodes.flatten(0, 1)[shared.inputs])  # cheaper to recompute than to index
+        for layer, step in zip(self.rounds, shared.rounds, strict=True):
+            h = layer(h, step)
+        return h
 
     def _pooled_first_embedding(self, nodes: torch.Tensor,
                                 node_mask: torch.Tensor) -> torch.Tensor:  # fmt: skip
@@ -217,10 +236,8 @@ class GnnExtractor(PlacementExtractor):
         if not self.node_dim:
             return self.context(obs), None
         nodes, node_mask = obs["nodes"], obs["node_mask"]
-        plan = plan_batch(obs, len(self.rounds), whole=True)
-        h = self.embed(nodes.flatten(0, 1))
-        for layer in self.rounds:
-            h = layer(h, plan, h.shape[0])
+        shared = share_rows(plan_batch(obs, len(self.rounds), whole=True), nodes, whole=True)
+        h = gather_rows(self._rounds(nodes, shared), shared.outputs)  # every row, in order
         states = h.reshape(*node_mask.shape, -1) * node_mask[..., None]
         context = torch.cat([current_rows(states, obs["current"]),
                              masked_mean(states, node_mask)], dim=1)  # fmt: skip

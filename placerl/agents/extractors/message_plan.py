@@ -51,27 +51,56 @@ class MessagePlan:
         """How many messages (a prefix) reach the first ``outputs`` rows."""
         return self.upto[self.within.index(outputs)]
 
-    def means(self, h: torch.Tensor, outputs: int) -> torch.Tensor:
-        """``(outputs, 2 * hidden)``: each of the first ``outputs`` rows' mean message along
-        the graph's edges, then its mean message against them (zeros where it has none).
-
-        Args:
-            h: ``(rows, hidden)`` embeddings of the planned rows.
-            outputs: Rows to update (one of ``within``).
-        """
+    def round(self, outputs: int) -> RoundPlan:
+        """The round that updates the first ``outputs`` rows (one of ``within``)."""
         count = self.messages(outputs)
-        sums = message_sums(h, self.sources[:count], self.targets[:count], self.scale[:count],
-                            2 * outputs)  # fmt: skip
-        return sums.view(outputs, 2 * h.shape[1])
+        own = torch.arange(outputs, device=self.rows.device)
+        return RoundPlan(own, self.sources[:count], self.targets[:count], self.scale[:count])
 
-    def edges(self, outputs: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(2, E)`` edge indices (source row, target row) of the messages into the first
-        ``outputs`` rows: along the graph's edges, and against them."""
-        count = self.messages(outputs)
-        sources, targets = self.sources[:count], self.targets[:count]
-        along = targets % 2 == 0
-        return (torch.stack([sources[along], targets[along] // 2]),
-                torch.stack([sources[~along], targets[~along] // 2]))  # fmt: skip
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """What one message-passing round computes: each output row from an input row (its own
+    embedding) and the messages it sums.
+
+    Attributes:
+        own: ``(size,)`` the input row of each output row.
+        sources: ``(M,)`` the input row each message reads.
+        targets: ``(M,)`` ``2 * output row`` (along an edge) or ``2 * output row + 1``
+            (against it), sorted.
+        scale: ``(M,)`` 1 / the number of messages of its target: sums become means.
+    """
+
+    own: torch.Tensor
+    sources: torch.Tensor
+    targets: torch.Tensor
+    scale: torch.Tensor
+
+    @property
+    def size(self) -> int:
+        """Output rows."""
+        return self.own.numel()
+
+    def means(self, h: torch.Tensor) -> torch.Tensor:
+        """``(size, 2 * hidden)``: each output row's mean message along the graph's edges,
+        then its mean message against them (zeros where it has none), from input rows ``h``."""
+        sums = message_sums(h, self.sources, self.targets, self.scale, 2 * self.size)
+        return sums.view(self.size, 2 * h.shape[1])
+
+    def edges(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(2, E)`` edge indices (input row, output row) of the messages along the graph's
+        edges, and of those against them."""
+        along = self.targets % 2 == 0
+        return (torch.stack([self.sources[along], self.targets[along] // 2]),
+                torch.stack([self.sources[~along], self.targets[~along] // 2]))  # fmt: skip
+
+
+def gather_rows(h: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``h[index]``, whose backward sums by row with :func:`message_sums`' kernel on the CPU
+    (torch's is a serial scatter)."""
+    ones = torch.ones(index.numel(), dtype=h.dtype, device=h.device)
+    return message_sums(h, index, torch.arange(index.numel(), device=h.device), ones,
+                        index.numel())  # fmt: skip
 
 
 def message_sums(h: torch.Tensor, sources: torch.Tensor, targets: torch.Tensor,
@@ -369,6 +398,14 @@ def node_bags(nodes: torch.Tensor, node_mask: torch.Tensor) -> NodeBags:
                            node_mask.detach().cpu().numpy())  # fmt: skip
     device = nodes.device
     return NodeBags(*(torch.from_numpy(a).to(device) for a in found), batch=nodes.shape[0])
+
+
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first of each distinct row of ``rows`` ``(R, F)`` (float32, equal bit for bit), and
+    the index of each row's distinct row among them."""
+    rows = np.ascontiguousarray(rows, dtype=np.float32)
+    distinct, members, _, _ = _distinct_rows(rows[None], np.ones((1, len(rows)), np.float32))
+    return distinct, members
 
 
 @njit(cache=True)
