@@ -1,6 +1,5 @@
 """Rows that compute the same embedding, computed once: the same embeddings as every row."""
 
-import numpy as np
 import pytest
 import torch
 
@@ -8,30 +7,14 @@ from placerl.agents.extractors import GNN_LAYERS
 from placerl.agents.extractors.message_plan import plan_batch
 from placerl.agents.extractors.row_classes import share_rows
 from placerl.envs import PlacementEnv
-
-
-def _observations(env, steps, seed=0):
-    rng = np.random.default_rng(seed)
-    obs, _ = env.reset(seed=seed)
-    seen = []
-    for _ in range(steps):
-        seen.append(obs)
-        obs, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
-        if done:
-            obs, _ = env.reset()
-    return seen
-
-
-def _stack(seen):
-    return {k: torch.as_tensor(np.stack([o[k] for o in seen]), dtype=torch.float32)
-            for k in seen[0]}  # fmt: skip
+from tests.agents.test_extractors import _batch
 
 
 @pytest.fixture(scope="module")
 def batch():
     env = PlacementEnv(graph=["synthetic:layered?n=30&seed=1", "synthetic:layered?n=18&seed=2"],
                        cluster="placeto?n_devices=3")  # fmt: skip
-    return _stack(_observations(env, 40))
+    return _batch(env, steps=40)
 
 
 def _row_level(layers, embed, batch, hops, whole):

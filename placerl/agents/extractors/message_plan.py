@@ -400,6 +400,16 @@ def node_bags(nodes: torch.Tensor, node_mask: torch.Tensor) -> NodeBags:
     return NodeBags(*(torch.from_numpy(a).to(device) for a in found), batch=nodes.shape[0])
 
 
+#: FNV-1a's 64-bit offset basis: the start of the hashes of :func:`fnv_mix`.
+FNV_START = np.uint64(1469598103934665603)
+
+
+@njit(cache=True)
+def fnv_mix(key: np.uint64, value: int) -> np.uint64:
+    """FNV-1a: ``key`` with ``value`` mixed in (hash-table keys of the compiled kernels)."""
+    return (key ^ np.uint64(value)) * np.uint64(1099511628211)
+
+
 def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first of each distinct row of ``rows`` ``(R, F)`` (float32, equal bit for bit), and
     the index of each row's distinct row among them."""
@@ -433,9 +443,9 @@ def _distinct_rows(nodes: np.ndarray, node_mask: np.ndarray) -> tuple[np.ndarray
             if node_mask[b, n] <= 0.5:
                 continue
             row = b * num_nodes + n
-            key = np.uint64(1469598103934665603)  # FNV-1a over the row's float bits
+            key = FNV_START  # FNV-1a over the row's float bits
             for f in range(width):
-                key = (key ^ np.uint64(bits[row, f])) * np.uint64(1099511628211)
+                key = fnv_mix(key, bits[row, f])
             slot = np.int64(key & np.uint64(capacity - 1))
             while True:
                 index = table[slot]

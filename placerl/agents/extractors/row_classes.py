@@ -25,7 +25,13 @@ import numpy as np
 import torch
 from numba import njit
 
-from placerl.agents.extractors.message_plan import MessagePlan, RoundPlan, distinct_rows
+from placerl.agents.extractors.message_plan import (
+    FNV_START,
+    MessagePlan,
+    RoundPlan,
+    distinct_rows,
+    fnv_mix,
+)
 
 
 @dataclass(frozen=True)
@@ -110,12 +116,11 @@ def _classes(row_class: np.ndarray, sources: np.ndarray, targets: np.ndarray,
         current = np.empty(size, np.int64)
         found = 0
         for v in range(size):
-            key = np.uint64(1469598103934665603)  # FNV-1a over the class's defining values
-            key = (key ^ np.uint64(previous[v])) * np.uint64(1099511628211)
+            key = fnv_mix(FNV_START, previous[v])  # over the class's defining values
             for t in (2 * v, 2 * v + 1):
-                key = (key ^ np.uint64(starts[t + 1] - starts[t])) * np.uint64(1099511628211)
+                key = fnv_mix(key, starts[t + 1] - starts[t])
                 for m in range(starts[t], starts[t + 1]):
-                    key = (key ^ np.uint64(neighbours[m])) * np.uint64(1099511628211)
+                    key = fnv_mix(key, neighbours[m])
             slot = np.int64(key & np.uint64(capacity - 1))
             while True:
                 index = table[slot]
