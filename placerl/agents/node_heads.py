@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
 from torch import nn
+from torch.nn import functional as F
 
 from placerl.agents.extractors.base import PlacementExtractor, mlp
 from placerl.agents.head_policy import HeadPolicy
@@ -46,15 +47,27 @@ class NodeDeviceScorer(nn.Module):
         self.select = mlp([self.node_dim + self.context_dim, hidden, hidden, 1], nn.Tanh)
 
     def forward(self, latent: torch.Tensor) -> torch.Tensor:
-        batch = latent.shape[0]
-        context = latent[:, : self.context_dim]
-        placing = latent[:, self.devices_end] > 0.5
-        states = latent[:, self.devices_end + 1 + self.num_nodes :]  # after phase, node_mask
-        states = states.reshape(batch, self.num_nodes, self.node_dim)
-        pairs = torch.cat([states, context[:, None, :].expand(-1, self.num_nodes, -1)], dim=-1)
-        rows = _padded(self.select(pairs).squeeze(-1), self.actions)
         devices = _padded(self.place(latent[:, : self.devices_end]), self.actions)
-        return torch.where(placing[:, None], devices, rows)
+        selecting = (latent[:, self.devices_end] <= 0.5).nonzero().squeeze(1)
+        if not selecting.numel():
+            return devices
+        rows = _padded(self._select_scores(latent[selecting]), self.actions)
+        return devices.index_copy(0, selecting, rows)
+
+    def _select_scores(self, latent: torch.Tensor) -> torch.Tensor:
+        """``(B, N)``: the select scorer on every ``(row state, context)`` pair of the select
+        steps' ``latent``. The first layer's context part is computed once per sample and
+        broadcast over the rows (the same as scoring each concatenated pair: on a 100-node
+        graph the pairs' first layer was most of a PPO update), and place steps, whose row
+        scores are not used, are left out."""
+        states = latent[:, self.devices_end + 1 + self.num_nodes :]  # after phase, node_mask
+        states = states.reshape(latent.shape[0], self.num_nodes, self.node_dim)
+        first, rest = self.select[0], self.select[1:]
+        weight = first.weight
+        hidden = (F.linear(states, weight[:, : self.node_dim], first.bias)
+                  + F.linear(latent[:, : self.context_dim],
+                             weight[:, self.node_dim :])[:, None, :])  # fmt: skip
+        return rest(hidden).squeeze(-1)
 
 
 class NodeDeviceValue(nn.Module):

@@ -41,6 +41,28 @@ def test_the_nodes_head_is_the_dual_envs_default_and_scores_rows_then_devices(ex
     assert (result.placement >= 0).all() and result.feasible
 
 
+def test_the_select_scores_are_the_scorer_on_every_concatenated_pair():
+    """The head's shortcuts (the first layer's context part once per sample, no row scores
+    for place steps) give the scores of the plain formulation: the select network on every
+    ``(state, context)`` pair in select steps, the device scores in place steps."""
+    from placerl.agents.node_heads import _padded
+
+    env = _env(max_nodes=20)
+    head = make_agent("maskable_ppo", env, "gnn", seed=0).policy.action_net
+    torch.manual_seed(0)
+    latent = torch.randn(6, head.devices_end + 1 + head.num_nodes * (1 + head.node_dim))
+    latent[:, head.devices_end] = torch.tensor([0.0, 1.0, 0.0, 1.0, 1.0, 0.0])  # phases
+    states = latent[:, head.devices_end + 1 + head.num_nodes :].reshape(6, head.num_nodes, -1)
+    context = latent[:, : head.context_dim]
+    pairs = torch.cat([states, context[:, None, :].expand(-1, head.num_nodes, -1)], dim=-1)
+    rows = _padded(head.select(pairs).squeeze(-1), head.actions)
+    devices = _padded(head.place(latent[:, : head.devices_end]), head.actions)
+    expected = torch.where(latent[:, head.devices_end, None] > 0.5, devices, rows)
+    torch.testing.assert_close(head(latent), expected, rtol=1e-5, atol=1e-6)
+    placing_only = latent[[1, 3]]
+    torch.testing.assert_close(head(placing_only), devices[[1, 3]])
+
+
 def test_cloning_imitates_the_expert_in_its_order():
     env = _env()
     model = make_agent("maskable_ppo", env, "gnn", seed=0)
