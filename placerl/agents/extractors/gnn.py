@@ -214,7 +214,7 @@ class GnnExtractor(PlacementExtractor):
         nodes, node_mask = obs["nodes"], obs["node_mask"]
         pooled = self._pooled_first_embedding(nodes, node_mask)
         shared = share_rows(plan_batch(obs, len(self.rounds)), nodes)
-        current = gather_rows(self._rounds(nodes, shared), shared.outputs)  # seeds: batch order
+        current = self._rounds(nodes, shared).index_select(0, shared.outputs)  # batch order
         return torch.cat([current, pooled], dim=1)
 
     def _rounds(self, nodes: torch.Tensor, shared: SharedPlan) -> torch.Tensor:
