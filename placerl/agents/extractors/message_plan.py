@@ -125,10 +125,16 @@ def message_sums(h: torch.Tensor, sources: torch.Tensor, targets: torch.Tensor,
         messages = h.index_select(0, sources) * scale[:, None]
         return h.new_zeros(num_targets, h.shape[1]).index_add_(0, targets, messages)
     if not (h.requires_grad and torch.is_grad_enabled()):  # no autograd node to record
-        starts = _segment_starts(targets.numpy(), num_targets)
-        return torch.from_numpy(_segment_sums(h.contiguous().numpy(), sources.numpy(), starts,
-                                              scale.numpy()))  # fmt: skip
+        return _forward_sums(h, sources, targets, scale, num_targets)
     return _CompiledSums.apply(h, sources, targets, scale, num_targets)
+
+
+def _forward_sums(h: torch.Tensor, sources: torch.Tensor, targets: torch.Tensor,
+                  scale: torch.Tensor, num_targets: int) -> torch.Tensor:  # fmt: skip
+    """:func:`message_sums` by the compiled kernel, without recording a gradient."""
+    starts = segment_starts(targets.numpy(), num_targets)
+    return torch.from_numpy(_segment_sums(h.detach().contiguous().numpy(), sources.numpy(),
+                                          starts, scale.numpy()))  # fmt: skip
 
 
 class _CompiledSums(torch.autograd.Function):
@@ -139,10 +145,7 @@ class _CompiledSums(torch.autograd.Function):
                 scale: torch.Tensor, num_targets: int) -> torch.Tensor:  # fmt: skip
         ctx.save_for_backward(sources, targets, scale)
         ctx.num_rows = h.shape[0]
-        starts = _segment_starts(targets.numpy(), num_targets)
-        sums = _segment_sums(h.detach().contiguous().numpy(), sources.numpy(), starts,
-                             scale.numpy())  # fmt: skip
-        return torch.from_numpy(sums)
+        return _forward_sums(h, sources, targets, scale, num_targets)
 
     @staticmethod
     @once_differentiable
@@ -156,7 +159,7 @@ class _CompiledSums(torch.autograd.Function):
 
 
 @njit(cache=True)
-def _segment_starts(keys: np.ndarray, segments: int) -> np.ndarray:
+def segment_starts(keys: np.ndarray, segments: int) -> np.ndarray:
     """Where each of ``segments`` segments starts in the sorted ``keys`` (and the end)."""
     starts = np.zeros(segments + 1, np.int64)
     previous = 0

@@ -31,6 +31,7 @@ from placerl.agents.extractors.message_plan import (
     RoundPlan,
     distinct_rows,
     fnv_mix,
+    segment_starts,
 )
 
 
@@ -86,11 +87,7 @@ def _classes(row_class: np.ndarray, sources: np.ndarray, targets: np.ndarray,
     round: own input class per class, messages (input class, ``2 * class + direction``,
     scale), classes and messages per round, and the last round's class of each output row."""
     hops = outputs.size
-    largest = 2 * outputs.max()
-    starts = np.zeros(largest + 1, np.int64)  # targets' segments (the plan sorts by target)
-    for m in range(counts.max()):
-        starts[targets[m] + 1] += 1
-    starts = np.cumsum(starts)
+    starts = segment_starts(targets[: counts.max()], 2 * outputs.max())  # targets' segments
     own_out = np.empty(outputs.sum(), np.int64)
     sources_out = np.empty(counts.sum(), np.int64)
     targets_out = np.empty(counts.sum(), np.int64)
