@@ -82,6 +82,16 @@ class Family:
     def graphs(self, seeds: Any) -> list[str]:
         return [self.spec.format(seed=s) for s in seeds]
 
+    def training(self, count: int | None = None) -> tuple[int, ...]:
+        """The training seeds; ``count`` beyond the split's goes on from seed
+        :data:`MORE_TRAINING` (clear of the held-out and tuning seeds)."""
+        count = len(self.train) if count is None else count
+        return (*self.train, *range(MORE_TRAINING, MORE_TRAINING + count - len(self.train)))[:count]
+
+
+#: Where training seeds beyond a family's split start (``--train-graphs``).
+MORE_TRAINING = 200
+
 
 _NVLINK = "gpu8_nvlink?n_devices=4"
 #: Layered is the split of ``bench_search.py``. Placeto's cell families hold seed 0 out of
@@ -102,17 +112,20 @@ METHODS = (("zero-shot", "greedy", None), ("zero-shot+best_of", "greedy", "best_
            ("local", "local", None), ("local+best_of", "local", "best_of"))  # fmt: skip
 
 
-def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str) -> TrainConfig:
-    """``recipe``'s training config on the family's training graphs."""
+def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
+                  train_graphs: int | None = None) -> TrainConfig:  # fmt: skip
+    """``recipe``'s training config on the family's training graphs (``train_graphs`` of
+    them: see :meth:`Family.training`)."""
     from placerl.apps import compose_run
 
     overrides = ["~experiment"] if recipe == "default" else [f"experiment={recipe}"]
     config = to_train_config(compose_run(*overrides), out_dir=out)
-    graphs = [load_graph(spec) for spec in family.graphs((*family.train, *family.held_out))]
+    training = family.training(train_graphs)
+    graphs = [load_graph(spec) for spec in family.graphs((*training, *family.held_out))]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),
                "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip
     return dataclasses.replace(
-        config, graph=family.graphs(family.train), cluster=family.cluster,
+        config, graph=family.graphs(training), cluster=family.cluster,
         objective=OBJECTIVE, env_kwargs={**config.env_kwargs, **padding}, total_steps=steps,
         seed=seed, eval_every=max(steps // 4, 1), eval_samples=0, checkpoint_every=0,
         baselines=(), progress_bar=False,
@@ -202,6 +215,8 @@ def main() -> None:
                         help="the family to train on and place held-out graphs of")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--steps", type=int, default=8_000, help="env steps per policy")
+    parser.add_argument("--train-graphs", type=int, default=None,
+                        help=f"training graphs (the split's; more go on from seed {MORE_TRAINING})")
     parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
     parser.add_argument("--graphs", type=int, default=None, help="held-out graphs (all)")
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
@@ -258,7 +273,8 @@ def trained_policy(recipe: str, family: Family, seed: int,
     with tempfile.TemporaryDirectory() as scratch:
         out = kept or Path(scratch)
         start = time.perf_counter()
-        result = train(recipe_config(recipe, family, seed, args.steps, str(out)))
+        result = train(recipe_config(recipe, family, seed, args.steps, str(out),
+                                     args.train_graphs))  # fmt: skip
         seconds = time.perf_counter() - start
         print(f"{recipe} seed {seed}: {result.steps} steps in {seconds:.0f} s (weights "
               f"of step {result.policy_step})", flush=True)  # fmt: skip
@@ -275,7 +291,10 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
     table = markdown_table(summarize(rows))
     text = (f"Command: `{command.strip()}` ({seconds:.0f} s). Held-out "
             f"{family.spec.format(seed=family.held_out)} on {family.cluster}, trained on seeds "
-            f"{family.train.start}-{family.train.stop - 1}, {args.steps} env steps per policy. "
+            f"{family.train.start}-{family.train.stop - 1}"
+            + (f" and on from {MORE_TRAINING} ({args.train_graphs} graphs)"
+               if args.train_graphs and args.train_graphs > len(family.train) else "")
+            + f", {args.steps} env steps per policy. "
             "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
             "per graph (`zero-shot+best_of`: the better of it and `best_of`'s placement, "
             "inference seconds including `best_of`'s own); `local`: policy-guided local "
