@@ -132,8 +132,10 @@ def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
     )  # fmt: skip
 
 
-def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> list[dict[str, Any]]:
-    """The policy's zero-shot and local-search placements of ``spec`` beside the placers'."""
+def place_held_out(model: Any, spec: str, cluster_spec: str,
+                   budget: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+    """The policy's zero-shot and local-search placements of ``spec`` beside the placers', and
+    the reference ``local_search`` runs (one row per seed)."""
     graph, cluster = load_graph(spec), load_cluster(cluster_spec)
     env = env_for(model.placerl_settings, Problem(graph, cluster, OBJECTIVE))
     constructive = min(solve(p, graph, cluster, OBJECTIVE).runtime for p in CONSTRUCTIVE)
