@@ -153,29 +153,33 @@ def place_held_out(model: Any, spec: str, cluster_spec: str,
                      "evaluations": found.evaluations,
                      "wall_s": found.wall_s + (best_of_s if start else 0.0)})  # fmt: skip
     searches = local_searches(graph, cluster, best_of.placement, budget)
-    ref = float(np.exp(np.mean([np.log(runtime) for runtime, _ in searches])))
+    logs = np.log([runtime for runtime, _, _ in searches])
+    ref = float(np.exp(logs.mean()))
     for row in rows:
         row["vs_local_search"] = (float("nan") if row["method"].startswith("zero-shot")
                                   else row["runtime"] / ref)  # fmt: skip
-    classic = [{"seed": seed, "method": "local_search", "runtime": runtime,
-                "vs_constructive": runtime / constructive, "vs_best_of": runtime / best_of.runtime,
-                "evaluations": budget, "wall_s": seconds, "vs_local_search": runtime / ref}
-               for seed, (runtime, seconds) in enumerate(searches)]  # fmt: skip
+    classic = []
+    for seed, (runtime, evaluations, seconds) in enumerate(searches):
+        others = float(np.exp(np.delete(logs, seed).mean()))  # its own run left out
+        classic.append({"seed": seed, "method": "local_search", "runtime": runtime,
+                        "vs_constructive": runtime / constructive,
+                        "vs_best_of": runtime / best_of.runtime, "evaluations": evaluations,
+                        "wall_s": seconds + best_of_s, "vs_local_search": runtime / others})
     return rows, classic
 
 
 def local_searches(graph: Any, cluster: Any, start: np.ndarray,
-                   budget: int) -> list[tuple[float, float]]:  # fmt: skip
-    """Runtime and seconds of ``local_search`` from ``start`` at ``budget`` evaluations, once
-    per visiting-order seed: at a few hundred evaluations its seeds differ by several percent,
-    so the reference is their geometric mean and their spread is the comparison's noise
-    floor."""
+                   budget: int) -> list[tuple[float, int, float]]:  # fmt: skip
+    """Runtime, evaluations and seconds of ``local_search`` from ``start`` at ``budget``
+    evaluations, once per visiting-order seed: at a few hundred evaluations its seeds differ by
+    several percent, so the reference is their geometric mean, and each seed over the mean of
+    the others is the comparison's noise floor."""
     out = []
     for seed in range(LOCAL_SEARCH_SEEDS):
         began = time.perf_counter()
         found = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6,
                       time_limit=1e6, max_evaluations=budget, init=start, seed=seed)  # fmt: skip
-        out.append((found.runtime, time.perf_counter() - began))
+        out.append((found.runtime, found.info["evaluations"], time.perf_counter() - began))
     return out
 
 
@@ -232,7 +236,11 @@ def main() -> None:
     args = parser.parse_args()
     apply_run_options(args)
     family = FAMILIES[args.family]
+    if args.train_graphs is not None and args.train_graphs < 1:
+        parser.error(f"--train-graphs must be at least 1, got {args.train_graphs}")
     args.name = args.name or ("recipes" if args.family == "layered" else f"recipes_{args.family}")
+    if args.train_graphs is not None:
+        args.name += f"_train{args.train_graphs}"
     if args.quick:
         args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
     warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
@@ -260,6 +268,16 @@ def main() -> None:
             report(args, family, rows, time.perf_counter() - begin)  # after every policy
 
 
+def _seed_ranges(seeds: tuple[int, ...]) -> str:
+    """``(0, 1, 2, 200, 201)`` as ``0-2, 200-201``."""
+    runs, start = [], seeds[0]
+    for previous, seed in zip(seeds, (*seeds[1:], None), strict=True):
+        if seed != previous + 1:
+            runs.append(f"{start}-{previous}" if previous != start else f"{start}")
+            start = seed
+    return ", ".join(runs)
+
+
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
     return {k: float(f"{v:.5g}") if isinstance(v, float) else v for k, v in row.items()}
 
@@ -268,7 +286,8 @@ def trained_policy(recipe: str, family: Family, seed: int,
                    args: argparse.Namespace) -> tuple[Any, float]:  # fmt: skip
     """``recipe``'s policy for ``seed`` and its training seconds: trained here, or the one
     ``--models`` holds from an earlier run (with the seconds it took then)."""
-    kept = Path(args.models) / args.family / f"{recipe}_seed{seed}" if args.models else None
+    size = "" if args.train_graphs is None else f"_train{args.train_graphs}"
+    kept = Path(args.models) / args.family / f"{recipe}{size}_seed{seed}" if args.models else None
     if kept is not None and (kept / "model.zip").is_file():
         seconds = json.loads((kept / "train_s.json").read_text())
         return load_model(kept / "model.zip", "cpu"), seconds
@@ -293,16 +312,18 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
     table = markdown_table(summarize(rows))
     text = (f"Command: `{command.strip()}` ({seconds:.0f} s). Held-out "
             f"{family.spec.format(seed=family.held_out)} on {family.cluster}, trained on seeds "
-            f"{family.train.start}-{family.train.stop - 1}"
-            + (f" and on from {MORE_TRAINING} ({args.train_graphs} graphs)"
-               if args.train_graphs and args.train_graphs > len(family.train) else "")
+            f"{_seed_ranges(family.training(args.train_graphs))}"
             + f", {args.steps} env steps per policy. "
             "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
-            "per graph (`zero-shot+best_of`: the better of it and `best_of`'s placement, "
-            "inference seconds including `best_of`'s own); `local`: policy-guided local "
+            "per graph (`zero-shot+best_of`: the better of it and `best_of`'s placement, at "
+            "most 1 by construction, since `best_of` holds the constructive placers' placements: "
+            "its geometric mean and `vs_best_of` say how much the policy adds; inference seconds "
+            "of every method starting from `best_of` include computing it); `local`: "
+            "policy-guided local "
             f"search at {args.budget} simulator evaluations over `local_search` from `best_of` "
             f"at the same budget (the geometric mean of its {LOCAL_SEARCH_SEEDS} visiting-order "
-            "seeds; recipe `classic`: each seed over that mean, the comparison's noise floor); "
+            "seeds; recipe `classic`: each seed over the mean of the other seeds, whose spread "
+            "and worst case are the comparison's noise floor); "
             "`local+best_of`: the search starts from the better of the policy's and "
             "`best_of`'s; `vs_best_of`: over `best_of` (below 1: better). Runtimes in seconds."
             f"\n\n{table}\n\n"
