@@ -12,6 +12,7 @@ on the same graphs and clusters and writes the same ``result.json`` schema.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import traceback
@@ -38,6 +39,25 @@ from placerl.train import (
     train,
     vs_best_baseline,
 )
+
+#: A sweep job's folder name at most, in bytes: file systems refuse names over 255, and a
+#: search over seven parameters already writes a longer ``override_dirname``.
+MAX_JOB_DIRNAME = 200
+
+
+def job_dirname(overrides: str) -> str:
+    """A sweep job's folder name: Hydra's ``override_dirname``, or where that is longer than
+    :data:`MAX_JOB_DIRNAME` bytes, its start and a hash of the whole (stable, so re-running a
+    sweep finds its finished jobs)."""
+    raw = overrides.encode()
+    if len(raw) <= MAX_JOB_DIRNAME:
+        return overrides
+    digest = hashlib.sha1(raw).hexdigest()[:12]
+    head = raw[: MAX_JOB_DIRNAME - len(digest) - 1].decode(errors="ignore")
+    return f"{head}-{digest}"
+
+
+OmegaConf.register_new_resolver("placerl_job_dirname", job_dirname, replace=True)
 
 #: Where Hydra finds the config tree: the ``configs/`` folder, mapped into the package by an
 #: install (wheel or editable); a bare checkout on ``sys.path`` reads the folder itself.

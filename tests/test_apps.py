@@ -297,6 +297,39 @@ def test_each_recipe_has_an_optuna_search_that_runs_its_env(tmp_path, search, ki
     assert config["extractor_kwargs"]["hidden"] == int(sampled["++agent.extractor_kwargs.hidden"])
 
 
+def test_a_job_folder_name_stays_short_stable_and_distinct():
+    from placerl.apps import MAX_JOB_DIRNAME, job_dirname
+
+    short = "seed=0,order=bfs"
+    assert job_dirname(short) == short
+    long = ",".join(f"++agent.hyperparams.option_{i}=0.00018646436842137198" for i in range(9))
+    name = job_dirname(long)
+    assert len(name.encode()) <= MAX_JOB_DIRNAME and name.startswith(long[:100])
+    assert job_dirname(long) == name  # a re-run finds the same folder
+    assert job_dirname(long + "9") != name  # names that differ only past the cut stay apart
+    accented = "graph.spec='é" + "x" * 300 + "'"
+    assert len(job_dirname(accented).encode()) <= MAX_JOB_DIRNAME  # cut on a character
+
+
+def test_a_sweep_with_many_overrides_runs_in_short_job_folders(tmp_path):
+    """Seven long overrides (an Optuna search's parameters) made a folder name over the file
+    system's 255 bytes, and the job failed before training."""
+    sweep = tmp_path / "sweep"
+    long = ["++agent.hyperparams.learning_rate=0.00018646436842137198",
+            "++agent.hyperparams.clip_range=0.2", "++agent.hyperparams.ent_coef=0.001",
+            "++agent.hyperparams.gae_lambda=0.95", "++agent.hyperparams.vf_coef=0.5",
+            "++agent.hyperparams.max_grad_norm=0.5", "++agent.hyperparams.gamma=1.0"]
+    job = ["-m", *TINY, SPEC, "total_steps=64", "eval_every=0", "seed=0,1", *long,
+           f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    done = _app(tmp_path, "train_app", *job)
+    assert done.returncode == 0, done.stderr[-2000:]
+    folders = sorted(d for d in sweep.iterdir() if d.is_dir())
+    assert len(folders) == 2 and all(len(d.name.encode()) <= 200 for d in folders)
+    assert all((d / "result.json").is_file() for d in folders)
+    again = _app(tmp_path, "train_app", *job)
+    assert again.stdout.count("already holds result.json; skipped") == 2
+
+
 def test_the_slurm_launcher_config_extends_submitit():
     with initialize_config_module(config_module="placerl.configs", version_base=None):
         cfg = compose(config_name="train", overrides=["hydra/launcher=slurm"],
