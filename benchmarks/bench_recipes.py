@@ -32,6 +32,8 @@ NVLink GPUs (``FAMILIES``).
     python benchmarks/bench_recipes.py --quick         # 1 seed, 3 graphs, 3k steps
     python benchmarks/bench_recipes.py --resume        # go on after an interruption
     python benchmarks/bench_recipes.py --models DIR    # keep the policies; reuse those in DIR
+    python benchmarks/bench_recipes.py --models DIR --first-seed 2 --seeds 1 --name part
+                                                       # one seed's policy in another process
 
 Results: ``benchmarks/results/recipes[_<family>].{json,md}`` (runs; per recipe and method the
 geometric mean over graphs and seeds with a 95% t-interval, wins, worst case and inference
@@ -220,6 +222,9 @@ def main() -> None:
     parser.add_argument("--family", default="layered", choices=FAMILIES,
                         help="the family to train on and place held-out graphs of")
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds --first-seed .. --first-seed + --seeds - 1 (to split a run "
+                             "over processes sharing --models)")
     parser.add_argument("--steps", type=int, default=8_000, help="env steps per policy")
     parser.add_argument("--train-graphs", type=int, default=None,
                         help=f"training graphs (the split's; more go on from seed {MORE_TRAINING})")
@@ -236,6 +241,8 @@ def main() -> None:
     args = parser.parse_args()
     apply_run_options(args)
     family = FAMILIES[args.family]
+    if args.first_seed < 0:
+        parser.error(f"--first-seed must be at least 0, got {args.first_seed}")
     if args.train_graphs is not None and args.train_graphs < 1:
         parser.error(f"--train-graphs must be at least 1, got {args.train_graphs}")
     args.name = args.name or ("recipes" if args.family == "layered" else f"recipes_{args.family}")
@@ -250,7 +257,7 @@ def main() -> None:
         rows = json.loads(previous.read_text())
     done = {(r["recipe"], r["seed"]) for r in rows}
     for recipe in args.recipes.split(","):
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             if (recipe, seed) in done:
                 continue
             model, trained = trained_policy(recipe, family, seed, args)
