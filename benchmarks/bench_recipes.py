@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 import tempfile
@@ -134,40 +135,55 @@ def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
     )  # fmt: skip
 
 
-def place_held_out(model: Any, spec: str, cluster_spec: str,
-                   budget: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
-    """The policy's zero-shot and local-search placements of ``spec`` beside the placers', and
-    the reference ``local_search`` runs (one row per seed)."""
+@dataclasses.dataclass(frozen=True)
+class Classic:
+    """What the classic placers do on one held-out graph, the same for every policy."""
+
+    constructive: float  # the best constructive placer's runtime
+    best_of: Any  # best_of's reference (placement, runtime)
+    best_of_s: float  # best_of's own seconds, uncached: inference that starts from it pays them
+    local_search: float  # geometric mean of local_search's seeds at the budget
+    rows: tuple[dict[str, Any], ...]  # one per local_search seed, over the others' mean
+
+
+@functools.cache
+def classic(spec: str, cluster_spec: str, budget: int) -> Classic:
+    """The classic placers on ``spec``, computed once per graph for all the policies."""
     graph, cluster = load_graph(spec), load_cluster(cluster_spec)
-    env = env_for(model.placerl_settings, Problem(graph, cluster, OBJECTIVE))
     constructive = min(solve(p, graph, cluster, OBJECTIVE).runtime for p in CONSTRUCTIVE)
-    began = time.perf_counter()  # best_of's own time, uncached, counts in inference
+    began = time.perf_counter()
     best_of = reference(graph, cluster, OBJECTIVE, "best_of", use_cache=False)
     best_of_s = time.perf_counter() - began
     reference(graph, cluster, OBJECTIVE, "best_of")  # cached for the searches' starts
+    searches = local_searches(graph, cluster, best_of.placement, budget)
+    logs = np.log([runtime for runtime, _, _ in searches])
+    rows = []
+    for seed, (runtime, evaluations, seconds) in enumerate(searches):
+        others = float(np.exp(np.delete(logs, seed).mean()))  # its own run left out
+        rows.append({"seed": seed, "method": "local_search", "runtime": runtime,
+                     "vs_constructive": runtime / constructive,
+                     "vs_best_of": runtime / best_of.runtime, "evaluations": evaluations,
+                     "wall_s": seconds + best_of_s, "vs_local_search": runtime / others})
+    return Classic(constructive, best_of, best_of_s, float(np.exp(logs.mean())), tuple(rows))
+
+
+def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> list[dict[str, Any]]:
+    """The policy's zero-shot and local-search placements of ``spec`` beside the placers'."""
+    placers = classic(spec, cluster_spec, budget)
+    problem = Problem(load_graph(spec), load_cluster(cluster_spec), OBJECTIVE)
+    env = env_for(model.placerl_settings, problem)
     rows = []
     for method, search, start in METHODS:
         found = run_search(model, env, search, budget=0 if search == "greedy" else budget,
                            start=start)  # fmt: skip
         rows.append({"method": method, "runtime": found.runtime,
-                     "vs_constructive": found.runtime / constructive,
-                     "vs_best_of": found.runtime / best_of.runtime,
+                     "vs_constructive": found.runtime / placers.constructive,
+                     "vs_best_of": found.runtime / placers.best_of.runtime,
                      "evaluations": found.evaluations,
-                     "wall_s": found.wall_s + (best_of_s if start else 0.0)})  # fmt: skip
-    searches = local_searches(graph, cluster, best_of.placement, budget)
-    logs = np.log([runtime for runtime, _, _ in searches])
-    ref = float(np.exp(logs.mean()))
-    for row in rows:
-        row["vs_local_search"] = (float("nan") if row["method"].startswith("zero-shot")
-                                  else row["runtime"] / ref)  # fmt: skip
-    classic = []
-    for seed, (runtime, evaluations, seconds) in enumerate(searches):
-        others = float(np.exp(np.delete(logs, seed).mean()))  # its own run left out
-        classic.append({"seed": seed, "method": "local_search", "runtime": runtime,
-                        "vs_constructive": runtime / constructive,
-                        "vs_best_of": runtime / best_of.runtime, "evaluations": evaluations,
-                        "wall_s": seconds + best_of_s, "vs_local_search": runtime / others})
-    return rows, classic
+                     "wall_s": found.wall_s + (placers.best_of_s if start else 0.0),
+                     "vs_local_search": float("nan") if method.startswith("zero-shot")
+                     else found.runtime / placers.local_search})  # fmt: skip
+    return rows
 
 
 def local_searches(graph: Any, cluster: Any, start: np.ndarray,
@@ -262,12 +278,12 @@ def main() -> None:
                 continue
             model, trained = trained_policy(recipe, family, seed, args)
             for spec in family.graphs(family.held_out[: args.graphs]):
-                placed, classic = place_held_out(model, spec, family.cluster, args.budget)
                 name = spec.split(":")[1]
                 if not any(r["recipe"] == "classic" and r["graph"] == name for r in rows):
-                    rows += [{"recipe": "classic", "seed": row.pop("seed"), "graph": name,
-                              "train_s": 0, **_rounded(row)} for row in classic]  # fmt: skip
-                for row in placed:
+                    rows += [{"recipe": "classic", "seed": row["seed"], "graph": name,
+                              "train_s": 0, **_rounded(row)}
+                             for row in classic(spec, family.cluster, args.budget).rows]
+                for row in place_held_out(model, spec, family.cluster, args.budget):
                     rows.append({"recipe": recipe, "seed": seed, "graph": name,
                                  "train_s": round(trained), **_rounded(row)})  # fmt: skip
                     print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
