@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from placerl.agents.extractors.base import PlacementExtractor
 from placerl.agents.factory import ALGORITHMS
 from placerl.agents.unchecked import unchecked_distributions
 
@@ -82,7 +84,7 @@ def uses_masks(model: Any) -> bool:
 
 
 def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bool = True,
-            seed: int | None = None) -> Rollout:  # fmt: skip
+            seed: int | None = None, incremental: bool = True) -> Rollout:  # fmt: skip
     """Run one episode of ``model`` on the placement env ``env`` (not a vector env).
 
     Masked algorithms predict with :meth:`action_masks` (a plain ``predict`` would drop them);
@@ -95,6 +97,9 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
         graph: The env's graph index (default: the env samples one).
         deterministic: Greedy actions; ``False`` samples from the policy.
         seed: Reset seed.
+        incremental: Let the policy reuse, at each step, what it computed at the last
+            (:func:`one_episode`; the same actions up to floating-point order); ``False``
+            recomputes everything at every step.
     """
     act = _recurrent_actor(model) if _is_recurrent(model) else _actor(model)
     options = None if graph is None else {"graph": graph}
@@ -103,12 +108,25 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
     visited.see(info)
     total, done = 0.0, False
     model.policy.set_training_mode(False)
-    with torch.no_grad(), unchecked_distributions():
+    reuse = one_episode(model.policy) if incremental else contextlib.nullcontext()
+    with torch.no_grad(), unchecked_distributions(), reuse:
         while not done:
             obs, reward, terminated, truncated, info = env.step(act(obs, env, deterministic))
             visited.see(info)
             total, done = total + reward, terminated or truncated
     return visited.outcome(Rollout.ended(info, total))
+
+
+@contextlib.contextmanager
+def one_episode(policy: torch.nn.Module) -> Iterator[None]:
+    """A block in which ``policy`` sees one env's episode, step after step: each of its
+    extractors may reuse what it computed for the last step
+    (:meth:`~placerl.agents.extractors.base.PlacementExtractor.episode`)."""
+    with contextlib.ExitStack() as stack:
+        for module in policy.modules():
+            if isinstance(module, PlacementExtractor):
+                stack.enter_context(module.episode())
+        yield
 
 
 def as_action(values: Any) -> int | np.ndarray:
@@ -127,9 +145,10 @@ def _actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], Any]:
     conversions, paid on every step of an episode, cost about a quarter of a greedy rollout."""
     policy = model.policy
     masked = uses_masks(model)
+    device = policy.device  # a property that walks the parameters: once, not every step
 
     def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> Any:
-        batch = {k: torch.as_tensor(v, device=policy.device).unsqueeze(0) for k, v in obs.items()}
+        batch = {k: torch.as_tensor(v, device=device).unsqueeze(0) for k, v in obs.items()}
         masks = getattr(env, "unwrapped", env).action_masks  # wrappers do not forward it
         extra = {"action_masks": masks()[None]} if masked else {}
         distribution = policy.get_distribution(batch, **extra)

@@ -20,7 +20,9 @@ observation has ``groups`` (the hierarchical env's group of every row, one-hot),
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -84,6 +86,13 @@ class PlacementExtractor(BaseFeaturesExtractor):
     def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The context and, when ``node_dim`` > 0, every row's state ``(B, N, node_dim)``."""
         return self.context(obs), None
+
+    @contextlib.contextmanager
+    def episode(self) -> Iterator[None]:
+        """A block in which calls see the observations of one episode, step after step (one
+        env, no gradients): an extractor may reuse what it computed for the last one. Here a
+        no-op; the per-node GNN recomputes only the rows within reach of a change."""
+        yield
 
     def device_rows(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """``(B, D, device_dim)``: placed compute and memory shares, then the HEFT features."""

@@ -25,8 +25,9 @@ embeddings.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -48,6 +49,7 @@ from placerl.agents.extractors.message_plan import (
     node_bags,
     plan_batch,
 )
+from placerl.agents.extractors.round_cache import RoundCache
 from placerl.agents.extractors.row_classes import SharedPlan, share_rows
 
 #: ``hidden -> one two-way message-passing round``, chosen by name. A round is called as
@@ -209,6 +211,7 @@ class GnnExtractor(PlacementExtractor):
         self.hidden = hidden
         self.embed = nn.Sequential(nn.Linear(self.num_features, hidden), nn.ReLU())
         self.rounds = nn.ModuleList(GNN_LAYERS[layer](hidden) for _ in range(rounds))
+        self._episode: RoundCache | None = None
 
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         nodes, node_mask = obs["nodes"], obs["node_mask"]
@@ -216,6 +219,20 @@ class GnnExtractor(PlacementExtractor):
         shared = share_rows(plan_batch(obs, len(self.rounds)), nodes)
         current = self._rounds(nodes, shared).index_select(0, shared.outputs)  # batch order
         return torch.cat([current, pooled], dim=1)
+
+    @contextlib.contextmanager
+    def episode(self) -> Iterator[None]:
+        """Per node (``per_node=True``), each step of the block recomputes only the rows within
+        ``k`` hops of the node rows that changed since the last (:class:`RoundCache`): a
+        greedy episode's embeddings at a fraction of the cost, up to floating-point order."""
+        if not self.node_dim:  # the rounds already cover the current node's neighbourhood only
+            yield
+            return
+        self._episode = RoundCache(self.embed, self.rounds)
+        try:
+            yield
+        finally:
+            self._episode = None
 
     def _rounds(self, nodes: torch.Tensor, shared: SharedPlan) -> torch.Tensor:
         """The last round's embedding of each class of ``shared``."""
@@ -236,8 +253,11 @@ class GnnExtractor(PlacementExtractor):
         if not self.node_dim:
             return self.context(obs), None
         nodes, node_mask = obs["nodes"], obs["node_mask"]
-        shared = share_rows(plan_batch(obs, len(self.rounds), whole=True), nodes, whole=True)
-        h = gather_rows(self._rounds(nodes, shared), shared.outputs)  # every row, in order
+        if self._episode is not None and len(nodes) == 1 and not torch.is_grad_enabled():
+            h = self._episode.last_round(obs)
+        else:
+            shared = share_rows(plan_batch(obs, len(self.rounds), whole=True), nodes, whole=True)
+            h = gather_rows(self._rounds(nodes, shared), shared.outputs)  # every row, in order
         states = h.reshape(*node_mask.shape, -1) * node_mask[..., None]
         context = torch.cat([current_rows(states, obs["current"]),
                              masked_mean(states, node_mask)], dim=1)  # fmt: skip

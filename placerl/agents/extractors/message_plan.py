@@ -214,11 +214,22 @@ def plan_batch(obs: dict[str, torch.Tensor], hops: int, *, whole: bool = False) 
         hops: Message-passing rounds.
         whole: Update every row in every round instead of the current nodes' neighbourhoods.
     """
-    edge_index = obs["edge_index"].detach().cpu().numpy()
-    edge_mask = obs["edge_mask"].detach().cpu().numpy()
     current = obs["current"].detach().cpu().numpy()
-    src, dst, seeds = _flatten(edge_index, edge_mask, current)
+    batch, num_nodes = current.shape
+    src, dst = _flatten(obs["edge_index"].detach().cpu().numpy(),
+                        obs["edge_mask"].detach().cpu().numpy(), num_nodes)  # fmt: skip
+    seeds = np.arange(batch, dtype=np.int64) * num_nodes + current.argmax(axis=1)
     return _as_plan(_plan(seeds, src, dst, current.size, hops, whole), obs["edge_index"].device)
+
+
+def flat_edges(edge_index: torch.Tensor, edge_mask: torch.Tensor,
+               num_nodes: int) -> torch.Tensor:  # fmt: skip
+    """``(2, E)``: the real edges of a padded batch (``edge_index`` ``(B, 2, max_edges)``,
+    ``edge_mask``) between flat rows, sample ``b``'s node ``i`` being row
+    ``b * num_nodes + i``; on ``edge_index``'s device."""
+    src, dst = _flatten(edge_index.detach().cpu().numpy(), edge_mask.detach().cpu().numpy(),
+                        num_nodes)  # fmt: skip
+    return torch.from_numpy(np.stack([src, dst])).to(edge_index.device)
 
 
 def plan_messages(seeds: torch.Tensor | None, edges: torch.Tensor, num_nodes: int,
@@ -255,15 +266,14 @@ def _as_plan(planned: tuple[np.ndarray, ...], device: torch.device) -> MessagePl
 
 @njit(cache=True)
 def _flatten(edge_index: np.ndarray, edge_mask: np.ndarray,
-             current: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
-    """The real edges of a padded batch as flat rows, and each sample's current row."""
-    batch, num_nodes = current.shape
+             num_nodes: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The real edges of a padded batch as flat rows (sample ``b``'s at ``b * num_nodes``)."""
+    batch = edge_index.shape[0]
     real = 0
     for b in range(batch):
         for e in range(edge_mask.shape[1]):
             real += edge_mask[b, e] > 0.5
     src, dst = np.empty(real, np.int64), np.empty(real, np.int64)
-    seeds = np.empty(batch, np.int64)
     real = 0
     for b in range(batch):
         offset = b * num_nodes
@@ -272,8 +282,7 @@ def _flatten(edge_index: np.ndarray, edge_mask: np.ndarray,
                 src[real] = offset + np.int64(edge_index[b, 0, e])
                 dst[real] = offset + np.int64(edge_index[b, 1, e])
                 real += 1
-        seeds[b] = offset + np.argmax(current[b])
-    return src, dst, seeds
+    return src, dst
 
 
 @njit(cache=True)
