@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from placerl.agents.extractors.base import PlacementExtractor
 from placerl.agents.factory import ALGORITHMS
 from placerl.agents.unchecked import unchecked_distributions
 
@@ -98,8 +97,8 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
         deterministic: Greedy actions; ``False`` samples from the policy.
         seed: Reset seed.
         incremental: Let the policy reuse, at each step, what it computed at the last
-            (:func:`one_episode`; the same actions up to floating-point order); ``False``
-            recomputes everything at every step.
+            (:func:`one_episode`: the same embeddings up to floating-point order, so the same
+            actions but for near-ties); ``False`` recomputes everything at every step.
     """
     act = _recurrent_actor(model) if _is_recurrent(model) else _actor(model)
     options = None if graph is None else {"graph": graph}
@@ -124,8 +123,9 @@ def one_episode(policy: torch.nn.Module) -> Iterator[None]:
     (:meth:`~placerl.agents.extractors.base.PlacementExtractor.episode`)."""
     with contextlib.ExitStack() as stack:
         for module in policy.modules():
-            if isinstance(module, PlacementExtractor):
-                stack.enter_context(module.episode())
+            episode = getattr(module, "episode", None)  # placerl's extractors have one
+            if callable(episode):
+                stack.enter_context(episode())
         yield
 
 

@@ -49,6 +49,7 @@ from placerl.agents.episodes import (
     VisitedBest,
     _is_recurrent,
     as_action,
+    one_episode,
     rollout,
     sampled_rollouts,
     uses_masks,
@@ -301,9 +302,10 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
     preferences = np.full((n, devices), 1.0 / devices)
     total, done = 0.0, False
     policy.set_training_mode(False)
-    with torch.no_grad():
+    device = policy.device
+    with torch.no_grad(), one_episode(policy):  # the rows of the greedy episode of rollout()
         while not done:
-            batch = {k: torch.as_tensor(v, device=policy.device)[None] for k, v in obs.items()}
+            batch = {k: torch.as_tensor(v, device=device)[None] for k, v in obs.items()}
             extra = {"action_masks": base.action_masks()[None]} if masked else {}
             distribution = policy.get_distribution(batch, **extra)
             _record_preferences(preferences, base, obs, distribution)

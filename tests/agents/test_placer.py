@@ -44,6 +44,17 @@ def test_place_policy_works_in_a_fresh_process(model_path):
     assert out.stdout.strip() == "12"
 
 
+def test_the_policy_placer_without_the_rl_extra_names_it(model_path):
+    code = (
+        "import sys; sys.modules['stable_baselines3'] = None;"
+        "from placerl.agents.placer import policy_placer;"
+        f"policy_placer({str(model_path)!r})"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "MissingExtraError" in out.stderr and "pip install 'placerl[rl]'" in out.stderr
+
+
 BAD = [
     ({"cluster": "placeto?n_devices=3"}, "the policy places on 2 devices; the cluster has 3"),
     ({"graph": "synthetic:layered?n=30&seed=0"}, "has 30 nodes; the policy's padding is "

@@ -73,6 +73,39 @@ def test_an_unchanged_observation_recomputes_nothing_and_batches_take_the_whole_
     torch.testing.assert_close(both[1], first[0], rtol=1e-5, atol=1e-6)
 
 
+def test_a_step_that_raises_leaves_the_cache_as_the_last_good_step_left_it(monkeypatch):
+    env = DualPlacementEnv(GRAPHS[0], CLUSTER)
+    torch.manual_seed(0)
+    extractor = GnnExtractor(env.observation_space, hidden=16, per_node=True)
+    steps = _episode_steps(env)[:3]
+    with torch.no_grad():
+        expected = [extractor.encode(_as_batch(obs))[1] for obs in steps]
+        with extractor.episode():
+            extractor.encode(_as_batch(steps[0]))
+            with monkeypatch.context() as patch:
+                patch.setattr(extractor.rounds[1], "forward", _interrupted)
+                with pytest.raises(RuntimeError, match="interrupted"):
+                    extractor.encode(_as_batch(steps[1]))
+            for obs, states in zip(steps[1:], expected[1:], strict=True):
+                torch.testing.assert_close(extractor.encode(_as_batch(obs))[1], states,
+                                           rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+def _interrupted(*args, **kwargs):
+    raise RuntimeError("interrupted")
+
+
+def test_a_nested_block_leaves_the_outer_cache_in_place():
+    env = DualPlacementEnv(GRAPHS[0], CLUSTER)
+    extractor = GnnExtractor(env.observation_space, hidden=16, per_node=True)
+    with extractor.episode():
+        outer = extractor._episode
+        with extractor.episode():
+            assert extractor._episode is not outer
+        assert extractor._episode is outer
+    assert extractor._episode is None
+
+
 def test_gradients_take_the_whole_pass_inside_an_episode_block():
     env = DualPlacementEnv(GRAPHS[0], CLUSTER)
     extractor = GnnExtractor(env.observation_space, hidden=16, per_node=True)

@@ -90,8 +90,8 @@ class PlacementExtractor(BaseFeaturesExtractor):
     @contextlib.contextmanager
     def episode(self) -> Iterator[None]:
         """A block in which calls see the observations of one episode, step after step (one
-        env, no gradients): an extractor may reuse what it computed for the last one. Here a
-        no-op; the per-node GNN recomputes only the rows within reach of a change."""
+        env, no gradients): an extractor may reuse what it computed for the last one. Not
+        thread-safe: one episode at a time per extractor. Here a no-op."""
         yield
 
     def device_rows(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -228,11 +228,11 @@ class GnnExtractor(PlacementExtractor):
         if not self.node_dim:  # the rounds already cover the current node's neighbourhood only
             yield
             return
-        self._episode = RoundCache(self.embed, self.rounds)
+        outer, self._episode = self._episode, RoundCache(self.embed, self.rounds)
         try:
             yield
         finally:
-            self._episode = None
+            self._episode = outer  # a nested block leaves the outer one's cache as it was
 
     def _rounds(self, nodes: torch.Tensor, shared: SharedPlan) -> torch.Tensor:
         """The last round's embedding of each class of ``shared``."""

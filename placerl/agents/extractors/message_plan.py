@@ -216,24 +216,23 @@ def plan_batch(obs: dict[str, torch.Tensor], hops: int, *, whole: bool = False) 
     """
     current = obs["current"].detach().cpu().numpy()
     batch, num_nodes = current.shape
-    src, dst = _flatten(obs["edge_index"].detach().cpu().numpy(),
-                        obs["edge_mask"].detach().cpu().numpy(), num_nodes)  # fmt: skip
+    src, dst = flat_edges(obs["edge_index"], obs["edge_mask"], num_nodes).numpy()
     seeds = np.arange(batch, dtype=np.int64) * num_nodes + current.argmax(axis=1)
     return _as_plan(_plan(seeds, src, dst, current.size, hops, whole), obs["edge_index"].device)
 
 
 def flat_edges(edge_index: torch.Tensor, edge_mask: torch.Tensor,
                num_nodes: int) -> torch.Tensor:  # fmt: skip
-    """``(2, E)``: the real edges of a padded batch (``edge_index`` ``(B, 2, max_edges)``,
-    ``edge_mask``) between flat rows, sample ``b``'s node ``i`` being row
-    ``b * num_nodes + i``; on ``edge_index``'s device."""
+    """``(2, E)`` on the CPU: the real edges of a padded batch (``edge_index``
+    ``(B, 2, max_edges)``, ``edge_mask``) between flat rows, sample ``b``'s node ``i`` being
+    row ``b * num_nodes + i``."""
     src, dst = _flatten(edge_index.detach().cpu().numpy(), edge_mask.detach().cpu().numpy(),
                         num_nodes)  # fmt: skip
-    return torch.from_numpy(np.stack([src, dst])).to(edge_index.device)
+    return torch.from_numpy(np.stack([src, dst]))
 
 
 def plan_messages(seeds: torch.Tensor | None, edges: torch.Tensor, num_nodes: int,
-                  hops: int) -> MessagePlan:  # fmt: skip
+                  hops: int, device: torch.device | None = None) -> MessagePlan:  # fmt: skip
     """Plan ``hops`` rounds for the nodes within ``hops`` edges of ``seeds``.
 
     Args:
@@ -242,11 +241,12 @@ def plan_messages(seeds: torch.Tensor | None, edges: torch.Tensor, num_nodes: in
         edges: ``(2, E)`` producer and consumer node indices.
         num_nodes: Nodes in the flat batch.
         hops: Message-passing rounds.
+        device: Where the plan goes (default: ``edges``' device).
 
     Returns:
-        The plan, on ``edges``' device.
+        The plan.
     """
-    device = edges.device
+    device = edges.device if device is None else device
     edge_array = edges.detach().to("cpu", torch.int64).numpy()
     if seeds is None:
         seed_array, whole = np.arange(num_nodes, dtype=np.int64), True

@@ -44,8 +44,8 @@ class RoundCache:
         self._edges: tuple[torch.Tensor, torch.Tensor] | None = None
         self._flat: torch.Tensor | None = None
         self._layers: list[torch.Tensor] = []
-        #: Rows recomputed by the last call, per round (first embedding first): for tests
-        #: and benchmarks.
+        #: Rows recomputed by the last call, per layer (the first embedding, then each
+        #: round): what the cache saved.
         self.updated: list[int] = []
 
     def last_round(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -53,49 +53,53 @@ class RoundCache:
         batch of one observation.
 
         Rows are recomputed where ``obs``'s node rows differ from the last call's, and every
-        row when the graph (``edge_index``, ``edge_mask``) differs.
+        row when the graph (``edge_index``, ``edge_mask``) differs. The cache changes only
+        once the call succeeds: a step that raises leaves it as the last good call left it.
         """
-        nodes = obs["nodes"][0]
-        changed = self._changed_rows(nodes, obs["edge_index"], obs["edge_mask"])
-        self._nodes = nodes.clone()
+        nodes, edges = obs["nodes"][0], (obs["edge_index"], obs["edge_mask"])
+        if self._same_graph(nodes, *edges):
+            changed = torch.nonzero((nodes != self._nodes).any(dim=1)).flatten().cpu().numpy()
+            flat, layers = self._flat, self._layers
+        else:  # every row, on the new graph's edges
+            changed = np.arange(nodes.shape[0], dtype=np.int64)
+            flat, layers = flat_edges(*edges, nodes.shape[0]), []
+        updated = [0] * (len(self.rounds) + 1)
         if changed.size:
-            self._update(nodes, changed)
-        else:
-            self.updated = [0] * (len(self.rounds) + 1)
-        return self._layers[-1]
+            layers, updated = self._recomputed(nodes, changed, flat, layers)
+        self._nodes, self._flat, self._layers, self.updated = nodes.clone(), flat, layers, updated
+        self._edges = (edges[0].clone(), edges[1].clone())
+        return layers[-1]
 
-    def _changed_rows(self, nodes: torch.Tensor, edge_index: torch.Tensor,
-                      edge_mask: torch.Tensor) -> np.ndarray:  # fmt: skip
-        """Rows whose embedding may differ from the cached one (every row for a new graph)."""
-        same_graph = (self._edges is not None and self._nodes is not None
-                      and self._nodes.shape == nodes.shape
-                      and torch.equal(self._edges[0], edge_index)
-                      and torch.equal(self._edges[1], edge_mask))  # fmt: skip
-        if not same_graph:
-            self._edges = (edge_index.clone(), edge_mask.clone())
-            self._flat = flat_edges(edge_index, edge_mask, nodes.shape[0])
-            self._layers = []
-            return np.arange(nodes.shape[0], dtype=np.int64)
-        return torch.nonzero((nodes != self._nodes).any(dim=1)).flatten().cpu().numpy()
+    def _same_graph(self, nodes: torch.Tensor, edge_index: torch.Tensor,
+                    edge_mask: torch.Tensor) -> bool:  # fmt: skip
+        """Whether the cached layers are of ``nodes``' graph (the same rows and edges)."""
+        return (self._edges is not None and self._nodes is not None
+                and self._nodes.shape == nodes.shape
+                and torch.equal(self._edges[0], edge_index)
+                and torch.equal(self._edges[1], edge_mask))  # fmt: skip
 
-    def _update(self, nodes: torch.Tensor, changed: np.ndarray) -> None:
-        """Recompute, round by round, the rows within reach of ``changed``."""
-        plan = plan_messages(torch.from_numpy(changed), self._flat, nodes.shape[0],
-                             len(self.rounds) + 1)  # fmt: skip
+    def _recomputed(
+        self, nodes: torch.Tensor, changed: np.ndarray, flat: torch.Tensor,
+        cached: list[torch.Tensor],
+    ) -> tuple[list[torch.Tensor], list[int]]:  # fmt: skip
+        """Every layer with the rows within reach of ``changed`` recomputed (``cached``: the
+        layers before, or none for a new graph), and how many rows each layer recomputed."""
+        plan = plan_messages(torch.from_numpy(changed), flat, nodes.shape[0],
+                             len(self.rounds) + 1, device=nodes.device)  # fmt: skip
         rows = plan.rows
-        first = rows[: plan.within[0]]
-        layers = [self._replace(0, first, self.embed(nodes.index_select(0, first)))]
-        for r, layer in enumerate(self.rounds, start=1):
-            outputs = rows[: plan.within[r]]
-            inputs = layers[-1].index_select(0, rows)
-            layers.append(self._replace(r, outputs, layer(inputs, plan.round(plan.within[r]))))
-        self._layers = layers
-        self.updated = [int(n) for n in plan.within[: len(self.rounds) + 1]]
 
-    def _replace(self, layer: int, rows: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-        """Layer ``layer``'s cached rows with ``rows`` replaced by ``values`` (a new tensor:
-        what earlier calls returned stays as it was)."""
-        if layer >= len(self._layers):  # a new graph: every row is in ``rows``
-            return values.new_empty(self._nodes.shape[0], values.shape[1]).index_copy(
-                0, rows, values)  # fmt: skip
-        return self._layers[layer].index_copy(0, rows, values)
+        def replaced(layer: int, count: int, values: torch.Tensor) -> torch.Tensor:
+            """Layer ``layer`` with its first ``count`` planned rows set to ``values`` (a new
+            tensor: what earlier calls returned stays as it was)."""
+            if not cached:  # a new graph: ``count`` covers every row
+                base = values.new_empty(nodes.shape[0], values.shape[1])
+            else:
+                base = cached[layer]
+            return base.index_copy(0, rows[:count], values)
+
+        first = rows[: plan.within[0]]
+        layers = [replaced(0, plan.within[0], self.embed(nodes.index_select(0, first)))]
+        for r, layer in enumerate(self.rounds, start=1):
+            inputs = layers[-1].index_select(0, rows)
+            layers.append(replaced(r, plan.within[r], layer(inputs, plan.round(plan.within[r]))))
+        return layers, [int(n) for n in plan.within[: len(self.rounds) + 1]]
