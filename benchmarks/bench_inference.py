@@ -16,9 +16,9 @@ network's sizes and the graph, not on what the weights learned. Per recipe and s
 Each figure is the median of ``--repeat`` runs, the two greedy variants interleaved.
 
     python benchmarks/bench_inference.py                   # doppler and default, 80-300 nodes
-    python benchmarks/bench_inference.py --threads 1       # one torch thread
+    python benchmarks/bench_inference.py --threads 1 --name inference_1thread
 
-Results: ``benchmarks/results/inference.{json,md}``.
+Results: ``benchmarks/results/<name>.{json,md}`` (``inference`` by default).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import torch
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
 from placerl.agents.episodes import rollout
@@ -116,8 +117,6 @@ def main() -> None:
     warnings.simplefilter("ignore")
     rows = [measure(recipe, int(size), args.repeat)
             for recipe in args.recipes.split(",") for size in args.sizes.split(",")]  # fmt: skip
-    import torch
-
     table = markdown_table(rows)
     print(table)
     write_results(args.name, rows, args.out)
