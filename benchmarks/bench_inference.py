@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
 from _common import add_run_options, apply_run_options, markdown_table, write_results
+from bench_recipes import recipe_overrides
 
 from placerl.agents.episodes import rollout
 from placerl.agents.placer import env_for, load_model
@@ -60,8 +61,7 @@ def recipe_policy(recipe: str, spec: str, out: str) -> Any:
     """``recipe``'s network for ``spec``, after one tiny rollout of training."""
     from placerl.apps import compose_run
 
-    overrides = ["~experiment"] if recipe == "default" else [f"experiment={recipe}"]
-    config = to_train_config(compose_run(*overrides), out_dir=out)
+    config = to_train_config(compose_run(*recipe_overrides(recipe)), out_dir=out)
     graph = load_graph(spec)
     config = dataclasses.replace(
         config, graph=spec, cluster=CLUSTER, total_steps=64, eval_every=0, warm_start=None,

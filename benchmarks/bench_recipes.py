@@ -115,14 +115,18 @@ METHODS = (("zero-shot", "greedy", None), ("zero-shot+best_of", "greedy", "best_
            ("local", "local", None), ("local+best_of", "local", "best_of"))  # fmt: skip
 
 
+def recipe_overrides(recipe: str) -> list[str]:
+    """The Hydra overrides that compose ``recipe`` (``default``: no experiment)."""
+    return ["~experiment"] if recipe == "default" else [f"experiment={recipe}"]
+
+
 def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
                   train_graphs: int | None = None) -> TrainConfig:  # fmt: skip
     """``recipe``'s training config on the family's training graphs (``train_graphs`` of
     them: see :meth:`Family.training`)."""
     from placerl.apps import compose_run
 
-    overrides = ["~experiment"] if recipe == "default" else [f"experiment={recipe}"]
-    config = to_train_config(compose_run(*overrides), out_dir=out)
+    config = to_train_config(compose_run(*recipe_overrides(recipe)), out_dir=out)
     training = family.training(train_graphs)
     graphs = [load_graph(spec) for spec in family.graphs((*training, *family.held_out))]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),

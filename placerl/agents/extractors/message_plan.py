@@ -216,7 +216,7 @@ def plan_batch(obs: dict[str, torch.Tensor], hops: int, *, whole: bool = False) 
     """
     current = obs["current"].detach().cpu().numpy()
     batch, num_nodes = current.shape
-    src, dst = flat_edges(obs["edge_index"], obs["edge_mask"], num_nodes).numpy()
+    src, dst = _real_edges(obs["edge_index"], obs["edge_mask"], num_nodes)
     seeds = np.arange(batch, dtype=np.int64) * num_nodes + current.argmax(axis=1)
     return _as_plan(_plan(seeds, src, dst, current.size, hops, whole), obs["edge_index"].device)
 
@@ -226,9 +226,14 @@ def flat_edges(edge_index: torch.Tensor, edge_mask: torch.Tensor,
     """``(2, E)`` on the CPU: the real edges of a padded batch (``edge_index``
     ``(B, 2, max_edges)``, ``edge_mask``) between flat rows, sample ``b``'s node ``i`` being
     row ``b * num_nodes + i``."""
-    src, dst = _flatten(edge_index.detach().cpu().numpy(), edge_mask.detach().cpu().numpy(),
-                        num_nodes)  # fmt: skip
-    return torch.from_numpy(np.stack([src, dst]))
+    return torch.from_numpy(np.stack(_real_edges(edge_index, edge_mask, num_nodes)))
+
+
+def _real_edges(edge_index: torch.Tensor, edge_mask: torch.Tensor,
+                num_nodes: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """:func:`flat_edges` as the producer and consumer arrays (no copy into one tensor)."""
+    return _flatten(edge_index.detach().cpu().numpy(), edge_mask.detach().cpu().numpy(),
+                    num_nodes)  # fmt: skip
 
 
 def plan_messages(seeds: torch.Tensor | None, edges: torch.Tensor, num_nodes: int,

@@ -59,15 +59,16 @@ class RoundCache:
         nodes, edges = obs["nodes"][0], (obs["edge_index"], obs["edge_mask"])
         if self._same_graph(nodes, *edges):
             changed = torch.nonzero((nodes != self._nodes).any(dim=1)).flatten().cpu().numpy()
-            flat, layers = self._flat, self._layers
-        else:  # every row, on the new graph's edges
+            flat, layers, kept = self._flat, self._layers, self._edges
+        else:  # every row, on the new graph's edges (copied: obs tensors may share env memory)
             changed = np.arange(nodes.shape[0], dtype=np.int64)
             flat, layers = flat_edges(*edges, nodes.shape[0]), []
+            kept = (edges[0].clone(), edges[1].clone())
         updated = [0] * (len(self.rounds) + 1)
         if changed.size:
             layers, updated = self._recomputed(nodes, changed, flat, layers)
-        self._nodes, self._flat, self._layers, self.updated = nodes.clone(), flat, layers, updated
-        self._edges = (edges[0].clone(), edges[1].clone())
+        self._nodes, self._edges, self._flat = nodes.clone(), kept, flat
+        self._layers, self.updated = layers, updated
         return layers[-1]
 
     def _same_graph(self, nodes: torch.Tensor, edge_index: torch.Tensor,
