@@ -16,7 +16,10 @@ finish InceptionV3's 36,600 in 10 minutes with 14 GB):
   remaining devices cannot take the rest of the work within ``T``. It returns the optimum if it
   is ``<= T`` and otherwise proves it is ``> T``; cheap sweeps below the upper bound therefore
   binary-search the answer when the first sweep at the upper bound is slow;
-* memory stays O(ideals x states): no table of ideal pairs is kept.
+* memory stays O(ideals x states): no table of ideal pairs is kept;
+* a graph with more than ``log2(max_ideals)`` blocks at one depth has too many ideals for sure
+  (every subset of an antichain is the top of its own ideal): it gives up before enumerating
+  them (a 300-node layered graph: 0.24 s to 0.07 s, beside two training jobs).
 
 When the ideals outnumber ``max_ideals``, or the sweeps visit ``max_pairs`` pairs of ideals
 (the default stop: deterministic) or outlast an optional ``time_limit``, it warns and returns
@@ -104,6 +107,10 @@ def tarnawski_dp(
     info = {"blocks": model.num_blocks, "free_merged": model.free_merged,
             "fused_cycles": len(model.fused_groups)}  # fmt: skip
     lattice = _Lattice.of(model)
+    width = int(_ideals.level_width(lattice.succ_ptr, lattice.succ, model.num_blocks))
+    if width >= max_ideals.bit_length():  # 2**width ideals or more: no need to count them
+        reason = f"more than {max_ideals} ideals (an antichain of {width} blocks)"
+        return _give_up(model, best, lower, reason, info)
     ideals = _Ideals.of(lattice, model.types, max_ideals)
     if ideals is None:
         return _give_up(model, best, lower, f"more than {max_ideals} ideals", info)

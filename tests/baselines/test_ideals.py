@@ -62,6 +62,19 @@ def test_reports_overflow_past_the_limit(poset):
         assert _ideals.enumerate_ideals(ptr, succ, indegree, zobrist, total - 1)[0] == -1
 
 
+@given(posets())
+def test_level_width_is_an_antichain_bounding_the_ideals_from_below(poset):
+    n, edges, ptr, succ, _ = poset
+    width = int(_ideals.level_width(ptr, succ, n))
+    assert 2**width <= len(brute_force_ideals(n, edges))
+    reach = np.eye(n, dtype=bool)  # reach[u, v]: a path u -> v (blocks numbered topologically)
+    for u, v in sorted(edges.tolist(), key=lambda e: -e[0]):
+        reach[u] |= reach[v]
+    widest = max(len(a) for k in range(1, n + 1) for a in itertools.combinations(range(n), k)
+                 if not any(reach[x, y] for x in a for y in a if x != y))  # fmt: skip
+    assert 1 <= width <= widest
+
+
 def test_rest_is_the_work_outside_each_ideal():
     parent = np.array([-1, 0, 1, 0])
     added = np.array([-1, 0, 1, 1])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from placerl.baselines import solve
-from placerl.baselines.list_scheduling import favourite_parents, upward_rank
+from placerl.baselines.list_scheduling import _Schedule, favourite_parents, m_etf, upward_rank
 from placerl.baselines.problem import Problem
 from placerl.cluster import Cluster
 from placerl.graph import CompGraph, load_graph
@@ -66,6 +66,32 @@ def test_every_comm_model_gives_a_feasible_schedule(name, comm_model):
     graph = load_graph("synthetic:cifar10?n=60&seed=2")
     result = solve(name, graph, Cluster.preset("gpu4_pcie", comm_model=comm_model))
     assert result.feasible
+
+
+def naive_earliest_task_first(problem):
+    """m-ETF as its definition reads: every step scores every ready op on every device."""
+    schedule, rank = _Schedule(problem), upward_rank(problem)
+    a = problem.graph.arrays
+    waiting = a.in_degree.copy()
+    ready = set(np.flatnonzero(waiting == 0).tolist())
+    while ready:
+        start, _, v, d = min((schedule.earliest_start(v, int(d), insertion=False), -rank[v], v,
+                              int(d)) for v in ready for d in schedule.assignment.candidates(v))
+        schedule.commit(v, d, start)
+        ready.discard(v)
+        for w in a.succ[a.succ_ptr[v] : a.succ_ptr[v + 1]]:
+            waiting[w] -= 1
+            if waiting[w] == 0:
+                ready.add(int(w))
+    return schedule.assignment.placement()
+
+
+@pytest.mark.parametrize("comm_model", ["placeto", "links", "ideal"])
+@pytest.mark.parametrize("spec", ["synthetic:layered?n=120&seed=3", "synthetic:ptb?seed=1"])
+def test_m_etf_reusing_data_ready_times_schedules_as_recomputing_them(spec, comm_model):
+    problem = Problem(load_graph(spec), Cluster.preset("gpu4_pcie", comm_model=comm_model),
+                      "step_time")  # fmt: skip
+    assert np.array_equal(m_etf(problem), naive_earliest_task_first(problem))
 
 
 def test_heft_is_no_slower_than_one_device_on_a_parallel_graph():

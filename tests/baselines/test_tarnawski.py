@@ -91,16 +91,19 @@ def test_merging_free_blocks_shrinks_gnmt_from_millions_of_ideals():
     assert result.info["ideals"] == 17914
 
 
-def test_a_wide_fork_join_is_solved_exactly():
-    branches, length = 6, 3
+def fork_join(branches, length):
     nodes = [{"name": "fork", "cost": 1.0}, {"name": "join", "cost": 1.0}]
     edges = []
     for b in range(branches):
         names = [f"b{b}.{i}" for i in range(length)]
         nodes += [{"name": x, "cost": 1.0 + b + i} for i, x in enumerate(names)]
         edges += [("fork", names[0]), *itertools.pairwise(names), (names[-1], "join")]
-    graph = CompGraph(nodes, [(u, v, {"time": 0.5}) for u, v in edges], name="fork_join")
-    result = dp(graph, msr_like_cluster(3, 0))
+    return CompGraph(nodes, [(u, v, {"time": 0.5}) for u, v in edges], name="fork_join")
+
+
+def test_a_wide_fork_join_is_solved_exactly():
+    branches, length = 6, 3
+    result = dp(fork_join(branches, length), msr_like_cluster(3, 0))
     assert result.info["ideals"] == 2 + (length + 1) ** branches
     assert result.optimal
     assert result.runtime == pytest.approx(result.info["value"])
@@ -114,6 +117,17 @@ def test_gives_up_beyond_max_ideals_with_a_bound():
     assert result.lower_bound <= MSR_OPTIMA["bert_l-3_inference"] <= result.runtime * (1 + 1e-9)
     assert result.feasible
     assert "gave_up" in result.info
+
+
+def test_an_antichain_too_wide_gives_up_before_counting_with_the_same_split():
+    graph, cluster = fork_join(6, 3), msr_like_cluster(3, 0)  # 6 branches: 2**6 ideals and more
+    with pytest.warns(SearchLimitWarning, match="more than 63 ideals .an antichain of 6 blocks"):
+        early = solve("tarnawski_dp", graph, cluster, "pipeline", max_ideals=63)
+    with pytest.warns(SearchLimitWarning, match="more than 64 ideals;"):  # counted: 4,098
+        counted = solve("tarnawski_dp", graph, cluster, "pipeline", max_ideals=64)
+    assert np.array_equal(early.placement, counted.placement)
+    assert early.lower_bound == counted.lower_bound
+    assert not early.optimal
 
 
 def test_gives_up_at_the_time_limit_with_a_bound():
