@@ -65,10 +65,12 @@ class _Schedule:
             ready = max(ready, self.arrival.get(key, time))
         return ready
 
-    def earliest_start(self, v: int, d: int, *, insertion: bool) -> float:
+    def earliest_start(self, v: int, d: int, *, insertion: bool,
+                       ready: float | None = None) -> float:  # fmt: skip
         """Earliest start of ``v`` on ``d``: after the device frees (or in an idle gap long
-        enough, with ``insertion``) and after its inputs arrive."""
-        ready = self.data_ready(v, d)
+        enough, with ``insertion``) and after its inputs arrive (at ``ready`` when the caller
+        knows it already)."""
+        ready = self.data_ready(v, d) if ready is None else ready
         if not insertion:
             return max(ready, self.device_free[d])
         length = self.problem.durations[v, d] + self.problem.cluster.op_gap
@@ -106,15 +108,19 @@ class _Schedule:
         bisect.insort(self.busy[d], (start, end))
         return sent
 
-    def stale(self, producers: list[int], sent: set[int]) -> bool:
-        """Whether data-ready times computed over ``producers`` may have changed when a commit
-        sent ``sent``'s outputs: one of them was sent, or one still waits for a channel that
-        a send used (under ``placeto`` an output sent once reaches every device at its time)."""
+    def stale(self, ready: set[int], producers: list[list[int]], sent: set[int]) -> list[int]:
+        """The ready ops whose data-ready times may have changed when a commit sent ``sent``'s
+        outputs: one of their producers was sent, or one still waits for a channel that a
+        send used (under ``placeto`` an output sent once reaches every device at its time)."""
         if not sent:
-            return False
+            return []
         channels = {self.assignment.device_of(u) for u in sent}
-        return any(u in sent or (self.assignment.device_of(u) in channels
-                                 and (u, -1) not in self.arrival) for u in producers)  # fmt: skip
+
+        def changed(u: int) -> bool:
+            waits = self.assignment.device_of(u) in channels and (u, -1) not in self.arrival
+            return u in sent or waits
+
+        return [w for w in ready if any(changed(u) for u in producers[w])]
 
 
 def upward_rank(problem: Problem) -> np.ndarray:
@@ -186,7 +192,7 @@ def _earliest_task_first(problem: Problem, favourite_parent: np.ndarray | None) 
                     continue
                 if (v, d) not in data_ready:
                     data_ready[v, d] = schedule.data_ready(v, d)
-                start = max(data_ready[v, d], schedule.device_free[d])
+                start = schedule.earliest_start(v, d, insertion=False, ready=data_ready[v, d])
                 key = (start, -rank[v], v, d)
                 if best is None or key < best:
                     best = key
@@ -194,10 +200,9 @@ def _earliest_task_first(problem: Problem, favourite_parent: np.ndarray | None) 
         sent = schedule.commit(v, d, start)
         last_on[d] = v
         ready.discard(v)
-        for w in ready:
-            if schedule.stale(producers[w], sent):
-                for device in range(problem.num_devices):
-                    data_ready.pop((w, device), None)
+        for w in schedule.stale(ready, producers, sent):
+            for device in range(problem.num_devices):
+                data_ready.pop((w, device), None)
         for w in a.succ[a.succ_ptr[v] : a.succ_ptr[v + 1]]:
             waiting[w] -= 1
             if waiting[w] == 0:
