@@ -121,9 +121,11 @@ def recipe_overrides(recipe: str) -> list[str]:
 
 
 def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
-                  train_graphs: int | None = None) -> TrainConfig:  # fmt: skip
+                  train_graphs: int | None = None,
+                  rollback_graphs: int = 0) -> TrainConfig:  # fmt: skip
     """``recipe``'s training config on the family's training graphs (``train_graphs`` of
-    them: see :meth:`Family.training`)."""
+    them: see :meth:`Family.training`), rollback checking ``rollback_graphs`` of them (0:
+    all)."""
     from placerl.apps import compose_run
 
     config = to_train_config(compose_run(*recipe_overrides(recipe)), out_dir=out)
@@ -135,7 +137,7 @@ def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
         config, graph=family.graphs(training), cluster=family.cluster,
         objective=OBJECTIVE, env_kwargs={**config.env_kwargs, **padding}, total_steps=steps,
         seed=seed, eval_every=max(steps // 4, 1), eval_samples=0, checkpoint_every=0,
-        baselines=(), progress_bar=False,
+        baselines=(), progress_bar=False, rollback_graphs=rollback_graphs,
     )  # fmt: skip
 
 
@@ -248,6 +250,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8_000, help="env steps per policy")
     parser.add_argument("--train-graphs", type=int, default=None,
                         help=f"training graphs (the split's; more go on from seed {MORE_TRAINING})")
+    parser.add_argument("--rollback-graphs", type=int, default=0,
+                        help="training graphs each rollback check runs on (0: all)")
     parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
     parser.add_argument("--graphs", type=int, default=None, help="held-out graphs (all)")
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
@@ -266,8 +270,12 @@ def main() -> None:
     if args.train_graphs is not None and args.train_graphs < 1:
         parser.error(f"--train-graphs must be at least 1, got {args.train_graphs}")
     args.name = args.name or ("recipes" if args.family == "layered" else f"recipes_{args.family}")
+    if args.rollback_graphs < 0:
+        parser.error(f"--rollback-graphs must be at least 0, got {args.rollback_graphs}")
     if args.train_graphs is not None:
         args.name += f"_train{args.train_graphs}"
+    if args.rollback_graphs:
+        args.name += f"_rollback{args.rollback_graphs}"
     if args.quick:
         args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
     warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
@@ -314,6 +322,7 @@ def trained_policy(recipe: str, family: Family, seed: int,
     """``recipe``'s policy for ``seed`` and its training seconds: trained here, or the one
     ``--models`` holds from an earlier run (with the seconds it took then)."""
     size = "" if args.train_graphs is None else f"_train{args.train_graphs}"
+    size += f"_rollback{args.rollback_graphs}" if args.rollback_graphs else ""
     kept = Path(args.models) / args.family / f"{recipe}{size}_seed{seed}" if args.models else None
     if kept is not None and (kept / "model.zip").is_file():
         seconds = json.loads((kept / "train_s.json").read_text())
@@ -322,7 +331,7 @@ def trained_policy(recipe: str, family: Family, seed: int,
         out = kept or Path(scratch)
         start = time.perf_counter()
         result = train(recipe_config(recipe, family, seed, args.steps, str(out),
-                                     args.train_graphs))  # fmt: skip
+                                     args.train_graphs, args.rollback_graphs))  # fmt: skip
         seconds = time.perf_counter() - start
         print(f"{recipe} seed {seed}: {result.steps} steps in {seconds:.0f} s (weights "
               f"of step {result.policy_step})", flush=True)  # fmt: skip
@@ -340,7 +349,9 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
     text = (f"Command: `{command.strip()}` ({seconds:.0f} s). Held-out "
             f"{family.spec.format(seed=family.held_out)} on {family.cluster}, trained on seeds "
             f"{_seed_ranges(family.training(args.train_graphs))}"
-            + f", {args.steps} env steps per policy. "
+            + f", {args.steps} env steps per policy"
+            + (f" (rollback checking {args.rollback_graphs} of the training graphs)"
+               if args.rollback_graphs else "") + ". "
             "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
             "per graph (`zero-shot+best_of`: the better of it and `best_of`'s placement, at "
             "most 1 by construction, since `best_of` holds the constructive placers' placements: "

@@ -112,6 +112,8 @@ class AgentGroup:
         warm_start_epochs: Cloning epochs.
         rollback: Undo PPO updates that make the greedy placements worse
             (:attr:`placerl.train.TrainConfig.rollback`).
+        rollback_graphs: Graphs each rollback check runs on (0: all;
+            :attr:`placerl.train.TrainConfig.rollback_graphs`).
     """
 
     algo: str = "maskable_ppo"
@@ -122,6 +124,7 @@ class AgentGroup:
     warm_start: str | None = "best_of"
     warm_start_epochs: int = 100
     rollback: bool = True
+    rollback_graphs: int = 0
 
 
 @dataclass
@@ -205,6 +208,7 @@ def to_train_config(run: RunConfig, out_dir: str | None) -> TrainConfig:
         total_steps=run.total_steps, time_limit_s=run.time_limit_s, n_envs=run.n_envs,
         vec_env=run.vec_env, seed=run.seed, warm_start=agent.warm_start,
         warm_start_epochs=agent.warm_start_epochs, rollback=agent.rollback,
+        rollback_graphs=agent.rollback_graphs,
         eval_every=run.eval_every,
         keep_best=run.keep_best, eval_samples=run.eval_samples,
         checkpoint_every=run.checkpoint_every, baselines=tuple(run.baselines),

@@ -79,6 +79,9 @@ class TrainConfig:
             update if its placements got worse (:class:`~placerl.agents.callbacks.Rollback`):
             the policy keeps what it learned, from a warm start or from scratch. Costs one
             greedy episode per graph per update.
+        rollback_graphs: Rollback checks this many training graphs, spread evenly over the
+            list (0: all of them): on a family of hundreds of graphs a check of every graph
+            costs tens of times the rollout it guards.
         eval_every: Greedy evaluation every this many steps (0: only at the end).
         keep_best: End with the weights of the best evaluation (also across resumes) rather
             than the last ones. The checkpoint keeps the last weights too, so resuming
@@ -119,6 +122,7 @@ class TrainConfig:
     warm_start: str | None = None
     warm_start_epochs: int = 100
     rollback: bool = True
+    rollback_graphs: int = 0
     eval_every: int = 2_000
     keep_best: bool = True
     eval_samples: int = 0
@@ -133,7 +137,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("total_steps", "n_envs", "eval_every", "eval_samples", "checkpoint_every",
-                     "warm_start_epochs", "seed", "threads", "rollout_threads"):  # fmt: skip
+                     "warm_start_epochs", "rollback_graphs", "seed", "threads",
+                     "rollout_threads"):  # fmt: skip
             at_least_one = name in ("n_envs", "warm_start_epochs")
             check_int(getattr(self, name), name, minimum=1 if at_least_one else 0)
         limit = self.time_limit_s
@@ -430,7 +435,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
 
     remaining = config.total_steps - model.num_timesteps
     if remaining > 0:
-        guard = [Rollback(eval_env)] if config.rollback else []
+        guard = [Rollback(eval_env, config.rollback_graphs)] if config.rollback else []
         progress = [Progress(remaining)] if config.progress_bar else []
         track = TrackBest(best, len(eval_env.graphs), best_curve)
         callbacks = [phases, *guard, *callbacks, track, evaluate,

@@ -133,6 +133,24 @@ def test_rollback_keeps_the_greedy_curve_from_getting_worse(rollback):
     assert (result.graphs[0].final_runtime <= curve[0]) or not rollback
 
 
+def test_rollback_checks_only_its_share_of_the_graphs(monkeypatch):
+    from placerl.agents import callbacks
+
+    checked = []
+    real = callbacks.greedy_score
+
+    def counting(model, env, graphs=None):
+        checked.append(None if graphs is None else list(graphs))
+        return real(model, env, graphs)
+
+    monkeypatch.setattr(callbacks, "greedy_score", counting)
+    graphs = [f"synthetic:layered?n=8&seed={s}" for s in range(5)]
+    train({**SMALL, "graph": graphs, "total_steps": 64, "eval_every": 0,
+           "rollback_graphs": 2})  # fmt: skip
+    rollback_checks = [c for c in checked if c is not None]
+    assert rollback_checks and all(c == [0, 4] for c in rollback_checks)
+
+
 def test_keep_best_holds_across_a_resume(tmp_path):
     fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
     train({**SMALL, "total_steps": 256, "eval_every": 64, "hyperparams": fast,
@@ -182,6 +200,7 @@ BAD = [
     ({"vec_env": "ray"}, "vec_env must be one of dummy, subproc, got 'ray'"),
     ({"n_envs": 0}, "n_envs must be an integer >= 1, got 0"),
     ({"total_steps": 1.5}, "total_steps must be an integer >= 0, got 1.5"),
+    ({"rollback_graphs": -1}, "rollback_graphs must be an integer >= 0, got -1"),
     ({"resume": True}, "resume=True needs an out_dir"),
     ({"time_limit_s": -1}, "time_limit_s must be a number >= 0, got -1"),
     ({"time_limit_s": "1m"}, "time_limit_s must be a number >= 0, got '1m'"),

@@ -3,9 +3,17 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from placerl.agents import make_agent
-from placerl.agents.episodes import VisitedBest, rollout, sampled_rollouts
+from placerl.agents.episodes import (
+    VisitedBest,
+    greedy_score,
+    rollout,
+    sampled_rollouts,
+    spread_graphs,
+)
 from placerl.baselines import solve
 from placerl.envs import PlacementEnv, PlacementRefineEnv
 
@@ -42,3 +50,24 @@ def test_other_envs_end_where_the_episode_ends():
     visited = VisitedBest(env)
     visited.see({"feasible": True, "runtime": 0.0})  # ignored: not a refine env
     assert visited.outcome(run) is run
+
+
+@given(count=st.integers(1, 400), chosen=st.integers(0, 500))
+def test_spread_graphs_picks_distinct_graphs_from_first_to_last(count, chosen):
+    picked = spread_graphs(count, chosen)
+    expected = count if chosen == 0 or chosen >= count else chosen
+    assert len(picked) == expected and len(set(picked.tolist())) == expected
+    assert picked[0] == 0 and picked[-1] == (count - 1 if expected > 1 else 0)
+    assert np.all(np.diff(picked) > 0)
+
+
+def test_greedy_score_on_a_subset_runs_and_averages_those_graphs_only():
+    graphs = [f"synthetic:layered?n=10&seed={s}" for s in range(3)]
+    env = PlacementEnv(graphs, CLUSTER)
+    model = _untrained(env)
+    every, score = greedy_score(model, env)
+    some, subset = greedy_score(model, env, [0, 2])
+    assert [r.graph_index for r in some] == [0, 2]
+    assert [r.runtime for r in some] == [every[0].runtime, every[2].runtime]
+    assert subset == pytest.approx(np.mean([r.runtime / r.reference_runtime for r in some]))
+    assert score == pytest.approx(np.mean([r.runtime / r.reference_runtime for r in every]))
