@@ -119,6 +119,13 @@ def test_experiment_sets_what_it_changes():
     assert len(family.graph) == 24 and family.env_kwargs["max_nodes"] == 80
 
 
+def test_agent_options_reach_the_train_config():
+    config = to_train_config(_compose("agent.rollback_graphs=24", "agent.rollback=true"),
+                             out_dir=None)  # fmt: skip
+    assert (config.rollback, config.rollback_graphs) == (True, 24)
+    assert to_train_config(_compose(), out_dir=None).rollback_graphs == 0  # all graphs
+
+
 def test_refine_env_passes_its_own_arguments():
     config = to_train_config(_compose("env=refine"), out_dir=None)
     assert config.env == "refine"
