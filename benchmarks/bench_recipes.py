@@ -34,6 +34,8 @@ NVLink GPUs (``FAMILIES``).
     python benchmarks/bench_recipes.py --models DIR    # keep the policies; reuse those in DIR
     python benchmarks/bench_recipes.py --models DIR --first-seed 2 --seeds 1 --name part
                                                        # one seed's policy in another process
+    python benchmarks/bench_recipes.py --recipes doppler --override env.reward=normalized_delta \
+        --models DIR2 --name recipes_dense           # an ablation of every recipe
 
 Results: ``benchmarks/results/recipes[_<family>].{json,md}`` (runs; per recipe and method the
 geometric mean over graphs and seeds with a 95% t-interval, wins, worst case and inference
@@ -121,14 +123,14 @@ def recipe_overrides(recipe: str) -> list[str]:
 
 
 def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
-                  train_graphs: int | None = None,
-                  rollback_graphs: int = 0) -> TrainConfig:  # fmt: skip
+                  train_graphs: int | None = None, rollback_graphs: int = 0,
+                  overrides: tuple[str, ...] = ()) -> TrainConfig:  # fmt: skip
     """``recipe``'s training config on the family's training graphs (``train_graphs`` of
     them: see :meth:`Family.training`), rollback checking ``rollback_graphs`` of them (0:
-    all)."""
+    all), with further Hydra ``overrides`` (``env.reward=normalized_delta``)."""
     from placerl.apps import compose_run
 
-    config = to_train_config(compose_run(*recipe_overrides(recipe)), out_dir=out)
+    config = to_train_config(compose_run(*recipe_overrides(recipe), *overrides), out_dir=out)
     training = family.training(train_graphs)
     graphs = [load_graph(spec) for spec in family.graphs((*training, *family.held_out))]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),
@@ -252,6 +254,9 @@ def main() -> None:
                         help=f"training graphs (the split's; more go on from seed {MORE_TRAINING})")
     parser.add_argument("--rollback-graphs", type=int, default=0,
                         help="training graphs each rollback check runs on (0: all)")
+    parser.add_argument("--override", action="append", default=[],
+                        help="a further Hydra override of every recipe (repeatable), for "
+                             "ablations: give each its own --name and --models")
     parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
     parser.add_argument("--graphs", type=int, default=None, help="held-out graphs (all)")
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
@@ -331,7 +336,8 @@ def trained_policy(recipe: str, family: Family, seed: int,
         out = kept or Path(scratch)
         start = time.perf_counter()
         result = train(recipe_config(recipe, family, seed, args.steps, str(out),
-                                     args.train_graphs, args.rollback_graphs))  # fmt: skip
+                                     args.train_graphs, args.rollback_graphs,
+                                     tuple(args.override)))  # fmt: skip
         seconds = time.perf_counter() - start
         print(f"{recipe} seed {seed}: {result.steps} steps in {seconds:.0f} s (weights "
               f"of step {result.policy_step})", flush=True)  # fmt: skip
@@ -351,7 +357,8 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
             f"{_seed_ranges(family.training(args.train_graphs))}"
             + f", {args.steps} env steps per policy"
             + (f" (rollback checking {args.rollback_graphs} of the training graphs)"
-               if args.rollback_graphs else "") + ". "
+               if args.rollback_graphs else "")
+            + (f" (overrides: {' '.join(args.override)})" if args.override else "") + ". "
             "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
             "per graph (`zero-shot+best_of`: the better of it and `best_of`'s placement, at "
             "most 1 by construction, since `best_of` holds the constructive placers' placements: "
