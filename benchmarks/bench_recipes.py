@@ -17,7 +17,10 @@ synthetic family, then places held-out graphs it never saw:
   ``LOCAL_SEARCH_SEEDS`` visiting orders, whose spread (recipe ``classic`` in the results)
   is the comparison's noise floor;
 * ``local+best_of``: the same search started from the better of the policy's greedy placement
-  and ``best_of``'s (``start=best_of``), so that both searches may start from the same place.
+  and ``best_of``'s (``start=best_of``), so that both searches may start from the same place;
+* ``training-fit``: the greedy placement of ``FIT_GRAPHS`` of the policy's own training graphs
+  (spread evenly over them) against the best constructive placer: beside ``zero-shot`` it tells
+  a policy that does not generalize from one that never fitted the graphs it trained on.
 
 Every recipe gets the same env steps (a one-shot step is a whole placement, a dual-env node
 takes two steps; the runs give each recipe's training seconds). The split is fixed before any
@@ -62,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
+from placerl.agents.episodes import spread_graphs
 from placerl.agents.placer import env_for, load_model
 from placerl.agents.search import run_search
 from placerl.baselines import solve
@@ -112,6 +116,8 @@ CONSTRUCTIVE = ("heft", "m_etf", "m_sct")
 RECIPES = ("default", "placeto", "doppler", "gdp")
 #: Seeds of the reference ``local_search`` (its visiting order) per held-out graph.
 LOCAL_SEARCH_SEEDS = 5
+#: Training graphs of each policy that the ``training-fit`` rows place.
+FIT_GRAPHS = 8
 #: (method, search, start placer): how each trained policy places a held-out graph.
 METHODS = (("zero-shot", "greedy", None), ("zero-shot+best_of", "greedy", "best_of"),
            ("local", "local", None), ("local+best_of", "local", "best_of"))  # fmt: skip
@@ -194,6 +200,25 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
     return rows
 
 
+def training_fit(model: Any, family: Family, train_graphs: int | None) -> list[dict[str, Any]]:
+    """The policy's greedy placements of ``FIT_GRAPHS`` of its training graphs."""
+    seeds = family.training(train_graphs)
+    cluster = load_cluster(family.cluster)
+    rows = []
+    for index in spread_graphs(len(seeds), FIT_GRAPHS):
+        spec = family.spec.format(seed=seeds[index])
+        graph = load_graph(spec)
+        constructive = min(solve(p, graph, cluster, OBJECTIVE).runtime for p in CONSTRUCTIVE)
+        best_of = reference(graph, cluster, OBJECTIVE, "best_of").runtime
+        env = env_for(model.placerl_settings, Problem(graph, cluster, OBJECTIVE))
+        found = run_search(model, env, "greedy", budget=0)
+        rows.append({"graph": spec.split(":")[1], "method": "training-fit",
+                     "runtime": found.runtime, "vs_constructive": found.runtime / constructive,
+                     "vs_best_of": found.runtime / best_of, "evaluations": found.evaluations,
+                     "wall_s": found.wall_s, "vs_local_search": float("nan")})  # fmt: skip
+    return rows
+
+
 def local_searches(graph: Any, cluster: Any, start: np.ndarray,
                    budget: int) -> list[tuple[float, int, float]]:  # fmt: skip
     """Runtime, evaluations and seconds of ``local_search`` from ``start`` at ``budget``
@@ -227,7 +252,8 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for recipe, method in dict.fromkeys((r["recipe"], r["method"]) for r in rows):
         mine = [r for r in rows if r["recipe"] == recipe and r["method"] == method]
-        versus = "vs_constructive" if method.startswith("zero-shot") else "vs_local_search"
+        searched = method.startswith("local")
+        versus = "vs_local_search" if searched else "vs_constructive"
         ratios = np.array([r[versus] for r in mine])
         mean, ci = _interval(ratios)
         seconds = float(np.mean([r["wall_s"] for r in mine]))
@@ -305,6 +331,9 @@ def main() -> None:
                                  "train_s": round(trained), **_rounded(row)})  # fmt: skip
                     print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
                           flush=True)  # fmt: skip
+            for row in training_fit(model, family, args.train_graphs):
+                rows.append({"recipe": recipe, "seed": seed, "train_s": round(trained),
+                             **_rounded(row)})  # fmt: skip
             report(args, family, rows, time.perf_counter() - begin)  # after every policy
 
 
@@ -370,7 +399,10 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
             "seeds; recipe `classic`: each seed over the mean of the other seeds, whose spread "
             "and worst case are the comparison's noise floor); "
             "`local+best_of`: the search starts from the better of the policy's and "
-            "`best_of`'s; `vs_best_of`: over `best_of` (below 1: better). Runtimes in seconds."
+            "`best_of`'s; `training-fit`: the greedy placement of "
+            f"{FIT_GRAPHS} of the policy's own training graphs over the best constructive "
+            "placer (beside `zero-shot`: not generalizing, or not fitting its own graphs); "
+            "`vs_best_of`: over `best_of` (below 1: better). Runtimes in seconds."
             f"\n\n{table}\n\n"
             f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
     (Path(args.out) / f"{args.name}.md").write_text(text)
