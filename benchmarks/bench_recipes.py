@@ -37,12 +37,12 @@ NVLink GPUs (``FAMILIES``).
     python benchmarks/bench_recipes.py --models DIR    # keep the policies; reuse those in DIR
     python benchmarks/bench_recipes.py --models DIR --first-seed 2 --seeds 1 --name part
                                                        # one seed's policy in another process
-    python benchmarks/bench_recipes.py --recipes doppler --override env.reward=normalized_delta \
-        --models DIR2 --name recipes_dense           # an ablation of every recipe
+    python benchmarks/bench_recipes.py --recipes doppler --models DIR \
+        --override env.reward=normalized_delta        # an ablation: its own results and policies
 
-Results: ``benchmarks/results/recipes[_<family>].{json,md}`` (runs; per recipe and method the
-geometric mean over graphs and seeds with a 95% t-interval, wins, worst case and inference
-seconds).
+Results: ``benchmarks/results/recipes[_<family>][_train<N>][_rollback<K>][_<override>]``
+``.{json,md}`` (runs; per recipe and method the geometric mean over graphs and seeds with a 95%
+t-interval, wins, worst case and inference seconds).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ import argparse
 import dataclasses
 import functools
 import json
+import re
 import sys
 import tempfile
 import time
@@ -116,6 +117,10 @@ CONSTRUCTIVE = ("heft", "m_etf", "m_sct")
 RECIPES = ("default", "placeto", "doppler", "gdp")
 #: Seeds of the reference ``local_search`` (its visiting order) per held-out graph.
 LOCAL_SEARCH_SEEDS = 5
+#: Options ``recipe_config`` sets itself, whatever a ``--override`` says.
+FIXED_BY_BENCHMARK = ("graph.spec", "cluster.spec", "env.objective", "total_steps", "seed",
+                      "eval_every", "eval_samples", "checkpoint_every", "baselines",
+                      "progress_bar", "agent.rollback_graphs")  # fmt: skip
 #: Training graphs of each policy that the ``training-fit`` rows place.
 FIT_GRAPHS = 8
 #: (method, search, start placer): how each trained policy places a held-out graph.
@@ -161,10 +166,17 @@ class Classic:
 
 
 @functools.cache
+def constructive_runtime(spec: str, cluster_spec: str) -> float:
+    """The best constructive placer's runtime on ``spec`` (the zero-shot bar)."""
+    graph, cluster = load_graph(spec), load_cluster(cluster_spec)
+    return min(solve(p, graph, cluster, OBJECTIVE).runtime for p in CONSTRUCTIVE)
+
+
+@functools.cache
 def classic(spec: str, cluster_spec: str, budget: int) -> Classic:
     """The classic placers on ``spec``, computed once per graph for all the policies."""
     graph, cluster = load_graph(spec), load_cluster(cluster_spec)
-    constructive = min(solve(p, graph, cluster, OBJECTIVE).runtime for p in CONSTRUCTIVE)
+    constructive = constructive_runtime(spec, cluster_spec)
     began = time.perf_counter()
     best_of = reference(graph, cluster, OBJECTIVE, "best_of", use_cache=False)
     best_of_s = time.perf_counter() - began
@@ -208,8 +220,8 @@ def training_fit(model: Any, family: Family, train_graphs: int | None) -> list[d
     for index in spread_graphs(len(seeds), FIT_GRAPHS):
         spec = family.spec.format(seed=seeds[index])
         graph = load_graph(spec)
-        constructive = min(solve(p, graph, cluster, OBJECTIVE).runtime for p in CONSTRUCTIVE)
-        best_of = reference(graph, cluster, OBJECTIVE, "best_of").runtime
+        constructive = constructive_runtime(spec, family.cluster)
+        best_of = reference(graph, cluster, OBJECTIVE, "best_of").runtime  # cached
         env = env_for(model.placerl_settings, Problem(graph, cluster, OBJECTIVE))
         found = run_search(model, env, "greedy", budget=0)
         rows.append({"graph": spec.split(":")[1], "method": "training-fit",
@@ -279,7 +291,8 @@ def main() -> None:
     parser.add_argument("--train-graphs", type=int, default=None,
                         help=f"training graphs (the split's; more go on from seed {MORE_TRAINING})")
     parser.add_argument("--rollback-graphs", type=int, default=0,
-                        help="training graphs each rollback check runs on (0: all)")
+                        help="training graphs each rollback check runs on (0: all; "
+                             "agent.rollback_graphs in --override is refused: use this)")
     parser.add_argument("--override", action="append", default=[],
                         help="a further Hydra override of every recipe (repeatable), for "
                              "ablations: give each its own --name and --models")
@@ -303,10 +316,15 @@ def main() -> None:
     args.name = args.name or ("recipes" if args.family == "layered" else f"recipes_{args.family}")
     if args.rollback_graphs < 0:
         parser.error(f"--rollback-graphs must be at least 0, got {args.rollback_graphs}")
+    fixed = [o for o in args.override if o.lstrip("+~").split("=")[0] in FIXED_BY_BENCHMARK]
+    if fixed:
+        parser.error(f"--override {fixed[0]!r}: the benchmark sets "
+                     f"{', '.join(FIXED_BY_BENCHMARK)} itself (see its options)")
     if args.train_graphs is not None:
         args.name += f"_train{args.train_graphs}"
     if args.rollback_graphs:
         args.name += f"_rollback{args.rollback_graphs}"
+    args.name += _variant(args.override)
     if args.quick:
         args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
     warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
@@ -337,6 +355,12 @@ def main() -> None:
             report(args, family, rows, time.perf_counter() - begin)  # after every policy
 
 
+def _variant(overrides: list[str]) -> str:
+    """The suffix that keeps an ablation's results and policies apart from the recipe's own:
+    ``["env.reward=normalized_delta"]`` as ``_env-reward-normalized_delta``."""
+    return "".join("_" + re.sub(r"[^A-Za-z0-9_]+", "-", o).strip("-") for o in overrides)
+
+
 def _seed_ranges(seeds: tuple[int, ...]) -> str:
     """``(0, 1, 2, 200, 201)`` as ``0-2, 200-201``."""
     runs, start = [], seeds[0]
@@ -357,6 +381,7 @@ def trained_policy(recipe: str, family: Family, seed: int,
     ``--models`` holds from an earlier run (with the seconds it took then)."""
     size = "" if args.train_graphs is None else f"_train{args.train_graphs}"
     size += f"_rollback{args.rollback_graphs}" if args.rollback_graphs else ""
+    size += _variant(args.override)
     kept = Path(args.models) / args.family / f"{recipe}{size}_seed{seed}" if args.models else None
     if kept is not None and (kept / "model.zip").is_file():
         seconds = json.loads((kept / "train_s.json").read_text())

@@ -78,7 +78,7 @@ class TrainConfig:
         rollback: After each PPO update, run the greedy policy on every graph and undo the
             update if its placements got worse (:class:`~placerl.agents.callbacks.Rollback`):
             the policy keeps what it learned, from a warm start or from scratch. Costs one
-            greedy episode per graph per update.
+            greedy episode per checked graph (``rollback_graphs``) per update.
         rollback_graphs: Rollback checks this many training graphs, spread evenly over the
             list (0: all of them): on a family of hundreds of graphs a check of every graph
             costs tens of times the rollout it guards.

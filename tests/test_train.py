@@ -139,9 +139,9 @@ def test_rollback_checks_only_its_share_of_the_graphs(monkeypatch):
     checked = []
     real = callbacks.greedy_score
 
-    def counting(model, env, graphs=None):
-        checked.append(None if graphs is None else list(graphs))
-        return real(model, env, graphs)
+    def counting(model, env, indices=None):
+        checked.append(None if indices is None else list(indices))
+        return real(model, env, indices)
 
     monkeypatch.setattr(callbacks, "greedy_score", counting)
     graphs = [f"synthetic:layered?n=8&seed={s}" for s in range(5)]

@@ -185,16 +185,16 @@ class Rollback(BaseCallback):
     """Keep a PPO update only if the greedy placements did not get worse; else undo it.
 
     Before each rollout (so after each update) and at the end of training, the greedy policy
-    runs once on every graph of ``env``; when the mean of runtime / reference runtime is worse
-    than the best so far, the best weights come back (the optimizer's state carries on). Near
-    a good placement, such as a warm start's, PPO's noisy steps make the expected runtime
-    worse (measured: the mean sampled runtime on Inception-v3 climbed from 28.9 to 31 ms over
-    20k steps from a cloned m-ETF placement, with every learning rate, KL target, advantage
-    and value setting tried); checking each step on the true objective, as TRPO's line search
-    checks its surrogate, keeps only the steps that do not lose. Costs one greedy episode per
-    graph per update. Updates that tie are kept (and become the point to return to), so the
-    policy can move along a plateau. A resumed run starts this bookkeeping afresh from the
-    weights it resumes with.
+    runs once on every graph of ``env`` (or on ``graphs`` of them); when the mean of runtime /
+    reference runtime is worse than the best so far, the best weights come back (the optimizer's
+    state carries on). Near a good placement, such as a warm start's, PPO's noisy steps make the
+    expected runtime worse (measured: the mean sampled runtime on Inception-v3 climbed from 28.9
+    to 31 ms over 20k steps from a cloned m-ETF placement, with every learning rate, KL target,
+    advantage and value setting tried); checking each step on the true objective, as TRPO's line
+    search checks its surrogate, keeps only the steps that do not lose. Costs one greedy episode
+    per checked graph per update. Updates that tie are kept (and become the point to return to),
+    so the policy can move along a plateau. A resumed run starts this bookkeeping afresh from
+    the weights it resumes with.
 
     Args:
         env: The env whose graphs are checked.

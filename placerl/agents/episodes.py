@@ -251,18 +251,20 @@ def _sampled_one_by_one(model: Any, env: Any, count: int, graph: int, seed: int,
 
 
 def greedy_score(model: Any, env: Any,
-                 graphs: Sequence[int] | None = None) -> tuple[list[Rollout], float]:  # fmt: skip
-    """The greedy episode on every graph of ``env`` (or on the graph indices ``graphs``) and
+                 indices: Sequence[int] | np.ndarray | None = None,
+                 ) -> tuple[list[Rollout], float]:  # fmt: skip
+    """The greedy episode on every graph of ``env`` (or on the graphs at ``indices``) and
     their mean runtime over the reference runtime (the score evaluations and rollback
     compare)."""
-    indices = range(len(env.graphs)) if graphs is None else graphs
-    results = [rollout(model, env, graph=int(g), seed=0) for g in indices]
+    graphs = range(len(env.graphs)) if indices is None else indices
+    results = [rollout(model, env, graph=int(g), seed=0) for g in graphs]
     return results, float(np.mean([r.runtime / r.reference_runtime for r in results]))
 
 
 def spread_graphs(count: int, chosen: int) -> np.ndarray:
-    """``chosen`` graph indices spread evenly over ``0 .. count - 1`` (first and last
-    included; all of them when ``chosen`` is 0 or at least ``count``)."""
+    """``chosen`` graph indices spread evenly over ``0 .. count - 1`` (the first always, the
+    last too when ``chosen`` is at least 2; all of them when ``chosen`` is 0 or at least
+    ``count``)."""
     if chosen <= 0 or chosen >= count:
         return np.arange(count)
     return np.unique(np.linspace(0, count - 1, chosen).round().astype(np.int64))

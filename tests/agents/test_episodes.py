@@ -59,6 +59,8 @@ def test_spread_graphs_picks_distinct_graphs_from_first_to_last(count, chosen):
     assert len(picked) == expected and len(set(picked.tolist())) == expected
     assert picked[0] == 0 and picked[-1] == (count - 1 if expected > 1 else 0)
     assert np.all(np.diff(picked) > 0)
+    if 1 < expected < count:  # evenly: the gaps differ by at most one
+        assert np.ptp(np.diff(picked)) <= 1
 
 
 def test_greedy_score_on_a_subset_runs_and_averages_those_graphs_only():
