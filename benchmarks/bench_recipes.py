@@ -20,7 +20,10 @@ synthetic family, then places held-out graphs it never saw:
   and ``best_of``'s (``start=best_of``), so that both searches may start from the same place;
 * ``training-fit``: the greedy placement of ``FIT_GRAPHS`` of the policy's own training graphs
   (spread evenly over them) against the best constructive placer: beside ``zero-shot`` it tells
-  a policy that does not generalize from one that never fitted the graphs it trained on.
+  a policy that does not generalize from one that never fitted the graphs it trained on;
+* ``validation``: the greedy placement of the family's validation graphs (layered: seeds
+  100-115, in neither the training nor the held-out seeds), against the best constructive
+  placer: where a recipe's settings may be chosen without looking at the held-out graphs.
 
 Every recipe gets the same env steps (a one-shot step is a whole placement, a dual-env node
 takes two steps; the runs give each recipe's training seconds). The split is fixed before any
@@ -88,6 +91,7 @@ class Family:
     train: range
     held_out: tuple[int, ...]
     cluster: str
+    validation: tuple[int, ...] = ()
 
     def graphs(self, seeds: Any) -> list[str]:
         return [self.spec.format(seed=s) for s in seeds]
@@ -109,7 +113,7 @@ _NVLINK = "gpu8_nvlink?n_devices=4"
 #: ``bench_excursions.py`` does; seeds 2-9 train and 1, 24-26 are held out.
 FAMILIES = {
     "layered": Family("synthetic:layered?n=80&seed={seed}", range(24), tuple(range(24, 32)),
-                      "placeto?n_devices=4"),
+                      "placeto?n_devices=4", validation=tuple(range(100, 116))),
     **{name: Family(f"synthetic:{name}?seed={{seed}}", range(2, 10), (1, 24, 25, 26), _NVLINK)
        for name in ("cifar10", "ptb", "nmt")},
 }  # fmt: skip
@@ -215,16 +219,21 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
 def training_fit(model: Any, family: Family, train_graphs: int | None) -> list[dict[str, Any]]:
     """The policy's greedy placements of ``FIT_GRAPHS`` of its training graphs."""
     seeds = family.training(train_graphs)
+    chosen = [seeds[i] for i in spread_graphs(len(seeds), FIT_GRAPHS)]
+    return greedy_rows(model, family, chosen, "training-fit")
+
+
+def greedy_rows(model: Any, family: Family, seeds: Any, method: str) -> list[dict[str, Any]]:
+    """The policy's greedy placements of the family's graphs ``seeds``, one row each."""
     cluster = load_cluster(family.cluster)
     rows = []
-    for index in spread_graphs(len(seeds), FIT_GRAPHS):
-        spec = family.spec.format(seed=seeds[index])
+    for spec in family.graphs(seeds):
         graph = load_graph(spec)
         constructive = constructive_runtime(spec, family.cluster)
         best_of = reference(graph, cluster, OBJECTIVE, "best_of").runtime  # cached
         env = env_for(model.placerl_settings, Problem(graph, cluster, OBJECTIVE))
         found = run_search(model, env, "greedy", budget=0)
-        rows.append({"graph": spec.split(":")[1], "method": "training-fit",
+        rows.append({"graph": spec.split(":")[1], "method": method,
                      "runtime": found.runtime, "vs_constructive": found.runtime / constructive,
                      "vs_best_of": found.runtime / best_of, "evaluations": found.evaluations,
                      "wall_s": found.wall_s, "vs_local_search": float("nan")})  # fmt: skip
@@ -349,7 +358,8 @@ def main() -> None:
                                  "train_s": round(trained), **_rounded(row)})  # fmt: skip
                     print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
                           flush=True)  # fmt: skip
-            for row in training_fit(model, family, args.train_graphs):
+            fit = training_fit(model, family, args.train_graphs)
+            for row in fit + greedy_rows(model, family, family.validation, "validation"):
                 rows.append({"recipe": recipe, "seed": seed, "train_s": round(trained),
                              **_rounded(row)})  # fmt: skip
             report(args, family, rows, time.perf_counter() - begin)  # after every policy
@@ -427,6 +437,8 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
             "`best_of`'s; `training-fit`: the greedy placement of "
             f"{FIT_GRAPHS} of the policy's own training graphs over the best constructive "
             "placer (beside `zero-shot`: not generalizing, or not fitting its own graphs); "
+            "`validation`: the same on the family's validation graphs (layered: seeds 100-115), "
+            "where settings may be chosen without the held-out graphs; "
             "`vs_best_of`: over `best_of` (below 1: better). Runtimes in seconds."
             f"\n\n{table}\n\n"
             f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
