@@ -147,7 +147,8 @@ def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
 
     config = to_train_config(compose_run(*recipe_overrides(recipe), *overrides), out_dir=out)
     training = family.training(train_graphs)
-    graphs = [load_graph(spec) for spec in family.graphs((*training, *family.held_out))]
+    placed = (*training, *family.held_out, *family.validation)
+    graphs = [load_graph(spec) for spec in family.graphs(placed)]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),
                "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip
     return dataclasses.replace(
@@ -304,7 +305,7 @@ def main() -> None:
                              "agent.rollback_graphs in --override is refused: use this)")
     parser.add_argument("--override", action="append", default=[],
                         help="a further Hydra override of every recipe (repeatable), for "
-                             "ablations: give each its own --name and --models")
+                             "ablations (their results and kept policies get its name)")
     parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
     parser.add_argument("--graphs", type=int, default=None, help="held-out graphs (all)")
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
@@ -329,11 +330,7 @@ def main() -> None:
     if fixed:
         parser.error(f"--override {fixed[0]!r}: the benchmark sets "
                      f"{', '.join(FIXED_BY_BENCHMARK)} itself (see its options)")
-    if args.train_graphs is not None:
-        args.name += f"_train{args.train_graphs}"
-    if args.rollback_graphs:
-        args.name += f"_rollback{args.rollback_graphs}"
-    args.name += _variant(args.override)
+    args.name += _variant(args)
     if args.quick:
         args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
     warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
@@ -365,10 +362,14 @@ def main() -> None:
             report(args, family, rows, time.perf_counter() - begin)  # after every policy
 
 
-def _variant(overrides: list[str]) -> str:
-    """The suffix that keeps an ablation's results and policies apart from the recipe's own:
-    ``["env.reward=normalized_delta"]`` as ``_env-reward-normalized_delta``."""
-    return "".join("_" + re.sub(r"[^A-Za-z0-9_]+", "-", o).strip("-") for o in overrides)
+def _variant(args: argparse.Namespace) -> str:
+    """The suffix that keeps a variant's results and policies apart from the recipe's own:
+    ``_train<N>``, ``_rollback<K>``, then each override (``env.reward=normalized_delta`` as
+    ``_env-reward-normalized_delta``)."""
+    parts = [f"train{args.train_graphs}"] if args.train_graphs is not None else []
+    parts += [f"rollback{args.rollback_graphs}"] if args.rollback_graphs else []
+    parts += [re.sub(r"[^A-Za-z0-9_]+", "-", o).strip("-") for o in args.override]
+    return "".join(f"_{part}" for part in parts)
 
 
 def _seed_ranges(seeds: tuple[int, ...]) -> str:
@@ -389,10 +390,8 @@ def trained_policy(recipe: str, family: Family, seed: int,
                    args: argparse.Namespace) -> tuple[Any, float]:  # fmt: skip
     """``recipe``'s policy for ``seed`` and its training seconds: trained here, or the one
     ``--models`` holds from an earlier run (with the seconds it took then)."""
-    size = "" if args.train_graphs is None else f"_train{args.train_graphs}"
-    size += f"_rollback{args.rollback_graphs}" if args.rollback_graphs else ""
-    size += _variant(args.override)
-    kept = Path(args.models) / args.family / f"{recipe}{size}_seed{seed}" if args.models else None
+    variant = f"{recipe}{_variant(args)}_seed{seed}"
+    kept = Path(args.models) / args.family / variant if args.models else None
     if kept is not None and (kept / "model.zip").is_file():
         seconds = json.loads((kept / "train_s.json").read_text())
         return load_model(kept / "model.zip", "cpu"), seconds
