@@ -21,8 +21,17 @@ from .api import register_placer
 from .problem import Assignment, Problem
 
 
-class _Schedule:
-    """Where and when each op runs, and when each output reaches each device."""
+class ListSchedule:
+    """HEFT's model of a schedule under construction: where and when each op runs, and when
+    each output reaches each device.
+
+    The list schedulers here build one; the envs' ``devices`` features
+    (:mod:`placerl.envs.device_features`) compile the same model, so that a policy reading them
+    sees the start and finish times HEFT decides with.
+
+    Args:
+        problem: The problem being scheduled.
+    """
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
@@ -150,7 +159,7 @@ def heft(problem: Problem) -> np.ndarray:
     rank = upward_rank(problem)
     position = np.empty(problem.num_nodes, dtype=np.int64)
     position[problem.topo_order] = np.arange(problem.num_nodes)
-    schedule = _Schedule(problem)
+    schedule = ListSchedule(problem)
     for v in np.lexsort((position, -rank)):
         v = int(v)
         finish, d_best, start_best = np.inf, -1, 0.0
@@ -170,7 +179,7 @@ def _earliest_task_first(problem: Problem, favourite_parent: np.ndarray | None) 
     """
     a = problem.graph.arrays
     rank = upward_rank(problem)
-    schedule = _Schedule(problem)
+    schedule = ListSchedule(problem)
     waiting = a.in_degree.copy()
     ready = set(np.flatnonzero(waiting == 0).tolist())
     favourite_child = _inverse(favourite_parent, problem.num_nodes)
@@ -210,7 +219,8 @@ def _earliest_task_first(problem: Problem, favourite_parent: np.ndarray | None) 
     return schedule.assignment.placement()
 
 
-def _devices_for(schedule: _Schedule, v: int, favourite_parent: np.ndarray | None) -> list[int]:
+def _devices_for(schedule: ListSchedule, v: int,
+                 favourite_parent: np.ndarray | None) -> list[int]:
     if favourite_parent is not None and favourite_parent[v] >= 0:
         d = schedule.assignment.device_of(int(favourite_parent[v]))
         if schedule.assignment.fits(v, d):

@@ -48,6 +48,11 @@ class PlacementEnvBase(gym.Env):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     #: The MDP's name in :meth:`settings` (a kind of :data:`placerl._env_ids.ENV_KINDS`).
     kind: ClassVar[str] = ""
+    #: Whether episodes build a placement node by node, HEFT's list schedule beside it (the
+    #: ``devices`` features' ``finish_rank`` and ``earliest`` are HEFT's choice there; while
+    #: refining, where devices count as free, they would nearly always name a node's own
+    #: device, and a policy that follows them never moves: 0 then).
+    constructs: ClassVar[bool] = True
     #: Constructor arguments of this kind beyond the common ones, kept in :meth:`settings` so
     #: that a saved policy's env can be rebuilt.
     extra_arguments: ClassVar[tuple[str, ...]] = ()
@@ -219,7 +224,8 @@ class PlacementEnvBase(gym.Env):
         if self.observation == "flat":
             self._edges = (self._edges / max(self.max_nodes - 1, 1)).astype(np.float32)
         self._resident = np.zeros(self.num_devices)
-        self._device_state = DeviceFeatureState(case.device_tables, self.cluster.memory)
+        self._device_state = DeviceFeatureState(case.device_tables, self.cluster.memory,
+                                                 self.constructs)  # fmt: skip
         self._running = True
         return case
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from placerl.baselines.list_scheduling import upward_rank
+from placerl.baselines.problem import Problem
 from placerl.baselines.references import Reference, reference
 from placerl.cluster import Cluster
 from placerl.envs.device_features import DeviceTables
@@ -20,8 +22,9 @@ from placerl.graph.orders import traversal_order
 from placerl.sim import CostModel
 
 # Column layout of the "nodes" observation (documented in the env docstrings).
-COST, OUT_BYTES, MEM_BYTES, IN_DEGREE, OUT_DEGREE, POSITION, PLACED, CURRENT, START = range(9)
-NUM_BASE_FEATURES = 9
+NUM_BASE_FEATURES = 10
+(COST, OUT_BYTES, MEM_BYTES, IN_DEGREE, OUT_DEGREE, POSITION, PLACED, CURRENT, START,
+ RANK) = range(NUM_BASE_FEATURES)  # fmt: skip
 
 
 def _scaled(values: np.ndarray) -> np.ndarray:
@@ -29,9 +32,10 @@ def _scaled(values: np.ndarray) -> np.ndarray:
     return values / top if top > 0 else np.zeros_like(values)
 
 
-def static_features(graph: CompGraph, order: np.ndarray) -> np.ndarray:
-    """Columns ``COST`` .. ``POSITION`` of the ``nodes`` observation, rows in ``order``
-    (the other columns zero)."""
+def static_features(graph: CompGraph, order: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Columns ``COST`` .. ``POSITION`` and ``RANK`` of the ``nodes`` observation, rows in
+    ``order`` (the other columns zero); ``rank`` is every node's upward rank (HEFT's
+    priority), scaled by its largest value."""
     a = graph.arrays
     degree = np.maximum(a.in_degree, a.out_degree).max()
     static = np.zeros((graph.num_nodes, NUM_BASE_FEATURES), dtype=np.float32)
@@ -41,6 +45,7 @@ def static_features(graph: CompGraph, order: np.ndarray) -> np.ndarray:
     static[:, IN_DEGREE] = (a.in_degree / max(degree, 1))[order]
     static[:, OUT_DEGREE] = (a.out_degree / max(degree, 1))[order]
     static[:, POSITION] = np.arange(graph.num_nodes) / max(graph.num_nodes - 1, 1)
+    static[:, RANK] = _scaled(rank)[order]
     return static
 
 
@@ -62,6 +67,7 @@ class GraphCase:
     edge_rows: np.ndarray
     members: list[np.ndarray]
     group_mem: np.ndarray
+    rank: np.ndarray
     single_device: Reference
     reference: Reference
     device_tables: DeviceTables
@@ -111,7 +117,8 @@ class GraphCase:
         order_idx = traversal_order(graph, order, seed=order_seed)
         row_of = np.empty_like(order_idx)
         row_of[order_idx] = np.arange(graph.num_nodes)
-        static = static_features(graph, order_idx)
+        rank = upward_rank(Problem(graph, cluster, objective))
+        static = static_features(graph, order_idx, rank)
         members = model.colocation_members()
         steps = np.arange(graph.num_nodes)
         if fold:
@@ -133,6 +140,7 @@ class GraphCase:
             edge_rows=np.stack([row_of[a.src], row_of[a.dst]]),
             members=members,
             group_mem=np.array([a.mem_bytes[m].sum() for m in members]),
+            rank=rank,
             single_device=reference(graph, cluster, objective, "single_device"),
             reference=ref,
             device_tables=DeviceTables.build(graph, cluster, model.durations, members),

@@ -14,15 +14,29 @@ fastest duration; every value clipped to ``[0, CLIP]``):
 3. ``transfer``: seconds of the transfers the group would cause on ``d``: its edges to and
    from placed nodes on other devices, uncontended (latency + bytes / bandwidth, or the edge's
    explicit time).
-4. ``start``: earliest start on ``d``: the latest arrival of its placed producers' outputs,
-   and, while constructing, when ``d`` is free in the list schedule of the placed nodes
-   (HEFT without insertion, in placement order; unplaced producers are ignored). While
-   refining under ``step_time`` the arrivals use the last simulation's finish times; under
-   ``pipeline`` there is no schedule and this is 0.
+4. ``start``: earliest start on ``d`` in HEFT's schedule of the placed groups (the schedule of
+   :class:`~placerl.baselines.list_scheduling.ListSchedule`): once its placed producers'
+   outputs have arrived, in the first idle gap of ``d`` that holds it (insertion), with the
+   cluster's ``op_gap`` after each op and its transfer contention (``placeto``: one outgoing
+   channel per device, ``transfer_gap`` after each transfer, one transfer per producer that
+   serves every device; ``links``: a channel per device pair; ``ideal``: none). Unplaced
+   producers are ignored. A policy that picks the device of smallest ``finish`` in HEFT's
+   order therefore places as HEFT does (for groups of one node). While refining, the arrivals
+   use the last simulation's finish times and the devices count as free; under ``pipeline``,
+   where there is no schedule, this is 0.
 5. ``finish``: ``start + duration``.
 6. ``finish_gap``: ``finish`` minus the smallest ``finish`` over the allowed devices (0 on
    the device HEFT would pick).
 7. ``allowed``: 1 where the action mask allows ``d``.
+8. ``finish_rank``: ``finish_gap`` over the largest ``finish_gap`` of the allowed devices: 0 on
+   the earliest finish, 1 on the latest and on the devices the mask rules out (0 everywhere
+   when all allowed devices tie). On the whole graph's scale one node's times are a few
+   thousandths, too little for a network to tell devices apart: this column is scale-free.
+9. ``earliest``: 1 on the allowed devices of smallest ``finish`` (HEFT's choice), else 0.
+
+Columns 8 and 9 are HEFT's choice while constructing; while refining (no list schedule: the
+devices count as free, so the earliest finish is nearly always the node's own device, and a
+refining policy that learned to follow it stopped moving nodes) they are 0.
 """
 
 from __future__ import annotations
@@ -34,13 +48,16 @@ from numba import njit
 
 from placerl.cluster import Cluster
 from placerl.graph import CompGraph
+from placerl.sim.kernels import COMM_MODEL_CODES, IDEAL, PLACETO
 
 DEVICE_FEATURES = (
     "duration", "load", "memory", "transfer", "start", "finish", "finish_gap", "allowed",
+    "finish_rank", "earliest",
 )  # fmt: skip
 NUM_DEVICE_FEATURES = len(DEVICE_FEATURES)
 CLIP = 10.0
-DURATION, LOAD, MEMORY, TRANSFER, START, FINISH, FINISH_GAP, ALLOWED = range(NUM_DEVICE_FEATURES)
+(DURATION, LOAD, MEMORY, TRANSFER, START, FINISH, FINISH_GAP, ALLOWED, FINISH_RANK,
+ EARLIEST) = range(NUM_DEVICE_FEATURES)  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +69,8 @@ class DeviceTables:
         durations: ``(n, D)`` compute seconds (``inf`` where a device cannot run the node).
         in_ptr, in_src, in_edge: CSR of the edges entering each node's group from outside it.
         out_ptr, out_dst, out_edge: CSR of the edges leaving each node's group.
+        comm_model: The cluster's comm model code (:data:`placerl.sim.kernels.COMM_MODEL_CODES`).
+        transfer_gap, op_gap: The cluster's idle seconds after a transfer and after an op.
     """
 
     time_scale: float
@@ -66,6 +85,9 @@ class DeviceTables:
     edge_time: np.ndarray
     bandwidth: np.ndarray
     latency: np.ndarray
+    comm_model: int
+    transfer_gap: float
+    op_gap: float
 
     @classmethod
     def build(cls, graph: CompGraph, cluster: Cluster, durations: np.ndarray,
@@ -94,6 +116,9 @@ class DeviceTables:
             edge_time=a.edge_time,
             bandwidth=cluster.bandwidth,
             latency=cluster.latency,
+            comm_model=COMM_MODEL_CODES[cluster.comm_model],
+            transfer_gap=float(cluster.transfer_gap),
+            op_gap=float(cluster.op_gap),
         )
 
 
@@ -111,20 +136,28 @@ def _csr(keys: np.ndarray, values: np.ndarray, group: np.ndarray) -> tuple[np.nd
 
 
 class DeviceFeatureState:
-    """The episode state behind the ``devices`` observation.
+    """The episode state behind the ``devices`` observation: loads and HEFT's list schedule
+    of the placed groups (busy intervals per device, channel times, sent outputs).
 
     Args:
         tables: The graph's :class:`DeviceTables`.
         capacity: Memory bytes per device.
+        constructing: Whether the episode builds a placement (``finish_rank`` and
+            ``earliest`` are 0 when it refines one).
     """
 
-    def __init__(self, tables: DeviceTables, capacity: np.ndarray) -> None:
+    def __init__(self, tables: DeviceTables, capacity: np.ndarray,
+                 constructing: bool = True) -> None:  # fmt: skip
         self.tables = tables
         self.capacity = capacity
+        self.constructing = constructing
         n, d = tables.durations.shape
         self.load = np.zeros(d)
-        self.free_at = np.zeros(d)
         self.finish = np.full(n, np.nan)
+        self.busy = np.zeros((d, n, 2))  # per device, (start, end) of its ops in start order
+        self.busy_count = np.zeros(d, dtype=np.int64)
+        self.channel_free = np.zeros((d, d))  # placeto: [source, 0]; links: [source, target]
+        self.arrival = np.full((n, d), np.nan)  # sent outputs; placeto: [producer, 0]
 
     def moved(self, node: int, old: int, new: int) -> None:
         """Account ``node`` leaving device ``old`` (-1 when unplaced) for ``new``."""
@@ -134,11 +167,14 @@ class DeviceFeatureState:
         self.load[new] += durations[new]
 
     def schedule(self, members: np.ndarray, device: int, placement: np.ndarray) -> None:
-        """Append a just-placed group to the list schedule (construction only)."""
+        """Add a just-placed group to the list schedule (construction only): it sends its
+        inputs, then runs at its earliest start on ``device``."""
         t = self.tables
         duration = t.durations[members, device].sum()  # numpy's sum: the same bits as before
-        _schedule(members, device, duration, placement, self.finish, self.free_at, t.in_ptr,
-                  t.in_src, t.in_edge, t.edge_bytes, t.edge_time, t.bandwidth, t.latency)
+        _schedule(members, device, duration, placement, self.finish, self.busy,
+                  self.busy_count, self.channel_free, self.arrival, t.in_ptr, t.in_src,
+                  t.in_edge, t.edge_bytes, t.edge_time, t.bandwidth, t.latency, t.comm_model,
+                  t.transfer_gap, t.op_gap)  # fmt: skip
 
     def block(self, members: np.ndarray, placement: np.ndarray, resident: np.ndarray,
               mem_bytes: np.ndarray, mask: np.ndarray) -> np.ndarray:  # fmt: skip
@@ -149,10 +185,13 @@ class DeviceFeatureState:
         """
         t = self.tables
         out = np.empty((len(self.load), NUM_DEVICE_FEATURES), dtype=np.float32)
-        _block(members, placement, resident, mem_bytes, mask, self.load, self.free_at,
-               self.finish, self.capacity, t.durations, t.in_ptr, t.in_src, t.in_edge,
-               t.out_ptr, t.out_dst, t.out_edge, t.edge_bytes, t.edge_time, t.bandwidth,
-               t.latency, t.time_scale, out)  # fmt: skip
+        _block(members, placement, resident, mem_bytes, mask, self.load, self.finish,
+               self.busy, self.busy_count, self.channel_free, self.arrival, self.capacity,
+               t.durations, t.in_ptr, t.in_src, t.in_edge, t.out_ptr, t.out_dst, t.out_edge,
+               t.edge_bytes, t.edge_time, t.bandwidth, t.latency, t.comm_model, t.op_gap,
+               t.time_scale, out)  # fmt: skip
+        if not self.constructing:
+            out[:, [FINISH_RANK, EARLIEST]] = 0.0
         return out
 
 
@@ -167,33 +206,105 @@ def _edge_time(e, a, b, edge_bytes, edge_time, bandwidth, latency):
 
 
 @njit(cache=True)
-def _schedule(members, device, duration, placement, finish, free_at, in_ptr, in_src, in_edge,
-              edge_bytes, edge_time, bandwidth, latency):  # fmt: skip
-    """:meth:`DeviceFeatureState.schedule` compiled (it runs on every construction step): the
-    group starts on ``device`` when its placed inputs have arrived and the device is free."""
-    start = free_at[device]
-    node = members[0]
+def _channel(comm_model, a, d):
+    """The ``channel_free`` column of a transfer from ``a`` to ``d``; also the ``arrival``
+    column of its output (under ``placeto`` one transfer serves every device)."""
+    return 0 if comm_model == PLACETO else d
+
+
+@njit(cache=True)
+def _send_time(k, d, placement, finish, channel_free, arrival, in_src, in_edge, edge_bytes,
+               edge_time, bandwidth, latency, comm_model):  # fmt: skip
+    """When the output of in-edge ``k``'s producer reaches ``d``: its arrival if sent already,
+    else if sent now (once its channel is free)."""
+    src = in_src[k]
+    a = placement[src]
+    column = _channel(comm_model, a, d)
+    if not np.isnan(arrival[src, column]):
+        return arrival[src, column]
+    begin = finish[src]
+    if comm_model != IDEAL:
+        begin = max(begin, channel_free[a, column])
+    return begin + _edge_time(in_edge[k], a, d, edge_bytes, edge_time, bandwidth, latency)
+
+
+@njit(cache=True)
+def _data_ready(node, d, placement, finish, channel_free, arrival, in_ptr, in_src, in_edge,
+                edge_bytes, edge_time, bandwidth, latency, comm_model):  # fmt: skip
+    """When every placed producer's output could be on ``d`` (HEFT's data-ready time)."""
+    ready = 0.0
     for k in range(in_ptr[node], in_ptr[node + 1]):
         src = in_src[k]
         a = placement[src]
         if a < 0 or np.isnan(finish[src]):
             continue
-        seconds = _edge_time(in_edge[k], a, device, edge_bytes, edge_time, bandwidth, latency)
-        start = max(start, finish[src] + seconds)
-    end = start + duration
-    for m in members:
-        finish[m] = end
-    free_at[device] = max(free_at[device], end)
+        if a == d:
+            ready = max(ready, finish[src])
+        else:
+            ready = max(ready, _send_time(k, d, placement, finish, channel_free, arrival, in_src,
+                                          in_edge, edge_bytes, edge_time, bandwidth, latency,
+                                          comm_model))  # fmt: skip
+    return ready
 
 
 @njit(cache=True)
-def _block(members, placement, resident, mem_bytes, mask, load, free_at, finish, capacity,
-           durations, in_ptr, in_src, in_edge, out_ptr, out_dst, out_edge, edge_bytes,
-           edge_time, bandwidth, latency, scale, out):  # fmt: skip
+def _earliest_start(ready, length, busy, count):
+    """The first time from ``ready`` with ``length`` idle seconds on a device whose ops are
+    ``busy[:count]`` (insertion: an idle gap before a later op counts)."""
+    previous_end = 0.0
+    for i in range(count):
+        if max(ready, previous_end) + length <= busy[i, 0]:
+            break
+        previous_end = max(previous_end, busy[i, 1])
+    return max(ready, previous_end)
+
+
+@njit(cache=True)
+def _schedule(members, device, duration, placement, finish, busy, busy_count, channel_free,
+              arrival, in_ptr, in_src, in_edge, edge_bytes, edge_time, bandwidth, latency,
+              comm_model, transfer_gap, op_gap):  # fmt: skip
+    """:meth:`DeviceFeatureState.schedule` compiled (it runs on every construction step), in
+    the order of ``ListSchedule``'s ``earliest_start`` then ``commit``."""
+    node = members[0]
+    ready = _data_ready(node, device, placement, finish, channel_free, arrival, in_ptr, in_src,
+                        in_edge, edge_bytes, edge_time, bandwidth, latency, comm_model)  # fmt: skip
+    count = busy_count[device]
+    start = _earliest_start(ready, duration + op_gap, busy[device], count)
+    for k in range(in_ptr[node], in_ptr[node + 1]):  # send the inputs from other devices
+        src = in_src[k]
+        a = placement[src]
+        if a < 0 or a == device or np.isnan(finish[src]):
+            continue
+        column = _channel(comm_model, a, device)
+        if np.isnan(arrival[src, column]):
+            sent = _send_time(k, device, placement, finish, channel_free, arrival, in_src,
+                              in_edge, edge_bytes, edge_time, bandwidth, latency, comm_model)
+            arrival[src, column] = sent
+            if comm_model != IDEAL:
+                channel_free[a, column] = sent + transfer_gap
+    end = start + duration
+    for m in members:
+        finish[m] = end
+    if duration > 0:
+        end += op_gap
+    i = count  # keep the intervals sorted by (start, end), as bisect.insort does
+    while i > 0 and (busy[device, i - 1, 0] > start
+                     or (busy[device, i - 1, 0] == start and busy[device, i - 1, 1] > end)):
+        busy[device, i] = busy[device, i - 1]
+        i -= 1
+    busy[device, i, 0], busy[device, i, 1] = start, end
+    busy_count[device] = count + 1
+
+
+@njit(cache=True)
+def _block(members, placement, resident, mem_bytes, mask, load, finish, busy, busy_count,
+           channel_free, arrival, capacity, durations, in_ptr, in_src, in_edge, out_ptr,
+           out_dst, out_edge, edge_bytes, edge_time, bandwidth, latency, comm_model, op_gap,
+           scale, out):  # fmt: skip
     """:meth:`DeviceFeatureState.block` in one compiled pass (it runs on every env step)."""
     n_dev = load.shape[0]
     duration, own_load, own_mem = np.zeros(n_dev), np.zeros(n_dev), np.zeros(n_dev)
-    arrival, transfer = np.zeros(n_dev), np.zeros(n_dev)
+    transfer, starts = np.zeros(n_dev), np.zeros(n_dev)
     for m in members:
         for d in range(n_dev):
             duration[d] += durations[m, d]
@@ -203,34 +314,39 @@ def _block(members, placement, resident, mem_bytes, mask, load, free_at, finish,
             own_mem[p] += mem_bytes[m]
     node = members[0]
     for k in range(in_ptr[node], in_ptr[node + 1]):  # producers' outputs arriving on d
-        src = in_src[k]
-        a = placement[src]
-        if a < 0:
-            continue
-        for d in range(n_dev):
-            seconds = _edge_time(in_edge[k], a, d, edge_bytes, edge_time, bandwidth, latency)
-            transfer[d] += seconds
-            if not np.isnan(finish[src]) and finish[src] + seconds > arrival[d]:
-                arrival[d] = finish[src] + seconds
+        a = placement[in_src[k]]
+        if a >= 0:
+            for d in range(n_dev):
+                transfer[d] += _edge_time(in_edge[k], a, d, edge_bytes, edge_time, bandwidth,
+                                          latency)  # fmt: skip
     for k in range(out_ptr[node], out_ptr[node + 1]):  # outputs leaving d for consumers
         b = placement[out_dst[k]]
-        if b < 0:
-            continue
-        for d in range(n_dev):
-            transfer[d] += _edge_time(out_edge[k], d, b, edge_bytes, edge_time, bandwidth, latency)
-    best, any_allowed = np.inf, False
+        if b >= 0:
+            for d in range(n_dev):
+                transfer[d] += _edge_time(out_edge[k], d, b, edge_bytes, edge_time, bandwidth,
+                                          latency)  # fmt: skip
+    any_allowed = False
     for d in range(n_dev):
         any_allowed |= bool(mask[d])
+    best, worst = np.inf, -np.inf
     for d in range(n_dev):
-        finished = max(arrival[d], free_at[d]) + duration[d]
-        if (mask[d] or not any_allowed) and finished < best:
-            best = finished
+        ready = _data_ready(node, d, placement, finish, channel_free, arrival, in_ptr, in_src,
+                            in_edge, edge_bytes, edge_time, bandwidth, latency, comm_model)
+        starts[d] = _earliest_start(ready, duration[d] + op_gap, busy[d], busy_count[d])
+        finished = starts[d] + duration[d]
+        if mask[d] or not any_allowed:
+            best, worst = min(best, finished), max(worst, finished)
     for d in range(n_dev):
-        start = max(arrival[d], free_at[d])
-        finished = start + duration[d]
+        allowed = mask[d] or not any_allowed
+        finished = starts[d] + duration[d]
+        spread = worst - best
+        rank = 1.0  # the devices the mask rules out, and any that cannot run the group
+        if allowed and finished < np.inf:
+            rank = (finished - best) / spread if spread > 0 and spread < np.inf else 0.0
         row = (duration[d] / scale, (load[d] - own_load[d]) / scale,
-               (resident[d] - own_mem[d]) / capacity[d], transfer[d] / scale, start / scale,
-               finished / scale, (finished - best) / scale, 1.0 if mask[d] else 0.0)  # fmt: skip
+               (resident[d] - own_mem[d]) / capacity[d], transfer[d] / scale, starts[d] / scale,
+               finished / scale, (finished - best) / scale, 1.0 if mask[d] else 0.0, rank,
+               1.0 if allowed and finished == best else 0.0)  # fmt: skip
         for j in range(NUM_DEVICE_FEATURES):
             x = row[j]
             if np.isnan(x) or x > CLIP:  # NaN and too large (inf included) read as CLIP

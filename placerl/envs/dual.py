@@ -8,8 +8,6 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from placerl.baselines.list_scheduling import upward_rank
-from placerl.baselines.problem import Problem
 from placerl.envs.case import GraphCase
 from placerl.envs.device_features import NUM_DEVICE_FEATURES
 from placerl.envs.placement import PlacementEnv
@@ -41,7 +39,7 @@ class ReadyTables:
     priority: np.ndarray
 
     @classmethod
-    def build(cls, case: GraphCase, problem: Problem) -> ReadyTables:
+    def build(cls, case: GraphCase) -> ReadyTables:
         """The tables of ``case``'s graph."""
         graph = case.graph
         a = graph.arrays
@@ -59,8 +57,7 @@ class ReadyTables:
         for members in units:
             fed = unit_of_anchor[a.dst[np.isin(a.src, members)]]
             releases.append(fed[fed >= 0])
-        rank = upward_rank(problem)
-        priority = np.array([rank[m].max() for m in units])
+        priority = np.array([case.rank[m].max() for m in units])
         return cls(rows=rows, unit_of_row=unit_of_row,
                    waiting=waiting, releases=releases, priority=priority)  # fmt: skip
 
@@ -123,8 +120,7 @@ class DualPlacementEnv(PlacementEnv):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         case = self._start_episode(seed, options)
         if self.graph_index not in self._tables:
-            problem = Problem(case.graph, self.cluster, self.objective)
-            self._tables[self.graph_index] = ReadyTables.build(case, problem)
+            self._tables[self.graph_index] = ReadyTables.build(case)
         self.ready_tables = self._tables[self.graph_index]
         self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
         self._waiting = self.ready_tables.waiting.copy()

@@ -12,7 +12,9 @@ from gymnasium import spaces
 
 from placerl._options import check_int
 from placerl.baselines import PLACERS, solve
+from placerl.baselines.list_scheduling import upward_rank
 from placerl.baselines.pase import tied_variables
+from placerl.baselines.problem import Problem
 from placerl.cluster import Cluster, load_cluster
 from placerl.envs.base import _check_reset_options, _padding, observation_of
 from placerl.envs.case import (
@@ -161,7 +163,7 @@ class ParallelizeEnv(gym.Env):
         firsts = dict.fromkeys(space.variable_of[order].tolist())
         #: The variables to decide, in visiting order.
         self.sequence = np.array([i for i in firsts if decides[i]], dtype=np.int64)
-        self._static = static_features(g, order)
+        self._static = static_features(g, order, upward_rank(Problem(g, self.cluster, "step_time")))
         self._edge_rows = np.stack([self._row_of[a.src], self._row_of[a.dst]])
         # Each node's decided variable: its own, or the first copy's under folding.
         self._decider = self._into[space.variable_of]

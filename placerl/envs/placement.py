@@ -24,12 +24,15 @@ class PlacementEnv(PlacementEnvBase):
     the traversal order (row ``i`` is node ``order[i]``), so a sequence model reads the order
     directly and one graph under two orders gives two different sequences.
 
-    * ``nodes`` ``(max_nodes, 9 + D)`` float32, one row per node:
+    * ``nodes`` ``(max_nodes, 10 + D)`` float32, one row per node:
       0 cost / the graph's largest cost; 1 out_bytes / largest; 2 mem_bytes / largest;
       3 in-degree and 4 out-degree / the largest degree; 5 position in the order / (N - 1);
       6 placed flag; 7 current-node flag; 8 start time relative to the current node's, divided
       by the runtime, from the last simulation (``PlacementRefine-v0`` with ``step_time`` only;
-      0 here); 9 .. 9 + D one-hot of the node's device (zeros while unplaced).
+      0 here); 9 upward rank / largest (HEFT's priority: the node's mean duration plus the
+      longest chain of mean transfers and durations to a sink, a global quantity a few rounds
+      of message passing cannot compute); 10 .. 10 + D one-hot of the node's device (zeros
+      while unplaced).
     * ``edge_index`` ``(2, max_edges)`` int64: producer and consumer rows of each edge.
     * ``edge_mask`` ``(max_edges,)``, ``node_mask`` ``(max_nodes,)``: 1 for real entries.
     * ``current`` ``(max_nodes,)``: one-hot row of the node to place (a ``Box``, not a

@@ -99,6 +99,7 @@ class PlacementRefineEnv(PlacementEnvBase):
     """
 
     kind = "refine"
+    constructs = False
     extra_arguments = ("initial", "passes", "moves")
     training_arguments = ("moves",)  # a greedy evaluation passes over every node
 

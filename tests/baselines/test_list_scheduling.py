@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from placerl.baselines import solve
-from placerl.baselines.list_scheduling import _Schedule, favourite_parents, m_etf, upward_rank
+from placerl.baselines.list_scheduling import ListSchedule, favourite_parents, m_etf, upward_rank
 from placerl.baselines.problem import Problem
 from placerl.cluster import Cluster
 from placerl.graph import CompGraph, load_graph
@@ -70,7 +70,7 @@ def test_every_comm_model_gives_a_feasible_schedule(name, comm_model):
 
 def naive_earliest_task_first(problem):
     """m-ETF as its definition reads: every step scores every ready op on every device."""
-    schedule, rank = _Schedule(problem), upward_rank(problem)
+    schedule, rank = ListSchedule(problem), upward_rank(problem)
     a = problem.graph.arrays
     waiting = a.in_degree.copy()
     ready = set(np.flatnonzero(waiting == 0).tolist())

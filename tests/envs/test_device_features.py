@@ -1,24 +1,35 @@
 """The ``devices`` observation: what HEFT sees, checked by hand and against its definitions."""
 
+import dataclasses
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from placerl.cluster import homogeneous
+from placerl.baselines.list_scheduling import ListSchedule
+from placerl.baselines.problem import Problem
+from placerl.baselines.references import reference
+from placerl.cluster import homogeneous, load_cluster
 from placerl.envs import PlacementEnv, PlacementRefineEnv
 from placerl.envs.device_features import (
     ALLOWED,
     CLIP,
     DURATION,
+    EARLIEST,
     FINISH,
     FINISH_GAP,
+    FINISH_RANK,
     LOAD,
     MEMORY,
     NUM_DEVICE_FEATURES,
     START,
     TRANSFER,
 )
+from placerl.envs.dual import DualPlacementEnv
 from placerl.envs.sanity import SanityEnv
 from placerl.graph import CompGraph
+from placerl.graph import load_graph as load_graph_spec
 
 
 def _fork():
@@ -45,9 +56,31 @@ def test_heft_figures_by_hand():
     np.testing.assert_allclose(d[:, FINISH], [2 / 3, 1])
     np.testing.assert_allclose(d[:, FINISH_GAP], [0, 1 / 3])
     np.testing.assert_allclose(d[:, ALLOWED], 1)
+    np.testing.assert_allclose(d[:, FINISH_RANK], [0, 1])  # scale-free: earliest 0, latest 1
+    np.testing.assert_allclose(d[:, EARLIEST], [1, 0])
     obs, *_ = env.step(0)  # b on device 0 too; next c: device 0 is busy until 2 ms
     np.testing.assert_allclose(obs["devices"][:, START], [2 / 3, 2 / 3])
     np.testing.assert_allclose(obs["devices"][:, LOAD], [2 / 3, 0])
+    np.testing.assert_allclose(obs["devices"][:, FINISH_RANK], [0, 0])  # a tie
+    np.testing.assert_allclose(obs["devices"][:, EARLIEST], [1, 1])
+
+
+def test_a_node_fills_an_idle_gap_as_heft_inserts_it():
+    """x -> y and a free-standing z, placed x, y, z: y waits 1 ms for x's output on device 1,
+    and z, placed after it, starts in that gap (insertion) rather than after y."""
+    nodes = [{"name": "x", "cost": 1e-3, "out_bytes": 1e6},
+             {"name": "y", "cost": 1e-3, "out_bytes": 1e6},
+             {"name": "z", "cost": 5e-4, "out_bytes": 1e6}]  # fmt: skip
+    graph = CompGraph(nodes, [("x", "y")], name="gap")
+    cluster = homogeneous(2, bandwidth=1e9, comm_model="ideal")
+    env = PlacementEnv(graph=graph, cluster=cluster, order=lambda g, rng: np.arange(3))
+    env.reset(seed=0)
+    env.step(0)  # x on device 0 from 0 to 1 ms
+    env.step(1)  # y on device 1 from 2 ms (x's output arrives) to 3 ms
+    obs = env._observation()
+    scale = 2.5e-3
+    np.testing.assert_allclose(obs["devices"][:, START], [1e-3 / scale, 0.0])  # z: in the gap
+    np.testing.assert_allclose(obs["devices"][:, FINISH], [1.5e-3 / scale, 5e-4 / scale])
 
 
 def test_memory_mask_shows_as_not_allowed():
@@ -104,8 +137,9 @@ def test_unknown_observation_mode():
         PlacementEnv(observation="image")
 
 
-def _reference_block(state, members, placement, resident, mem_bytes, mask):
-    """The features as plain numpy, from their definitions (the compiled kernel's twin)."""
+def _reference_block(state, members, placement, resident, mem_bytes, mask, starts):
+    """The features as plain numpy, from their definitions and the ``starts`` of the group on
+    each device (the compiled kernel's twin)."""
     t = state.tables
     scale, n_dev = t.time_scale, len(state.load)
     duration = t.durations[members].sum(axis=0)
@@ -114,85 +148,122 @@ def _reference_block(state, members, placement, resident, mem_bytes, mask):
         if placement[m] >= 0:
             own_load[placement[m]] += t.durations[m, placement[m]]
             own_mem[placement[m]] += mem_bytes[m]
-    arrival, transfer = np.zeros(n_dev), np.zeros(n_dev)
+    transfer = np.zeros(n_dev)
     node = int(members[0])
-
-    def seconds(e, a, b):
-        if a == b:
-            return 0.0
-        explicit = t.edge_time[e]
-        if not np.isnan(explicit):
-            return explicit
-        return t.latency[a, b] + t.edge_bytes[e] / t.bandwidth[a, b]
-
     for k in range(t.in_ptr[node], t.in_ptr[node + 1]):
         src, e = t.in_src[k], t.in_edge[k]
         if placement[src] >= 0:
             for d in range(n_dev):
-                transfer[d] += seconds(e, placement[src], d)
-                if not np.isnan(state.finish[src]):
-                    arrived = state.finish[src] + seconds(e, placement[src], d)
-                    arrival[d] = max(arrival[d], arrived)
+                transfer[d] += _seconds(t, e, placement[src], d)
     for k in range(t.out_ptr[node], t.out_ptr[node + 1]):
         dst, e = t.out_dst[k], t.out_edge[k]
         if placement[dst] >= 0:
             for d in range(n_dev):
-                transfer[d] += seconds(e, d, placement[dst])
-    start = np.maximum(arrival, state.free_at)
-    finish = start + duration
-    best = finish[mask].min() if mask.any() else finish.min()
+                transfer[d] += _seconds(t, e, d, placement[dst])
+    finish = starts + duration
+    allowed = mask if mask.any() else np.ones_like(mask)
+    best, worst = finish[allowed].min(), finish[allowed].max()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rank = np.where(allowed, (finish - best) / (worst - best) if worst > best else 0.0, 1.0)
     columns = [duration / scale, (state.load - own_load) / scale,
-               (resident - own_mem) / state.capacity, transfer / scale, start / scale,
-               finish / scale, (finish - best) / scale, mask.astype(float)]  # fmt: skip
+               (resident - own_mem) / state.capacity, transfer / scale, starts / scale,
+               finish / scale, (finish - best) / scale, mask.astype(float), rank,
+               (allowed & (finish == best)).astype(float)]  # fmt: skip
     out = np.stack(columns, axis=1)
     with np.errstate(invalid="ignore"):
         out = np.nan_to_num(out, nan=CLIP, posinf=CLIP)
     return np.clip(out, 0.0, CLIP).astype(np.float32)
 
 
-@pytest.mark.parametrize("cls", [PlacementEnv, PlacementRefineEnv])
-@pytest.mark.parametrize("cluster", ["cpu_gpu?n_gpus=2", "placeto?n_devices=4&memory=2e8"])
-def test_compiled_features_equal_their_definitions(cls, cluster):
-    env = cls(graph="synthetic:layered?n=40&seed=3", cluster=cluster)
+def _seconds(t, e, a, b):
+    """Uncontended seconds of edge ``e`` from device ``a`` to ``b``."""
+    if a == b:
+        return 0.0
+    explicit = t.edge_time[e]
+    if not np.isnan(explicit):
+        return explicit
+    return t.latency[a, b] + t.edge_bytes[e] / t.bandwidth[a, b]
+
+
+def _refine_starts(state, node, placement):
+    """While refining the devices count as free: the latest uncontended arrival of the placed
+    producers' outputs, at their last simulated finish."""
+    t = state.tables
+    starts = np.zeros(len(state.load))
+    for k in range(t.in_ptr[node], t.in_ptr[node + 1]):
+        src, e = t.in_src[k], t.in_edge[k]
+        if placement[src] >= 0 and not np.isnan(state.finish[src]):
+            for d in range(len(starts)):
+                starts[d] = max(starts[d], state.finish[src] + _seconds(t, e, placement[src], d))
+    return starts
+
+
+CLUSTERS = ["cpu_gpu?n_gpus=2", "placeto?n_devices=4&memory=2e8"]
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_construction_features_are_heft_list_schedule(cluster):
+    """Under random actions the ``start`` column is ``ListSchedule``'s insertion start of the
+    node on every device, the schedule HEFT decides with, and every column its definition."""
+    env = PlacementEnv(graph="synthetic:layered?n=40&seed=3", cluster=cluster)
+    rng = np.random.default_rng(1)
+    obs, _ = env.reset(seed=0)
+    schedule = ListSchedule(Problem(env.case.graph, env.cluster, env.objective))
+    for _ in range(80):
+        v = int(env.case.order[env._row])
+        starts = np.array([schedule.earliest_start(v, d, insertion=True)
+                           for d in range(env.num_devices)])  # fmt: skip
+        mask = env._mask.astype(bool)
+        expected = _reference_block(env._device_state, env.case.members[v], env.placement,
+                                    env._resident, env.case.model.arrays.mem_bytes, mask,
+                                    starts)  # fmt: skip
+        np.testing.assert_allclose(obs["devices"], expected, rtol=1e-5, atol=1e-6)
+        allowed = np.flatnonzero(env.action_masks())
+        device = int(rng.choice(allowed if allowed.size else [0]))
+        schedule.commit(v, device, starts[device])
+        obs, _, done, _, _ = env.step(device)
+        if done:
+            obs, _ = env.reset()
+            schedule = ListSchedule(Problem(env.case.graph, env.cluster, env.objective))
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_refine_features_equal_their_definitions(cluster):
+    env = PlacementRefineEnv(graph="synthetic:layered?n=40&seed=3", cluster=cluster)
     rng = np.random.default_rng(1)
     obs, _ = env.reset(seed=0)
     for _ in range(80):
         v = int(env.case.order[env._row])
         members = env.case.members[v]
-        mem_bytes, mask = env.case.model.arrays.mem_bytes, env._mask.astype(bool)
+        starts = _refine_starts(env._device_state, int(members[0]), env.placement)
         expected = _reference_block(env._device_state, members, env.placement, env._resident,
-                                    mem_bytes, mask)  # fmt: skip
+                                    env.case.model.arrays.mem_bytes, env._mask.astype(bool),
+                                    starts)  # fmt: skip
+        expected[:, [FINISH_RANK, EARLIEST]] = 0.0  # HEFT's choice only while constructing
         np.testing.assert_allclose(obs["devices"], expected, rtol=1e-5, atol=1e-6)
-        allowed = np.flatnonzero(env.action_masks())
-        obs, _, done, _, _ = env.step(int(rng.choice(allowed if allowed.size else [0])))
+        obs, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
         if done:
             obs, _ = env.reset()
 
 
-def test_the_compiled_schedule_appends_each_placed_group_as_defined():
-    """Construction's list schedule: a group starts on its device when the device is free and
-    its placed inputs (those with a finish time) have arrived, and ends after its members'
-    durations there; the device is busy until then."""
-    env = PlacementEnv(graph="synthetic:layered?n=40&seed=3", cluster="cpu_gpu?n_gpus=2")
-    rng = np.random.default_rng(2)
-    env.reset(seed=0)
-    state, t = env._device_state, env._device_state.tables
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(8, 60),
+       comm=st.sampled_from(["placeto", "links", "ideal"]), gaps=st.booleans())  # fmt: skip
+def test_earliest_finish_in_heft_order_places_as_heft(seed, n, comm, gaps):
+    """The rule a policy can learn from these features: in the dual env, select the ready node
+    of highest upward rank and take the first ``earliest`` device (HEFT breaks ties by device
+    index). That is HEFT, device for device, contention and gaps included."""
+    cluster = load_cluster("placeto?n_devices=3")
+    gap = {"transfer_gap": 2e-5, "op_gap": 5e-6} if gaps else {"transfer_gap": 0.0, "op_gap": 0.0}
+    cluster = dataclasses.replace(cluster, comm_model=comm, **gap)
+    graph = load_graph_spec(f"synthetic:layered?n={n}&seed={seed}")
+    env = DualPlacementEnv(graph=graph, cluster=cluster)
+    heft = reference(graph, cluster, env.objective, "heft").placement
+    obs, _ = env.reset(seed=0)
     done = False
     while not done:
-        v = int(env.case.order[env._row])
-        members = env.case.members[v]
-        device = int(rng.choice(np.flatnonzero(env.action_masks())))
-        start = state.free_at[device]
-        for k in range(t.in_ptr[members[0]], t.in_ptr[members[0] + 1]):
-            src, e = t.in_src[k], t.in_edge[k]
-            a = env.placement[src]
-            if a < 0 or np.isnan(state.finish[src]):
-                continue
-            seconds = 0.0 if a == device else (
-                t.edge_time[e] if not np.isnan(t.edge_time[e])
-                else t.latency[a, device] + t.edge_bytes[e] / t.bandwidth[a, device])
-            start = max(start, state.finish[src] + seconds)
-        end = start + t.durations[members, device].sum()
-        free_at = max(state.free_at[device], end)
-        _, _, done, _, _ = env.step(device)
-        assert np.all(state.finish[members] == end) and state.free_at[device] == free_at
+        action = env.expert_action(heft)
+        if obs["current"].any():  # a place step
+            action = int(np.flatnonzero(obs["devices"][:, EARLIEST])[0])
+        obs, _, done, _, _ = env.step(action)
+    np.testing.assert_array_equal(env.placement, heft)

@@ -11,8 +11,11 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 import placerl  # registers the ids
+from placerl.baselines.list_scheduling import upward_rank
+from placerl.baselines.problem import Problem
 from placerl.cluster import homogeneous
 from placerl.envs import SANITY_PROBLEMS, PlacementEnv, PlacementRefineEnv
+from placerl.envs.case import NUM_BASE_FEATURES, PLACED, RANK
 from placerl.envs.rewards import INFEASIBLE_FACTOR
 from placerl.graph import CompGraph, load_graph
 from placerl.graph.folding import fold_repeats
@@ -128,7 +131,7 @@ def test_pickle_round_trip_mid_episode(env_id):
 def test_vector_envs_and_wrappers():
     vec = gym.make_vec("placerl/Placement-v0", num_envs=2, vectorization_mode="sync", graph=SMALL)
     obs, _ = vec.reset(seed=0)
-    assert obs["nodes"].shape == (2, 12, 9 + 3)
+    assert obs["nodes"].shape == (2, 12, NUM_BASE_FEATURES + 3)
     obs, reward, *_ = vec.step(np.array([0, 1]))
     assert reward.shape == (2,)
     vec.close()
@@ -197,7 +200,7 @@ def test_observation_updates_and_fresh_arrays():
     obs["nodes"][:] = 5.0
     after, *_ = env.step(2)
     assert after["nodes"].max() <= 1.0
-    assert after["nodes"][0, 9 + 2] == 1.0 and after["nodes"][0, 6] == 1.0  # placed on device 2
+    assert after["nodes"][0, NUM_BASE_FEATURES + 2] == 1.0 and after["nodes"][0, PLACED] == 1.0
     assert after["current"][1] == 1.0 and after["current"].sum() == 1.0
     assert env.observation_space.contains(after)
 
@@ -469,3 +472,15 @@ def test_envs_count_their_simulations(cls, kwargs, per_episode):
             moved += int(env.placement[node] != action)
             done = env.step(action)[2]
         assert env.simulations - before == per_episode(n, moved)
+
+
+@pytest.mark.parametrize("order", ["topo", "reverse_topo", "bfs"])
+def test_the_rank_column_is_heft_priority_in_row_order(order):
+    """Column RANK is every node's upward rank over the largest: HEFT's priority, a global
+    quantity that a few rounds of message passing cannot compute."""
+    env = PlacementEnv(graph=SMALL, cluster="gpu4_pcie", order=order)
+    obs, _ = env.reset(seed=0)
+    rank = upward_rank(Problem(env.case.graph, env.cluster, env.objective))
+    np.testing.assert_allclose(obs["nodes"][:12, RANK], (rank / rank.max())[env.case.order],
+                               rtol=1e-6)  # fmt: skip
+    assert obs["nodes"][:12, RANK].max() == 1.0
