@@ -43,9 +43,9 @@ NVLink GPUs (``FAMILIES``).
     python benchmarks/bench_recipes.py --recipes doppler --models DIR \
         --override env.reward=normalized_delta        # an ablation: its own results and policies
 
-Results: ``benchmarks/results/recipes[_<family>][_train<N>][_rollback<K>][_<override>]``
-``.{json,md}`` (runs; per recipe and method the geometric mean over graphs and seeds with a 95%
-t-interval, wins, worst case and inference seconds).
+Results: ``benchmarks/results/recipes[_<family>][_train<N>][_rollback<K>][_valselect]``
+``[_<override>].{json,md}`` (runs; per recipe and method the geometric mean over graphs and
+seeds with a 95% t-interval, wins, worst case and inference seconds).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ LOCAL_SEARCH_SEEDS = 5
 #: Options ``recipe_config`` sets itself, whatever a ``--override`` says.
 FIXED_BY_BENCHMARK = ("graph.spec", "cluster.spec", "env.objective", "total_steps", "seed",
                       "eval_every", "eval_samples", "checkpoint_every", "baselines",
-                      "progress_bar", "agent.rollback_graphs")  # fmt: skip
+                      "progress_bar", "agent.rollback_graphs", "validation_graphs")  # fmt: skip
 #: Training graphs of each policy that the ``training-fit`` rows place.
 FIT_GRAPHS = 8
 #: (method, search, start placer): how each trained policy places a held-out graph.
@@ -139,10 +139,12 @@ def recipe_overrides(recipe: str) -> list[str]:
 
 def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
                   train_graphs: int | None = None, rollback_graphs: int = 0,
-                  overrides: tuple[str, ...] = ()) -> TrainConfig:  # fmt: skip
+                  overrides: tuple[str, ...] = (),
+                  select_on_validation: bool = False) -> TrainConfig:  # fmt: skip
     """``recipe``'s training config on the family's training graphs (``train_graphs`` of
     them: see :meth:`Family.training`), rollback checking ``rollback_graphs`` of them (0:
-    all), with further Hydra ``overrides`` (``env.reward=normalized_delta``)."""
+    all), with further Hydra ``overrides`` (``env.reward=normalized_delta``); with
+    ``select_on_validation`` the family's validation graphs choose the weights kept."""
     from placerl.apps import compose_run
 
     config = to_train_config(compose_run(*recipe_overrides(recipe), *overrides), out_dir=out)
@@ -156,6 +158,7 @@ def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
         objective=OBJECTIVE, env_kwargs={**config.env_kwargs, **padding}, total_steps=steps,
         seed=seed, eval_every=max(steps // 4, 1), eval_samples=0, checkpoint_every=0,
         baselines=(), progress_bar=False, rollback_graphs=rollback_graphs,
+        validation_graphs=family.graphs(family.validation) if select_on_validation else (),
     )  # fmt: skip
 
 
@@ -303,6 +306,9 @@ def main() -> None:
     parser.add_argument("--rollback-graphs", type=int, default=0,
                         help="training graphs each rollback check runs on (0: all; "
                              "agent.rollback_graphs in --override is refused: use this)")
+    parser.add_argument("--select-on-validation", action="store_true",
+                        help="keep_best chooses the weights on the family's validation graphs "
+                             "(whose rows then are not unbiased; the held-out ones are)")
     parser.add_argument("--override", action="append", default=[],
                         help="a further Hydra override of every recipe (repeatable), for "
                              "ablations (their results and kept policies get its name)")
@@ -364,10 +370,11 @@ def main() -> None:
 
 def _variant(args: argparse.Namespace) -> str:
     """The suffix that keeps a variant's results and policies apart from the recipe's own:
-    ``_train<N>``, ``_rollback<K>``, then each override (``env.reward=normalized_delta`` as
-    ``_env-reward-normalized_delta``)."""
+    ``_train<N>``, ``_rollback<K>``, ``_valselect``, then each override
+    (``env.reward=normalized_delta`` as ``_env-reward-normalized_delta``)."""
     parts = [f"train{args.train_graphs}"] if args.train_graphs is not None else []
     parts += [f"rollback{args.rollback_graphs}"] if args.rollback_graphs else []
+    parts += ["valselect"] if args.select_on_validation else []
     parts += [re.sub(r"[^A-Za-z0-9_]+", "-", o).strip("-") for o in args.override]
     return "".join(f"_{part}" for part in parts)
 
@@ -400,7 +407,7 @@ def trained_policy(recipe: str, family: Family, seed: int,
         start = time.perf_counter()
         result = train(recipe_config(recipe, family, seed, args.steps, str(out),
                                      args.train_graphs, args.rollback_graphs,
-                                     tuple(args.override)))  # fmt: skip
+                                     tuple(args.override), args.select_on_validation))  # fmt: skip
         seconds = time.perf_counter() - start
         print(f"{recipe} seed {seed}: {result.steps} steps in {seconds:.0f} s (weights "
               f"of step {result.policy_step})", flush=True)  # fmt: skip
@@ -421,7 +428,9 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
             + f", {args.steps} env steps per policy"
             + (f" (rollback checking {args.rollback_graphs} of the training graphs)"
                if args.rollback_graphs else "")
-            + (f" (overrides: {' '.join(args.override)})" if args.override else "") + ". "
+            + (f" (overrides: {' '.join(args.override)})" if args.override else "")
+            + (" (keep_best choosing the weights on the validation graphs, so the `validation` "
+               "rows are not unbiased)" if args.select_on_validation else "") + ". "
             "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
             "per graph (`zero-shot+best_of`: the better of it and `best_of`'s placement, at "
             "most 1 by construction, since `best_of` holds the constructive placers' placements: "

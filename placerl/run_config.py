@@ -169,6 +169,7 @@ class RunConfig:
     eval_every: int = 2_000
     eval_samples: int = 8
     keep_best: bool = True
+    validation_graphs: list[str] = field(default_factory=list)
     checkpoint_every: int = 5_000
     baselines: list[str] = field(default_factory=lambda: ["single_device", "random", "heft"])
     resume: bool = True
@@ -210,7 +211,8 @@ def to_train_config(run: RunConfig, out_dir: str | None) -> TrainConfig:
         warm_start_epochs=agent.warm_start_epochs, rollback=agent.rollback,
         rollback_graphs=agent.rollback_graphs,
         eval_every=run.eval_every,
-        keep_best=run.keep_best, eval_samples=run.eval_samples,
+        keep_best=run.keep_best, validation_graphs=list(run.validation_graphs),
+        eval_samples=run.eval_samples,
         checkpoint_every=run.checkpoint_every, baselines=tuple(run.baselines),
         out_dir=out_dir, resume=run.resume and out_dir is not None, device=run.device,
         threads=run.threads, rollout_threads=run.rollout_threads,

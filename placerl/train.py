@@ -86,6 +86,11 @@ class TrainConfig:
         keep_best: End with the weights of the best evaluation (also across resumes) rather
             than the last ones. The checkpoint keeps the last weights too, so resuming
             continues training where it stopped.
+        validation_graphs: Graph specs kept out of training whose greedy placements, at each
+            evaluation, score the weights ``keep_best`` chooses (early stopping on unseen
+            graphs, as SB3's ``EvalCallback`` on a separate env; empty: the training graphs
+            score them). A policy trained for a family fits its training graphs past the
+            point where it places others best. They take the training env's padding.
         eval_samples: At the end, also the best of this many sampled rollouts per graph.
         checkpoint_every: Checkpoint every this many steps (0: only at the end).
         baselines: Placer specs to compare with at the end.
@@ -125,6 +130,7 @@ class TrainConfig:
     rollback_graphs: int = 0
     eval_every: int = 2_000
     keep_best: bool = True
+    validation_graphs: Sequence[str] = ()
     eval_samples: int = 0
     checkpoint_every: int = 5_000
     baselines: Sequence[str] = ("single_device", "random", "heft")
@@ -162,6 +168,7 @@ class TrainConfig:
                     f"{getattr(self, name)!r}"
                 )
         self._check_placers()
+        check_spec_list(self.validation_graphs, "validation_graphs")
         check_out_dir(self.out_dir)
         if not isinstance(self.device, str) or not re.fullmatch(TORCH_DEVICES, self.device):
             raise ConfigError(
@@ -193,6 +200,7 @@ class TrainConfig:
         out = dataclasses.asdict(self)
         out["graph"] = self.graph if isinstance(self.graph, str) else list(self.graph)
         out["baselines"] = list(self.baselines)
+        out["validation_graphs"] = list(self.validation_graphs)
         return json.loads(json.dumps(out))
 
     def env_arguments(self, *, evaluation: bool = False) -> dict[str, Any]:
@@ -325,6 +333,19 @@ def make_env(arguments: Mapping[str, Any], kind: str) -> Any:
     return env_class(kind)(**arguments)
 
 
+def _validation_env(config: TrainConfig, eval_env: Any) -> Any:
+    """The env of ``config.validation_graphs`` (``None`` without them), padded as the training
+    env is, so the policy reads its observations."""
+    if not config.validation_graphs:
+        return None
+    arguments = {**config.env_arguments(evaluation=True), "graph": list(config.validation_graphs),
+                 "max_nodes": eval_env.max_nodes, "max_edges": eval_env.max_edges}  # fmt: skip
+    try:
+        return make_env(arguments, config.env)
+    except ConfigError as err:
+        raise ConfigError(f"validation_graphs: {err}") from None
+
+
 def _monitored(arguments: dict[str, Any], kind: str, start_from_best: bool = False) -> Any:
     from stable_baselines3.common.monitor import Monitor
 
@@ -418,7 +439,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
             timings["warm_start"] = time.perf_counter() - start
     clock_start = time.perf_counter() - timings["train"]
     clock = lambda: time.perf_counter() - clock_start  # noqa: E731
-    evaluate = Evaluate(eval_env, config.eval_every, curve, best, clock)
+    evaluate = Evaluate(eval_env, config.eval_every, curve, best, clock,
+                        _validation_env(config, eval_env))  # fmt: skip
     if state is not None and "keep_best" in state:
         evaluate.load_best(state["keep_best"], out / CHECKPOINT / state["files"]["best"])
 

@@ -124,6 +124,9 @@ def test_agent_options_reach_the_train_config():
                              out_dir=None)  # fmt: skip
     assert (config.rollback, config.rollback_graphs) == (True, 24)
     assert to_train_config(_compose(), out_dir=None).rollback_graphs == 0  # all graphs
+    held = to_train_config(_compose("validation_graphs=['synthetic:cifar10?seed=1']"),
+                           out_dir=None)  # fmt: skip
+    assert list(held.validation_graphs) == ["synthetic:cifar10?seed=1"]
 
 
 def test_refine_env_passes_its_own_arguments():

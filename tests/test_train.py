@@ -151,6 +151,36 @@ def test_rollback_checks_only_its_share_of_the_graphs(monkeypatch):
     assert rollback_checks and all(c == [0, 4] for c in rollback_checks)
 
 
+def test_validation_graphs_choose_the_weights_keep_best_keeps(monkeypatch):
+    """Every evaluation scores the policy on the validation graphs too, and the kept weights
+    are those of the best validation score, not of the best training-graph score."""
+    from placerl.agents import callbacks
+
+    scored = []
+    real = callbacks.greedy_score
+
+    def recording(model, env, indices=None):
+        scored.append([g.name for g in env.graphs])
+        return real(model, env, indices)
+
+    monkeypatch.setattr(callbacks, "greedy_score", recording)
+    validation = ["synthetic:layered?n=10&seed=7", "synthetic:layered?n=9&seed=8"]
+    fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
+    result = train({**SMALL, "total_steps": 256, "eval_every": 64, "hyperparams": fast,
+                    "rollback": False, "validation_graphs": validation})  # fmt: skip
+    assert ["layered-n10-s7", "layered-n9-s8"] in scored
+    scores = [c["validation"] for c in result.curve]
+    assert len(scores) == len(result.curve) >= 5 and len(set(scores)) > 1
+    kept = result.curve[int(np.argmin(scores))]["step"]
+    assert result.policy_step == (kept if min(scores) < scores[-1] else result.steps)
+
+
+def test_validation_graphs_larger_than_the_padding_are_refused():
+    with pytest.raises(ConfigError, match=r"validation_graphs: .*max_nodes"):
+        train({**SMALL, "total_steps": 64, "eval_every": 0,
+               "validation_graphs": ["synthetic:layered?n=30&seed=1"]})  # fmt: skip
+
+
 def test_keep_best_holds_across_a_resume(tmp_path):
     fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
     train({**SMALL, "total_steps": 256, "eval_every": 64, "hyperparams": fast,
@@ -201,6 +231,8 @@ BAD = [
     ({"n_envs": 0}, "n_envs must be an integer >= 1, got 0"),
     ({"total_steps": 1.5}, "total_steps must be an integer >= 0, got 1.5"),
     ({"rollback_graphs": -1}, "rollback_graphs must be an integer >= 0, got -1"),
+    ({"validation_graphs": "synthetic:cifar10"}, "validation_graphs must be a list of specs, "
+                                                 "got 'synthetic:cifar10'"),
     ({"resume": True}, "resume=True needs an out_dir"),
     ({"time_limit_s": -1}, "time_limit_s must be a number >= 0, got -1"),
     ({"time_limit_s": "1m"}, "time_limit_s must be a number >= 0, got '1m'"),

@@ -116,13 +116,16 @@ class Evaluate(_Periodic):
     mean over graphs of runtime / reference runtime: PPO's greedy policy does not improve
     monotonically, and :meth:`restore_best` hands back the best one seen (as SB3's
     ``EvalCallback`` keeps a best model). :meth:`save_best` and :meth:`load_best` carry them
-    across a resumed run.
+    across a resumed run. With a ``validation`` env, the score is that of its graphs, kept out
+    of training (recorded as the entry's ``validation`` and logged as ``eval/validation``):
+    the weights kept are those that place unseen graphs best.
     """
 
     def __init__(self, env: Any, every: int, curve: list[dict[str, Any]], best: BestPlacement,
-                 clock: Callable[[], float]) -> None:  # fmt: skip
+                 clock: Callable[[], float], validation: Any = None) -> None:  # fmt: skip
         super().__init__(every)
         self.env, self.curve, self.best, self.clock = env, curve, best, clock
+        self.validation = validation
         self.best_score, self.best_step, self._best_weights = math.inf, 0, None
         self.last_score = math.inf
 
@@ -142,14 +145,19 @@ class Evaluate(_Periodic):
                             self.num_timesteps)  # fmt: skip
         runtimes = [r.runtime for r in results]
         best = [self.best.by_graph[g]["runtime"] for g in range(len(results))]
-        self.curve.append({"step": int(self.num_timesteps), "runtimes": runtimes, "best": best,
-                           "wall_s": round(self.clock(), 3)})  # fmt: skip
+        entry = {"step": int(self.num_timesteps), "runtimes": runtimes, "best": best}
+        if self.validation is not None:
+            self.last_score = greedy_score(self.model, self.validation)[1]
+            entry["validation"] = self.last_score
+        self.curve.append({**entry, "wall_s": round(self.clock(), 3)})
         if self.last_score < self.best_score:
             self.best_score, self.best_step = self.last_score, int(self.num_timesteps)
             self._best_weights = copy.deepcopy(self.model.policy.state_dict())
         if getattr(self.model, "_logger", None) is not None:  # set up by learn()
             # Dumped now, at this evaluation's step: SB3 dumps once per rollout otherwise.
             self.logger.record("eval/runtime_ms", 1e3 * float(np.mean(runtimes)))
+            if self.validation is not None:
+                self.logger.record("eval/validation", self.last_score)
             self.logger.dump(int(self.num_timesteps))
         return runtimes
 
