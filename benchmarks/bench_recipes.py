@@ -330,6 +330,8 @@ def main() -> None:
     if args.train_graphs is not None and args.train_graphs < 1:
         parser.error(f"--train-graphs must be at least 1, got {args.train_graphs}")
     args.name = args.name or ("recipes" if args.family == "layered" else f"recipes_{args.family}")
+    if args.select_on_validation and not family.validation:
+        parser.error(f"--select-on-validation: the {args.family} family has no validation graphs")
     if args.rollback_graphs < 0:
         parser.error(f"--rollback-graphs must be at least 0, got {args.rollback_graphs}")
     fixed = [o for o in args.override if o.lstrip("+~").split("=")[0] in FIXED_BY_BENCHMARK]

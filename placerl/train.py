@@ -254,7 +254,8 @@ class TrainResult:
         config: The configuration, as plain values.
         graphs: One outcome per graph.
         curve: The evaluations: ``{"step", "runtimes" (greedy, per graph), "best" (the best
-            runtime seen so far, per graph), "wall_s"}``.
+            runtime seen so far, per graph), "wall_s"}``, and ``"validation"`` (the score of
+            ``validation_graphs``) when there are some.
         best_curve: ``{"step", "best"}`` after every rollout: the best runtime found so far
             per graph, in training episodes or evaluations (a search's learning curve, with
             no greedy evaluation needed).
@@ -415,6 +416,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     phases = PhaseThreads(config.rollout_threads or threads, threads)
     out = Path(config.out_dir) if config.out_dir is not None else None
     eval_env = make_env(config.env_arguments(evaluation=True), config.env)
+    validation = _validation_env(config, eval_env)  # refused now, not after cloning
     venv = _vector_env(config)
     state = _load_state(out, config) if config.resume else None
     timings: dict[str, float] = {"warm_start": 0.0, "train": 0.0}
@@ -439,8 +441,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
             timings["warm_start"] = time.perf_counter() - start
     clock_start = time.perf_counter() - timings["train"]
     clock = lambda: time.perf_counter() - clock_start  # noqa: E731
-    evaluate = Evaluate(eval_env, config.eval_every, curve, best, clock,
-                        _validation_env(config, eval_env))  # fmt: skip
+    evaluate = Evaluate(eval_env, config.eval_every, curve, best, clock, validation)
     if state is not None and "keep_best" in state:
         evaluate.load_best(state["keep_best"], out / CHECKPOINT / state["files"]["best"])
 

@@ -21,7 +21,10 @@ fastest duration; every value clipped to ``[0, CLIP]``):
    channel per device, ``transfer_gap`` after each transfer, one transfer per producer that
    serves every device; ``links``: a channel per device pair; ``ideal``: none). Unplaced
    producers are ignored. A policy that picks the device of smallest ``finish`` in HEFT's
-   order therefore places as HEFT does (for groups of one node). While refining, the arrivals
+   order therefore places as HEFT does (for groups of one node, where memory does not bind:
+   HEFT also reserves outputs' bytes). A group visited again (construct mode visits every
+   member) is taken off its device and booked anew; the transfers its first booking sent
+   stay sent. While refining, the arrivals
    use the last simulation's finish times and the devices count as free; under ``pipeline``,
    where there is no schedule, this is 0.
 5. ``finish``: ``start + duration``.
@@ -29,8 +32,8 @@ fastest duration; every value clipped to ``[0, CLIP]``):
    the device HEFT would pick).
 7. ``allowed``: 1 where the action mask allows ``d``.
 8. ``finish_rank``: ``finish_gap`` over the largest ``finish_gap`` of the allowed devices: 0 on
-   the earliest finish, 1 on the latest and on the devices the mask rules out (0 everywhere
-   when all allowed devices tie). On the whole graph's scale one node's times are a few
+   the earliest finish, 1 on the latest and on the devices the mask rules out (0 on every
+   allowed device when they all tie). On the whole graph's scale one node's times are a few
    thousandths, too little for a network to tell devices apart: this column is scale-free.
 9. ``earliest``: 1 on the allowed devices of smallest ``finish`` (HEFT's choice), else 0.
 
@@ -99,7 +102,10 @@ class DeviceTables:
             group[v] = m.min()
         external = group[a.src] != group[a.dst]
         edges = np.flatnonzero(external)
-        in_ptr, in_edge = _csr(group[a.dst[edges]], edges, group)
+        # Inputs in ListSchedule's order (by producer, then edge): under contention the order
+        # of the sends decides when each arrives.
+        inputs = edges[np.lexsort((edges, a.src[edges]))]
+        in_ptr, in_edge = _csr(group[a.dst[inputs]], inputs, group)
         out_ptr, out_edge = _csr(group[a.src[edges]], edges, group)
         fastest = np.where(np.isfinite(durations), durations, np.inf).min(axis=1)
         scale = float(fastest[np.isfinite(fastest)].sum())
@@ -158,6 +164,8 @@ class DeviceFeatureState:
         self.busy_count = np.zeros(d, dtype=np.int64)
         self.channel_free = np.zeros((d, d))  # placeto: [source, 0]; links: [source, target]
         self.arrival = np.full((n, d), np.nan)  # sent outputs; placeto: [producer, 0]
+        self.booked = np.full(n, -1, dtype=np.int64)  # per group's first member: its device
+        self.booked_interval = np.zeros((n, 2))  # and its (start, end) there
 
     def moved(self, node: int, old: int, new: int) -> None:
         """Account ``node`` leaving device ``old`` (-1 when unplaced) for ``new``."""
@@ -167,14 +175,17 @@ class DeviceFeatureState:
         self.load[new] += durations[new]
 
     def schedule(self, members: np.ndarray, device: int, placement: np.ndarray) -> None:
-        """Add a just-placed group to the list schedule (construction only): it sends its
-        inputs, then runs at its earliest start on ``device``."""
+        """Add a just-placed group to the list schedule (construction only): it takes its
+        earliest start on ``device`` (computed before its inputs are sent, as HEFT does), then
+        sends its inputs. A group booked before is taken off its old device first."""
         t = self.tables
         duration = t.durations[members, device].sum()  # numpy's sum: the same bits as before
-        _schedule(members, device, duration, placement, self.finish, self.busy,
-                  self.busy_count, self.channel_free, self.arrival, t.in_ptr, t.in_src,
-                  t.in_edge, t.edge_bytes, t.edge_time, t.bandwidth, t.latency, t.comm_model,
-                  t.transfer_gap, t.op_gap)  # fmt: skip
+        _unbook(members[0], self.booked, self.booked_interval, self.busy, self.busy_count)
+        self.booked_interval[members[0]] = _schedule(
+            members, device, duration, placement, self.finish, self.busy, self.busy_count,
+            self.channel_free, self.arrival, t.in_ptr, t.in_src, t.in_edge, t.edge_bytes,
+            t.edge_time, t.bandwidth, t.latency, t.comm_model, t.transfer_gap, t.op_gap)
+        self.booked[members[0]] = device
 
     def block(self, members: np.ndarray, placement: np.ndarray, resident: np.ndarray,
               mem_bytes: np.ndarray, mask: np.ndarray) -> np.ndarray:  # fmt: skip
@@ -260,11 +271,29 @@ def _earliest_start(ready, length, busy, count):
 
 
 @njit(cache=True)
+def _unbook(leader, booked, booked_interval, busy, busy_count):
+    """Remove the busy interval of the group led by ``leader`` from the device it was booked
+    on."""
+    device = booked[leader]
+    if device < 0:
+        return
+    count = busy_count[device]
+    for i in range(count):
+        if busy[device, i, 0] == booked_interval[leader, 0] and \
+                busy[device, i, 1] == booked_interval[leader, 1]:
+            for j in range(i, count - 1):
+                busy[device, j] = busy[device, j + 1]
+            busy_count[device] = count - 1
+            return
+
+
+@njit(cache=True)
 def _schedule(members, device, duration, placement, finish, busy, busy_count, channel_free,
               arrival, in_ptr, in_src, in_edge, edge_bytes, edge_time, bandwidth, latency,
               comm_model, transfer_gap, op_gap):  # fmt: skip
     """:meth:`DeviceFeatureState.schedule` compiled (it runs on every construction step), in
-    the order of ``ListSchedule``'s ``earliest_start`` then ``commit``."""
+    the order of ``ListSchedule``'s ``earliest_start`` then ``commit``; returns the busy
+    interval it booked."""
     node = members[0]
     ready = _data_ready(node, device, placement, finish, channel_free, arrival, in_ptr, in_src,
                         in_edge, edge_bytes, edge_time, bandwidth, latency, comm_model)  # fmt: skip
@@ -294,6 +323,7 @@ def _schedule(members, device, duration, placement, finish, busy, busy_count, ch
         i -= 1
     busy[device, i, 0], busy[device, i, 1] = start, end
     busy_count[device] = count + 1
+    return start, end
 
 
 @njit(cache=True)

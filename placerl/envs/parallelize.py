@@ -52,10 +52,11 @@ class ParallelizeEnv(gym.Env):
     The placement envs' ``Dict`` (so the GNN, LSTM and MLP extractors read it unchanged), with
     configuration *slots* in place of devices:
 
-    * ``nodes`` ``(max_nodes, 9 + S)``: rows in traversal order; columns 0-5 as in
+    * ``nodes`` ``(max_nodes, 10 + S)``: rows in traversal order; columns 0-5 as in
       ``Placement-v0`` (cost, out_bytes, mem_bytes, degrees, position), 6 decided flag, 7
-      current flag (the current variable's own node), 8 zero, then a one-hot of the node's
-      chosen slot.
+      current flag (the current variable's own node), 8 zero, 9 upward rank as in
+      ``Placement-v0`` (on the cluster's devices under ``step_time``), then a one-hot of the
+      node's chosen slot.
     * ``edge_index``, ``edge_mask``, ``node_mask``, ``current``: as in ``Placement-v0``.
     * ``devices`` ``(S, 9)``: one row per slot of the current variable: the log of each dim's
       factor (``b n k s h``) and of the number of parts over log p, the configuration's compute

@@ -65,6 +65,42 @@ def test_heft_figures_by_hand():
     np.testing.assert_allclose(obs["devices"][:, EARLIEST], [1, 1])
 
 
+def test_inputs_are_sent_in_heft_order_whatever_the_edge_list_order():
+    """b -> c listed before a -> c, under ``placeto`` (one channel per device): a and b on
+    device 0, c on device 1. HEFT sends a's output first (its inputs go by producer), so it
+    reaches device 1 at 2 ms, not behind b's at 4 ms, and d (a's other consumer) can start
+    there at 2 ms."""
+    nodes = [{"name": x, "cost": 1e-3, "out_bytes": 1e6} for x in "abcd"]
+    graph = CompGraph(nodes, [("b", "c"), ("a", "c"), ("a", "d")], name="sends")
+    cluster = homogeneous(2, bandwidth=1e9, comm_model="placeto")
+    env = PlacementEnv(graph=graph, cluster=cluster, order=lambda g, rng: np.arange(4))
+    env.reset(seed=0)
+    schedule = ListSchedule(Problem(graph, cluster, env.objective))
+    for v, device in enumerate([0, 0, 1]):
+        schedule.commit(v, device, schedule.earliest_start(v, device, insertion=True))
+        obs, *_ = env.step(device)
+    heft = [schedule.earliest_start(3, d, insertion=True) for d in range(2)]
+    np.testing.assert_allclose(heft, [2e-3, 2e-3])  # device 0 frees at 2 ms; a's output too
+    np.testing.assert_allclose(obs["devices"][:, START] * env.case.device_tables.time_scale,
+                               heft)  # fmt: skip
+
+
+def test_a_group_visited_again_leaves_its_first_device():
+    """Construct mode visits every member of a colocation group, and each visit moves the whole
+    group: the list schedule books it once, on the device of its latest visit."""
+    nodes = [{"name": "a", "cost": 1e-3, "group": "g"}, {"name": "b", "cost": 1e-3, "group": "g"},
+             {"name": "c", "cost": 1e-3}]  # fmt: skip
+    graph = CompGraph(nodes, [], name="group")
+    env = PlacementEnv(graph=graph, cluster=homogeneous(2, comm_model="ideal"),
+                       order=lambda g, rng: np.arange(3))  # fmt: skip
+    env.reset(seed=0)
+    env.step(0)  # the group on device 0
+    env.step(1)  # b's visit moves it to device 1
+    starts = env._observation()["devices"][:, START]
+    np.testing.assert_allclose(starts * env.case.device_tables.time_scale, [0.0, 2e-3])
+    np.testing.assert_array_equal(env._device_state.busy_count, [0, 1])
+
+
 def test_a_node_fills_an_idle_gap_as_heft_inserts_it():
     """x -> y and a free-standing z, placed x, y, z: y waits 1 ms for x's output on device 1,
     and z, placed after it, starts in that gap (insertion) rather than after y."""
@@ -248,8 +284,9 @@ def test_refine_features_equal_their_definitions(cluster):
 
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(8, 60),
-       comm=st.sampled_from(["placeto", "links", "ideal"]), gaps=st.booleans())  # fmt: skip
-def test_earliest_finish_in_heft_order_places_as_heft(seed, n, comm, gaps):
+       comm=st.sampled_from(["placeto", "links", "ideal"]), gaps=st.booleans(),
+       shuffled=st.booleans())  # fmt: skip
+def test_earliest_finish_in_heft_order_places_as_heft(seed, n, comm, gaps, shuffled):
     """The rule a policy can learn from these features: in the dual env, select the ready node
     of highest upward rank and take the first ``earliest`` device (HEFT breaks ties by device
     index). That is HEFT, device for device, contention and gaps included."""
@@ -257,6 +294,9 @@ def test_earliest_finish_in_heft_order_places_as_heft(seed, n, comm, gaps):
     gap = {"transfer_gap": 2e-5, "op_gap": 5e-6} if gaps else {"transfer_gap": 0.0, "op_gap": 0.0}
     cluster = dataclasses.replace(cluster, comm_model=comm, **gap)
     graph = load_graph_spec(f"synthetic:layered?n={n}&seed={seed}")
+    if shuffled:  # edges not listed by producer: the sends must still go in HEFT's order
+        edges = [graph.edges[i] for i in np.random.default_rng(seed).permutation(graph.num_edges)]
+        graph = CompGraph(graph.nodes, edges, name=graph.name)
     env = DualPlacementEnv(graph=graph, cluster=cluster)
     heft = reference(graph, cluster, env.objective, "heft").placement
     obs, _ = env.reset(seed=0)
