@@ -26,7 +26,8 @@ def load_model(path: str | os.PathLike[str], device: str = "auto") -> Any:
     """Load a model saved by :func:`placerl.train.train` (or any model of ``make_agent``).
 
     Raises:
-        ConfigError: No such file, not a zip file, or a zip without placerl's settings.
+        ConfigError: No such file, not a zip file, a zip without placerl's settings, or a
+            policy trained on observations of another version than this placerl's envs give.
     """
     path = Path(path)
     if not path.is_file():
@@ -42,12 +43,19 @@ def load_model(path: str | os.PathLike[str], device: str = "auto") -> Any:
 @functools.lru_cache(maxsize=8)
 def _load(path: str, mtime: int, device: str) -> Any:
     from placerl.agents.factory import ALGORITHMS, in_memory_logger
+    from placerl.envs.case import OBSERVATION_VERSION
 
     save_util = require("stable_baselines3.common.save_util", "the policy placer")
     data, _, _ = save_util.load_from_zip_file(path, load_data=True, device="cpu")
     settings = (data or {}).get("placerl_settings")
     if settings is None:
         raise ConfigError(f"{path} is not a placerl policy (no placerl_settings in its data)")
+    version = settings.get("observation_version", 1)
+    if version != OBSERVATION_VERSION:
+        raise ConfigError(
+            f"{path} was trained on observations of version {version}; this placerl's envs "
+            f"give version {OBSERVATION_VERSION} (their features changed): train it again"
+        )
     return in_memory_logger(ALGORITHMS[settings["algo"]].load().load(path, device=device))
 
 

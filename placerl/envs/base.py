@@ -18,7 +18,7 @@ from gymnasium import spaces
 from placerl._options import check_int
 from placerl.baselines.references import Reference, parse_placer
 from placerl.cluster import Cluster, load_cluster
-from placerl.envs.case import CURRENT, NUM_BASE_FEATURES, PLACED, GraphCase
+from placerl.envs.case import CURRENT, NUM_BASE_FEATURES, OBSERVATION_VERSION, PLACED, GraphCase
 from placerl.envs.device_features import CLIP, NUM_DEVICE_FEATURES, DeviceFeatureState
 from placerl.envs.rewards import INFEASIBLE_FACTOR, REWARDS
 from placerl.errors import ConfigError, EpisodeError, PlacementError
@@ -154,6 +154,7 @@ class PlacementEnvBase(gym.Env):
             "fold": self.fold,
             "max_nodes": self.max_nodes,
             "max_edges": self.max_edges,
+            "observation_version": OBSERVATION_VERSION,
             **self._extra_settings(),
         }
 

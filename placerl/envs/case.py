@@ -23,6 +23,11 @@ from placerl.sim import CostModel
 
 # Column layout of the "nodes" observation (documented in the env docstrings).
 NUM_BASE_FEATURES = 10
+#: Bumped whenever the observation's layout or meaning changes, and saved with every policy
+#: (:meth:`placerl.envs.base.PlacementEnvBase.settings`): one trained on another version reads
+#: these observations wrongly. 2: the ``RANK`` column and the ``devices`` features of HEFT's
+#: own schedule (policies saved before carry no version: 1).
+OBSERVATION_VERSION = 2
 (COST, OUT_BYTES, MEM_BYTES, IN_DEGREE, OUT_DEGREE, POSITION, PLACED, CURRENT, START,
  RANK) = range(NUM_BASE_FEATURES)  # fmt: skip
 

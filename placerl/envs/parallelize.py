@@ -20,6 +20,7 @@ from placerl.envs.base import _check_reset_options, _padding, observation_of
 from placerl.envs.case import (
     CURRENT,
     NUM_BASE_FEATURES,
+    OBSERVATION_VERSION,
     PLACED,
     static_features,
 )
@@ -197,6 +198,7 @@ class ParallelizeEnv(gym.Env):
             "fold": self.fold,
             "max_nodes": self.max_nodes,
             "max_edges": self.max_edges,
+            "observation_version": OBSERVATION_VERSION,
         }
 
     # ---------------------------------------------------------------------- episodes

@@ -91,3 +91,24 @@ def test_policy_is_not_standalone():
 
     assert not PLACERS["policy"].standalone
     assert PLACERS["heft"].standalone
+
+
+@pytest.mark.parametrize("saved", [1, None])
+def test_a_policy_of_other_observations_is_refused(tmp_path, saved):
+    """A policy saved with another observation version (or none: before versions were saved)
+    would read these observations wrongly."""
+    from placerl.agents import make_agent
+    from placerl.envs import PlacementEnv
+    from placerl.envs.case import OBSERVATION_VERSION
+
+    model = make_agent("maskable_ppo", PlacementEnv(GRAPH, "placeto?n_devices=2"), "mlp",
+                       n_steps=32, batch_size=32)  # fmt: skip
+    assert model.placerl_settings["observation_version"] == OBSERVATION_VERSION
+    settings = {k: v for k, v in model.placerl_settings.items() if k != "observation_version"}
+    if saved is not None:
+        settings["observation_version"] = saved
+    model.placerl_settings = settings
+    model.save(tmp_path / "old.zip")
+    with pytest.raises(ConfigError, match=r"old.zip was trained on observations of version 1; "
+                                          r"this placerl's envs give version 2"):
+        solve("policy", GRAPH, "placeto?n_devices=2", path=str(tmp_path / "old.zip"))
