@@ -117,12 +117,13 @@ class GraphCase:
                 to its first copy: the episode visits first copies only (``steps``), and a
                 node's unit (``members``) holds its colocation group and its copies.
         """
-        model = CostModel(graph, cluster, objective)
+        problem = Problem(graph, cluster, objective)
+        model = problem.model  # one cost model for the case and HEFT's rank
         a = graph.arrays
         order_idx = traversal_order(graph, order, seed=order_seed)
         row_of = np.empty_like(order_idx)
         row_of[order_idx] = np.arange(graph.num_nodes)
-        rank = upward_rank(Problem(graph, cluster, objective))
+        rank = upward_rank(problem)
         static = static_features(graph, order_idx, rank)
         members = model.colocation_members()
         steps = np.arange(graph.num_nodes)

@@ -217,8 +217,8 @@ def _edge_time(e, a, b, edge_bytes, edge_time, bandwidth, latency):
 
 
 @njit(cache=True)
-def _channel(comm_model, a, d):
-    """The ``channel_free`` column of a transfer from ``a`` to ``d``; also the ``arrival``
+def _channel(comm_model, d):
+    """The ``channel_free`` column of a transfer to ``d``; also the ``arrival``
     column of its output (under ``placeto`` one transfer serves every device)."""
     return 0 if comm_model == PLACETO else d
 
@@ -230,7 +230,7 @@ def _send_time(k, d, placement, finish, channel_free, arrival, in_src, in_edge, 
     else if sent now (once its channel is free)."""
     src = in_src[k]
     a = placement[src]
-    column = _channel(comm_model, a, d)
+    column = _channel(comm_model, d)
     if not np.isnan(arrival[src, column]):
         return arrival[src, column]
     begin = finish[src]
@@ -304,7 +304,7 @@ def _schedule(members, device, duration, placement, finish, busy, busy_count, ch
         a = placement[src]
         if a < 0 or a == device or np.isnan(finish[src]):
             continue
-        column = _channel(comm_model, a, device)
+        column = _channel(comm_model, device)
         if np.isnan(arrival[src, column]):
             sent = _send_time(k, device, placement, finish, channel_free, arrival, in_src,
                               in_edge, edge_bytes, edge_time, bandwidth, latency, comm_model)
