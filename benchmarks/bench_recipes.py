@@ -118,7 +118,7 @@ FAMILIES = {
        for name in ("cifar10", "ptb", "nmt")},
 }  # fmt: skip
 CONSTRUCTIVE = ("heft", "m_etf", "m_sct")
-RECIPES = ("default", "placeto", "doppler", "gdp")
+RECIPES = ("default", "placeto", "doppler", "gdp", "improve")
 #: Seeds of the reference ``local_search`` (its visiting order) per held-out graph.
 LOCAL_SEARCH_SEEDS = 5
 #: Options ``recipe_config`` sets itself, whatever a ``--override`` says.

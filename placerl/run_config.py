@@ -74,6 +74,7 @@ class EnvGroup:
         passes: Refine only: passes over the nodes per episode.
         moves: Refine only: steps per episode instead of whole passes (``None``: passes),
             from a random node of the order.
+        undo_worse: Refine only: a move that makes the placement slower is undone at once.
         groups: Hierarchical only: how many groups the grouper fills (``None``: 16, or
             ``max_nodes`` if fewer).
         max_nodes: Padding (``None``: the largest graph's size).
@@ -90,6 +91,7 @@ class EnvGroup:
     start_from_best: bool = False
     passes: int = 1
     moves: int | None = None
+    undo_worse: bool = False
     groups: int | None = None
     max_nodes: int | None = None
     max_edges: int | None = None

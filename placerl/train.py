@@ -73,7 +73,9 @@ class TrainConfig:
         n_envs: Parallel envs.
         vec_env: ``dummy`` (in process) or ``subproc`` (one process per env).
         seed: Seeds the agent, the envs and the warm start.
-        warm_start: A placer spec to clone before RL (``None``: no warm start).
+        warm_start: A placer spec to clone before RL, or a state expert of
+            :data:`placerl.agents.imitation.STATE_EXPERTS` (``best_move``, refine only;
+            ``None``: no warm start).
         warm_start_epochs: Cloning epochs.
         rollback: After each PPO update, run the greedy policy on every graph and undo the
             update if its placements got worse (:class:`~placerl.agents.callbacks.Rollback`):
@@ -177,11 +179,19 @@ class TrainConfig:
             )
 
     def _check_placers(self) -> None:
-        """The baselines and the warm start name placers, checked now, not after training."""
+        """The baselines and the warm start name placers (or, the warm start, a state expert
+        this env answers), checked now, not after training."""
+        from placerl._env_ids import env_class
+        from placerl.agents.imitation import STATE_EXPERTS, check_expert
         from placerl.baselines.references import parse_placer
 
         check_spec_list(self.baselines, "baselines")
-        for spec in (*self.baselines, *([self.warm_start] if self.warm_start else [])):
+        placers = list(self.baselines)
+        if self.warm_start in STATE_EXPERTS:
+            check_expert(env_class(self.env), self.warm_start)
+        elif self.warm_start:
+            placers.append(self.warm_start)
+        for spec in placers:
             parse_placer(spec)
 
     @classmethod

@@ -5,13 +5,19 @@ Here any registered placer can be the expert: at step ``t`` the expert action is
 placer's device for the node the env asks about (``order[t]``, or ``order[t mod N]`` when
 refining); in the dual env's select steps it is the ready node of highest upward rank
 (HEFT's order; :meth:`~placerl.envs.dual.DualPlacementEnv.expert_action`).
+The refine env also has a state expert, ``best_move`` (:data:`STATE_EXPERTS`): the device
+that makes the current placement fastest when only the current node moves, one step of
+best-improvement local search, so that the clone learns which moves improve a placement.
 The policy is fitted to those actions by cross-entropy over its masked
-distribution, and its value head to the expert episode's returns, so that PPO's first
-updates start from the expert's behaviour and a value scale that matches it.
+distribution, with the actions that keep a node where it is and those that move it weighted
+to equal shares (refining, most expert actions keep: unweighted, a clone learns to keep every
+node), and its value head to the expert episode's returns, so that PPO's first updates start
+from the expert's behaviour and a value scale that matches it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,29 +53,70 @@ class CloneReport:
     policy_runtime: float
 
 
-Demonstrations = tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, list[float]]
+#: Experts that act on the env's state instead of replaying a placer's placement.
+STATE_EXPERTS: dict[str, Callable[[Any], Any]] = {
+    "best_move": lambda env: env.best_move(),  # placerl/PlacementRefine-v0 only
+}
 
 
-def expert_episodes(env: Any, placer: str) -> Demonstrations:
-    """Play ``placer``'s placement in ``env``, once per graph.
+@dataclass(frozen=True)
+class Demonstrations:
+    """An expert's episodes, one per graph, as training samples.
 
-    Returns:
-        Stacked observations, expert actions, action masks, returns-to-go, and each episode's
-        final runtime.
+    Attributes:
+        observations: Stacked observations.
+        actions: The expert's actions.
+        masks: The action masks.
+        returns: Returns-to-go.
+        weights: Sample weights: actions that keep the placement as it is and those that
+            change it weigh equal shares in all (1 everywhere when one kind is missing).
+        runtimes: Each episode's final runtime.
     """
+
+    observations: dict[str, np.ndarray]
+    actions: np.ndarray
+    masks: np.ndarray
+    returns: np.ndarray
+    weights: np.ndarray
+    runtimes: list[float]
+
+
+def check_expert(env_class: type, expert: str) -> None:
+    """Refuse a state expert that envs of ``env_class`` cannot answer.
+
+    Raises:
+        ConfigError: ``best_move`` for an env that does not refine.
+    """
+    if expert in STATE_EXPERTS and not hasattr(env_class, expert):
+        raise ConfigError(f"warm_start {expert!r} needs the refine env (env=refine), "
+                          f"not {env_class.__name__}")  # fmt: skip
+
+
+def expert_episodes(env: Any, expert: str) -> Demonstrations:
+    """Play the expert in ``env``, once per graph: a placer's placement, or a state expert of
+    :data:`STATE_EXPERTS`.
+
+    Raises:
+        ConfigError: See :func:`check_expert`.
+    """
+    check_expert(type(env), expert)
     observations: list[dict[str, np.ndarray]] = []
-    actions, masks, returns, runtimes = [], [], [], []
+    actions, masks, returns, keeps, runtimes = [], [], [], [], []
     for g, graph in enumerate(env.graphs):
-        expert = reference(graph, env.cluster, env.objective, placer).placement
+        act = STATE_EXPERTS.get(expert)
+        if act is None:
+            placement = reference(graph, env.cluster, env.objective, expert).placement
+            act = lambda env, placement=placement: env.expert_action(placement)  # noqa: E731
         obs, _ = env.reset(seed=0, options={"graph": g})
         rewards, kept, done, info = [], [], False, {}
         while not done:
-            action, mask = env.expert_action(expert), env.action_masks()
+            action, mask = act(env), env.action_masks()
             kept.append(_allowed(mask, action))  # a move the mask rules out cannot be imitated
             if kept[-1]:
                 observations.append(obs)
                 actions.append(action)
                 masks.append(mask)
+                keeps.append(env.keeps_placement(action))
             obs, reward, terminated, truncated, info = env.step(action)
             rewards.append(reward)
             done = terminated or truncated
@@ -77,7 +124,18 @@ def expert_episodes(env: Any, placer: str) -> Demonstrations:
         returns.extend(to_go[np.array(kept)].tolist())
         runtimes.append(float(info["runtime"]))
     stacked = {k: np.stack([o[k] for o in observations]) for k in observations[0]}
-    return stacked, np.array(actions), np.array(masks), np.array(returns, np.float32), runtimes
+    return Demonstrations(stacked, np.array(actions), np.array(masks),
+                          np.array(returns, np.float32), balanced_weights(np.array(keeps)),
+                          runtimes)  # fmt: skip
+
+
+def balanced_weights(keeps: np.ndarray) -> np.ndarray:
+    """Weights that give the samples where ``keeps`` holds and the others equal shares of the
+    total (their mean is 1); all 1 when either kind is missing."""
+    n, kept = len(keeps), int(keeps.sum())
+    if kept in (0, n):
+        return np.ones(n, np.float32)
+    return np.where(keeps, n / (2 * kept), n / (2 * (n - kept))).astype(np.float32)
 
 
 def _allowed(mask: np.ndarray, action: int | np.ndarray) -> bool:
@@ -114,41 +172,41 @@ def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
                                                and learning_rate > 0):  # fmt: skip
         raise ConfigError(f"behaviour cloning learning_rate must be a number > 0, "
                           f"got {learning_rate!r}")  # fmt: skip
-    observations, actions, masks, returns, runtimes = expert_episodes(env, placer)
+    demos = expert_episodes(env, placer)
     policy = model.policy
     policy.set_training_mode(True)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     generator = np.random.default_rng(seed)
-    n = len(actions)
+    n = len(demos.actions)
     for _ in range(epochs):
         for batch in np.array_split(generator.permutation(n), max(1, n // batch_size)):
-            loss = _loss(model, {k: v[batch] for k, v in observations.items()}, actions[batch],
-                         masks[batch], returns[batch])[0]  # fmt: skip
+            loss = _loss(model, demos, batch)[0]
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
             optimizer.step()
     policy.set_training_mode(False)
     with torch.no_grad():
-        _, cross_entropy, accuracy = _loss(model, observations, actions, masks, returns)
+        _, cross_entropy, accuracy = _loss(model, demos, np.arange(n))
     cloned = [rollout(model, env, graph=g, seed=0).runtime for g in range(len(env.graphs))]
     return CloneReport(n, epochs, float(cross_entropy), float(accuracy),
-                       float(np.mean(runtimes)), float(np.mean(cloned)))  # fmt: skip
+                       float(np.mean(demos.runtimes)), float(np.mean(cloned)))  # fmt: skip
 
 
-def _loss(model: Any, obs: dict[str, np.ndarray], actions: np.ndarray, masks: np.ndarray,
-          returns: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
-    """(total loss, cross-entropy, greedy accuracy) of a batch."""
+def _loss(model: Any, demos: Demonstrations,
+          batch: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+    """(total loss, weighted cross-entropy, greedy accuracy) of the samples ``batch``."""
     policy = model.policy
-    tensors, _ = policy.obs_to_tensor(obs)
+    tensors, _ = policy.obs_to_tensor({k: v[batch] for k, v in demos.observations.items()})
     if uses_masks(model):
-        distribution = policy.get_distribution(tensors, action_masks=masks)
+        distribution = policy.get_distribution(tensors, action_masks=demos.masks[batch])
     else:
         distribution = policy.get_distribution(tensors)
-    target = torch.as_tensor(actions, device=policy.device)
-    cross_entropy = -distribution.log_prob(target).mean()
+    target = torch.as_tensor(demos.actions[batch], device=policy.device)
+    weights = torch.as_tensor(demos.weights[batch], device=policy.device)
+    cross_entropy = -(weights * distribution.log_prob(target)).sum() / weights.sum()
     values = policy.predict_values(tensors).squeeze(-1)
-    targets = torch.as_tensor(returns, device=policy.device)
+    targets = torch.as_tensor(demos.returns[batch], device=policy.device)
     value_loss = torch.nn.functional.mse_loss(values, targets)
     greedy = distribution.mode()
     accuracy = (greedy == target).float().mean()

@@ -166,6 +166,11 @@ class PlacementEnvBase(gym.Env):
         device for the current node."""
         return int(expert[int(self.case.order[self._row])])
 
+    def keeps_placement(self, action: Any) -> bool:
+        """Whether ``action`` would leave the placement as it is (never while constructing:
+        every step places a node; behaviour cloning balances such actions against the others)."""
+        return False
+
     # ------------------------------------------------------------------ episode setup
     def graph_case(self, index: int) -> GraphCase:
         """Graph ``index``'s case (its order, reference, simulator), built once."""

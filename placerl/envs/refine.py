@@ -13,6 +13,7 @@ from placerl.baselines.references import parse_placer, reference
 from placerl.envs.base import PlacementEnvBase
 from placerl.envs.case import START, GraphCase
 from placerl.errors import ConfigError, PlaceRLError
+from placerl.sim import penalized_runtime
 from placerl.sim.model import check_placement
 
 InitialFn = Callable[["PlacementRefineEnv", GraphCase], np.ndarray]
@@ -76,6 +77,13 @@ class PlacementRefineEnv(PlacementEnvBase):
     positive when the placement got faster (two public implementations of this MDP had the sign
     backwards; a test pins it). Any registered reward can be chosen.
 
+    With ``undo_worse``, a move that makes the placement slower is undone at once: the node
+    goes back, the step's reward is that of leaving it (0 under ``normalized_delta``), and
+    ``info["undone"]`` is ``True``. The move's simulation still counts (``simulations``), so
+    a pass costs one evaluation per move tried; a policy then proposes moves and the simulator
+    accepts the improving ones (a learned local search), and an episode never ends slower than
+    it started.
+
     ## Episode end
     Terminates after ``passes`` passes over the nodes (``passes * N`` steps; one pass by
     default), or, with ``moves``, after that many steps: then the episode starts at a node
@@ -90,8 +98,8 @@ class PlacementRefineEnv(PlacementEnvBase):
     ``reset()``) raises :class:`~placerl.errors.EpisodeError`.
 
     ## Arguments
-    Those of ``placerl/Placement-v0`` plus ``initial`` (see Description), ``passes`` (an
-    integer >= 1) and ``moves`` (``None`` or an integer >= 1; see Episode end).
+    Those of ``placerl/Placement-v0`` plus ``initial`` and ``undo_worse`` (see Description),
+    ``passes`` (an integer >= 1) and ``moves`` (``None`` or an integer >= 1; see Episode end).
     ``reset(seed=s)`` gives the same episode whatever happened before.
 
     ## Version history
@@ -100,13 +108,16 @@ class PlacementRefineEnv(PlacementEnvBase):
 
     kind = "refine"
     constructs = False
-    extra_arguments = ("initial", "passes", "moves")
+    extra_arguments = ("initial", "passes", "moves", "undo_worse")
     training_arguments = ("moves",)  # a greedy evaluation passes over every node
 
     def __init__(self, *args: Any, initial: str = "single_device", passes: int = 1,
-                 moves: int | None = None, reward: str = "normalized_delta",
-                 **kwargs: Any) -> None:  # fmt: skip
+                 moves: int | None = None, undo_worse: bool = False,
+                 reward: str = "normalized_delta", **kwargs: Any) -> None:  # fmt: skip
         super().__init__(*args, reward=reward, **kwargs)
+        if not isinstance(undo_worse, bool):
+            raise ConfigError(f"undo_worse must be true or false, got {undo_worse!r}")
+        self.undo_worse = undo_worse
         self.passes = check_int(passes, "passes", minimum=1)
         self.moves = None if moves is None else check_int(moves, "moves", minimum=1)
         _check_initial(initial)
@@ -137,16 +148,20 @@ class PlacementRefineEnv(PlacementEnvBase):
         device = self._device(action)
         n = len(case.steps)
         v = int(case.order[case.steps[self._t % n]])
-        after = self._before  # a node left where it is changes nothing: no new simulation
+        after, extra = self._before, {}  # a node left where it is: no new simulation
         if self.placement[v] != device:
-            moved = self._move_group(v, device)
-            if self._incremental is not None:
-                for u in moved:  # one colocation group at a time (several when folded)
-                    self._incremental.move(int(u), device)
+            old, previous = int(self.placement[v]), (self._result, self._feasible)
+            self._move(v, device)
             after = self._simulate()
+            if self.undo_worse and after > self._before:
+                self._move(v, old)
+                self._result, self._feasible = previous
+                if self._result.finish is not None:
+                    self._device_state.finish = self._result.finish
+                after, extra = self._before, {"undone": True}
         self._t += 1
         length = self.passes * n if self.moves is None else self.moves
-        done, extra = self._t - self._first == length, {}
+        done = self._t - self._first == length
         if not done:
             self._focus(int(case.steps[self._t % n]))
             if self.memory == "mask" and not self._mask.any():  # no device can take the node
@@ -157,7 +172,42 @@ class PlacementRefineEnv(PlacementEnvBase):
             self._set_current(None)
         return self._observation(), reward, done, False, self._info(after, done, **extra)
 
+    def keeps_placement(self, action: Any) -> bool:
+        """Whether ``action`` leaves the current node on its device."""
+        return int(action) == int(self.placement[int(self.case.order[self._row])])
+
+    def best_move(self) -> int:
+        """The device that makes the placement fastest when the current node (with its
+        colocation group) moves there and nothing else does; its own device unless another is
+        strictly faster (the ``best_move`` expert of :mod:`placerl.agents.imitation`: one step
+        of best-improvement local search, which a policy cloned from it learns to predict).
+
+        It simulates each other allowed device once, on a copy: the env's state and its
+        ``simulations`` count do not change.
+        """
+        self._check_running()
+        case = self.case
+        v = int(case.order[self._row])
+        placement, best = self.placement.copy(), int(self.placement[v])
+        fastest = self._before
+        for device in np.flatnonzero(self._mask):
+            if device == self.placement[v]:
+                continue
+            placement[case.members[v]] = device
+            result = case.model.evaluate(placement, check=False, times=False)
+            runtime = penalized_runtime(result, case.reference_runtime)
+            if runtime < fastest:
+                best, fastest = int(device), runtime
+        return best
+
     # ------------------------------------------------------------------------ helpers
+    def _move(self, v: int, device: int) -> None:
+        """Move ``v``'s unit to ``device``, in the placement and the incremental state."""
+        moved = self._move_group(v, device)
+        if self._incremental is not None:
+            for u in moved:  # one colocation group at a time (several when folded)
+                self._incremental.move(int(u), device)
+
     def _initial_placement(self, case: GraphCase, given: Any) -> np.ndarray:
         """The placement the episode starts from: given in the reset options, else ``initial``."""
         if given is not None:
