@@ -41,6 +41,8 @@ TRAIN = [
     ({"env": "beam"}, "env must be one of construct, refine, dual, one_shot, hierarchical, "
                       "got 'beam'"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+    ({"warm_start": "best_move"},
+     r"warm_start 'best_move' needs the refine env \(env=refine\), not PlacementEnv"),
 ]
 
 
@@ -56,6 +58,8 @@ CLONE = [
     ({"batch_size": 0}, "behaviour cloning batch_size must be an integer >= 1, got 0"),
     ({"learning_rate": -1}, "behaviour cloning learning_rate must be a number > 0, got -1"),
     ({"learning_rate": "fast"}, "behaviour cloning learning_rate must be a number > 0"),
+    ({"placer": "best_move"},
+     r"warm_start 'best_move' needs the refine env \(env=refine\), not PlacementEnv"),
 ]
 
 

@@ -73,6 +73,8 @@ REFINE_CONSTRUCTION = [
      "option 'seed' of placer 'random' must be an integer, got 'x'"),
     ("initial placer with a bad option", {"initial": "heft?depth=1"}, ConfigError,
      "unknown option(s) depth for placer 'heft'"),
+    ("undo_worse not a bool", {"undo_worse": "yes"}, ConfigError,
+     "undo_worse must be true or false, got 'yes'"),
 ]  # fmt: skip
 
 

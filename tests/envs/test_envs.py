@@ -235,6 +235,72 @@ def test_refine_leaving_a_node_in_place_reuses_the_simulation(monkeypatch):
     assert calls == [1]
 
 
+def _runtime_if(env, device):
+    placement = env.placement.copy()
+    placement[env.case.members[int(env.case.order[env._row])]] = device
+    return simulate(env.case.graph, placement, env.cluster).runtime
+
+
+def test_best_move_is_the_device_of_one_best_improvement_step():
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform")
+    checked = moved = 0
+    for seed in range(3):
+        env.reset(seed=seed)
+        done = False
+        while not done:
+            simulations, placement = env.simulations, env.placement.copy()
+            best = env.best_move()
+            assert env.simulations == simulations  # on a copy: the env is as it was
+            np.testing.assert_array_equal(env.placement, placement)
+            runtimes = {d: _runtime_if(env, d) for d in np.flatnonzero(env.action_masks())}
+            current = int(env.placement[int(env.case.order[env._row])])
+            assert runtimes[best] == pytest.approx(min(runtimes.values()))
+            if best != current:  # a move only when strictly faster than staying
+                assert runtimes[best] < runtimes[current]
+                moved += 1
+            assert env.keeps_placement(best) == (best == current)
+            _, _, done, _, _ = env.step(best)
+            checked += 1
+    assert checked == 36 and moved > 0
+
+
+@pytest.mark.parametrize("undo", [False, True])
+def test_undo_worse_undoes_exactly_the_moves_that_slow_the_placement(undo):
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform",
+                             undo_worse=undo)  # fmt: skip
+    twin = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform")
+    rng = np.random.default_rng(0)
+    undone = 0
+    for seed in range(4):
+        obs, info = env.reset(seed=seed)
+        start, done = info["runtime"], False
+        while not done:
+            before, placement = info["runtime"], env.placement.copy()
+            action = int(rng.integers(env.num_devices))
+            slower = _runtime_if(env, action) > before
+            simulations = env.simulations
+            obs, reward, done, _, info = env.step(action)
+            moved = action != placement[int(env.case.order[(env._t - 1) % 12])]
+            assert env.simulations == simulations + moved  # the tried move counts
+            if undo and slower:
+                undone += 1
+                assert info["undone"] and reward == 0.0 and info["runtime"] == before
+                np.testing.assert_array_equal(env.placement, placement)
+            else:
+                assert "undone" not in info
+            assert info["runtime"] == pytest.approx(
+                simulate(env.case.graph, env.placement, env.cluster).runtime)
+            if not done:  # the observation is that of the env's placement, as if fresh
+                twin.reset(seed=seed, options={"initial": env.placement})
+                twin._t = env._t
+                twin._before = twin._simulate()
+                twin._focus(int(twin.case.steps[twin._t]))
+                np.testing.assert_allclose(obs["nodes"], twin._observation()["nodes"],
+                                           rtol=1e-5, atol=1e-6)  # fmt: skip
+        assert (info["runtime"] <= start) or not undo
+    assert (undone > 0) == undo
+
+
 def test_short_refine_episodes_start_at_a_drawn_node_and_go_on_in_order():
     env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform", moves=5)
     firsts = set()
