@@ -418,6 +418,10 @@ def trained_policy(recipe: str, family: Family, seed: int,
     variant = f"{recipe}{_variant(args)}_seed{seed}"
     kept = Path(args.models) / args.family / variant if args.models else None
     if kept is not None and (kept / "model.zip").is_file():
+        trained = json.loads((kept / "result.json").read_text())["config"]["total_steps"]
+        if trained != args.steps:
+            raise SystemExit(f"{kept} holds a policy trained for {trained} steps, not "
+                             f"--steps {args.steps}: give another --models folder")  # fmt: skip
         seconds = json.loads((kept / "train_s.json").read_text())
         return load_model(kept / "model.zip", "cpu"), seconds
     with tempfile.TemporaryDirectory() as scratch:

@@ -37,6 +37,7 @@ from placerl._env_ids import ENV_KINDS, env_class
 from placerl._io import atomic_write_text
 from placerl._options import check_int, check_out_dir, check_spec_list
 from placerl._provenance import provenance
+from placerl.envs.case import OBSERVATION_VERSION
 from placerl.errors import ConfigError
 from placerl.sim import lower_bound
 
@@ -171,6 +172,12 @@ class TrainConfig:
                 )
         self._check_placers()
         check_spec_list(self.validation_graphs, "validation_graphs")
+        if self.validation_graphs and not (self.keep_best and self.eval_every):
+            raise ConfigError(
+                "validation_graphs choose the weights keep_best keeps at each evaluation: they "
+                f"need keep_best=True and eval_every > 0, got keep_best={self.keep_best}, "
+                f"eval_every={self.eval_every}"
+            )
         check_out_dir(self.out_dir)
         if not isinstance(self.device, str) or not re.fullmatch(TORCH_DEVICES, self.device):
             raise ConfigError(
@@ -458,7 +465,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     def state_of(best_file: Path) -> dict[str, Any]:
         return {"steps": int(model.num_timesteps), "best": best.to_dict(), "curve": curve,
                 "best_curve": best_curve, "timings": timings, "warm_start": warm,
-                "keep_best": evaluate.save_best(best_file), "config": config.to_dict()}  # fmt: skip
+                "keep_best": evaluate.save_best(best_file), "config": config.to_dict(),
+                "observation_version": OBSERVATION_VERSION}  # fmt: skip
 
     def save_checkpoint(model: Any) -> None:
         if out is None:
@@ -608,5 +616,12 @@ def _load_state(out: Path, config: TrainConfig) -> dict[str, Any] | None:
         raise ConfigError(
             f"{out} holds a checkpoint of another configuration ({', '.join(changed)} differ); "
             "use another out_dir, or resume=False to start afresh there"
+        )
+    version = data.get("observation_version", 1)  # checkpoints before the version: 1
+    if version != OBSERVATION_VERSION:
+        raise ConfigError(
+            f"{out} holds a checkpoint trained on observations of version {version}; this "
+            f"placerl gives version {OBSERVATION_VERSION} (their features changed): use another "
+            "out_dir, or resume=False to start afresh there"
         )
     return data

@@ -83,7 +83,7 @@ def test_excursions_find_placements_beyond_local_searchs_optimum():
 def test_improve_proposes_moves_the_simulator_keeps_when_they_help():
     config = to_train_config(_compose("experiment=improve"), out_dir=None)
     assert config.env == "refine" and config.warm_start == "best_move"
-    assert config.env_kwargs["undo_worse"] is True
+    assert config.env_kwargs["undo_worse"] is True and config.env_kwargs["passes"] == 3
     assert config.env_kwargs["initial"] == config.env_kwargs["reference"] == "best_of"
 
 
@@ -94,12 +94,16 @@ def _geomean(values):
 def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_path):
     """Cloned from ``best_move`` on 6 graphs (no PPO), one greedy pass over each of 6 unseen
     graphs (measured over seeds 0-3: 0.914-0.930x ``best_of``, 10.5-13 simulator evaluations
-    each) beats ``best_of`` and ``local_search`` from ``best_of`` given the same evaluations."""
+    each) beats ``best_of`` and ``local_search`` from ``best_of`` given the same evaluations.
+
+    One pass, not the recipe's three: on 24 nodes three passes (0.931-0.946x in 20-23
+    evaluations) spend half of a local-search round, where local search does as well (0.924x
+    on seed 0); ``bench_recipes.py`` measures the three passes at 80 nodes."""
     family = "synthetic:layered?n=24&seed={}"
     training = ",".join(f"'{family.format(s)}'" for s in range(6))
     run = _compose("experiment=improve", f"graph.spec=[{training}]", f"cluster.spec='{CLUSTER}'",
                    "total_steps=0", "eval_every=0", "progress_bar=false", "baselines=[]",
-                   "env.max_nodes=24", "env.max_edges=80")  # fmt: skip
+                   "env.max_nodes=24", "env.max_edges=80", "env.passes=1")  # fmt: skip
     train(to_train_config(run, out_dir=str(tmp_path)))
     model = load_model(str(tmp_path / "model.zip"))
     ratios, searched = [], []

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 
+from placerl.envs.case import OBSERVATION_VERSION
 from placerl.errors import ConfigError
 from placerl.sim import CostModel, lower_bound
 from placerl.train import TrainConfig, train
@@ -177,7 +178,7 @@ def test_validation_graphs_choose_the_weights_keep_best_keeps(monkeypatch):
 
 def test_validation_graphs_larger_than_the_padding_are_refused():
     with pytest.raises(ConfigError, match=r"validation_graphs: .*max_nodes"):
-        train({**SMALL, "total_steps": 64, "eval_every": 0,
+        train({**SMALL, "total_steps": 64, "eval_every": 64,
                "validation_graphs": ["synthetic:layered?n=30&seed=1"]})  # fmt: skip
 
 
@@ -207,6 +208,21 @@ def test_resume_names_a_corrupted_checkpoint_state(tmp_path):
     train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
     (tmp_path / "checkpoint" / "state.json").write_text('{"steps": 6')
     with pytest.raises(ConfigError, match=r"state.json is not a checkpoint state .*afresh"):
+        train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
+               "resume": True})  # fmt: skip
+
+
+@pytest.mark.parametrize("version", [None, 1])
+def test_resume_refuses_a_checkpoint_of_other_observations(tmp_path, version):
+    train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
+    path = tmp_path / "checkpoint" / "state.json"
+    state = json.loads(path.read_text())
+    assert state.pop("observation_version") == OBSERVATION_VERSION
+    if version is not None:  # None: written before checkpoints carried the version
+        state["observation_version"] = version
+    path.write_text(json.dumps(state))
+    with pytest.raises(ConfigError, match=r"checkpoint trained on observations of version 1; "
+                                          r"this placerl gives version \d.*resume=False"):
         train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
                "resume": True})  # fmt: skip
 

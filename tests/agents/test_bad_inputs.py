@@ -41,6 +41,11 @@ TRAIN = [
     ({"env": "beam"}, "env must be one of construct, refine, dual, one_shot, hierarchical, "
                       "got 'beam'"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+    ({"validation_graphs": [GRAPH], "eval_every": 0},
+     "validation_graphs choose the weights keep_best keeps at each evaluation: they need "
+     "keep_best=True and eval_every > 0, got keep_best=True, eval_every=0"),
+    ({"validation_graphs": [GRAPH], "keep_best": False, "eval_every": 64},
+     "they need keep_best=True and eval_every > 0, got keep_best=False, eval_every=64"),
     ({"warm_start": "best_move"},
      r"warm_start 'best_move' needs the refine env \(env=refine\), not PlacementEnv"),
 ]
