@@ -85,6 +85,7 @@ def test_improve_proposes_moves_the_simulator_keeps_when_they_help():
     assert config.env == "refine" and config.warm_start == "best_move"
     assert config.env_kwargs["undo_worse"] is True and config.env_kwargs["passes"] == 3
     assert config.env_kwargs["initial"] == config.env_kwargs["reference"] == "best_of"
+    assert len(config.graph) == 24 and config.env_kwargs["max_nodes"] == 80  # the family
 
 
 def _geomean(values):
