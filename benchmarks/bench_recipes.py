@@ -206,6 +206,8 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
     placers = classic(spec, cluster_spec, budget)
     problem = Problem(load_graph(spec), load_cluster(cluster_spec), OBJECTIVE)
     env = env_for(model.placerl_settings, problem)
+    # A policy that refines best_of's placement computes it first: its seconds count.
+    from_best_of = model.placerl_settings.get("initial") == "best_of"
     rows = []
     for method, search, start in METHODS:
         found = run_search(model, env, search, budget=0 if search == "greedy" else budget,
@@ -214,12 +216,15 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
                      "vs_constructive": found.runtime / placers.constructive,
                      "vs_best_of": found.runtime / placers.best_of.runtime,
                      "evaluations": found.evaluations,
-                     "wall_s": found.wall_s + (placers.best_of_s if start else 0.0),
+                     "wall_s": found.wall_s + (placers.best_of_s if start or from_best_of
+                                               else 0.0),
                      "vs_local_search": found.runtime / placers.local_search
                      if search != "greedy" else float("nan")})  # fmt: skip
-    zero_shot = rows[0]  # a refine pass simulates each move: search given as many evaluations
+    # A refine episode simulates each move: the zero-shot placement against search given as
+    # many evaluations from best_of.
+    zero_shot = next(row for row in rows if row["method"] == "zero-shot")
     searches = local_searches(problem.graph, problem.cluster, placers.best_of.placement,
-                              int(zero_shot["evaluations"]))  # fmt: skip
+                              max(1, int(zero_shot["evaluations"])))  # fmt: skip
     zero_shot["vs_local_search"] = zero_shot["runtime"] / _geomean(
         [runtime for runtime, _, _ in searches], digits=None)
     return rows
@@ -418,10 +423,13 @@ def trained_policy(recipe: str, family: Family, seed: int,
     variant = f"{recipe}{_variant(args)}_seed{seed}"
     kept = Path(args.models) / args.family / variant if args.models else None
     if kept is not None and (kept / "model.zip").is_file():
-        trained = json.loads((kept / "result.json").read_text())["config"]["total_steps"]
+        result = kept / "result.json"
+        trained = (json.loads(result.read_text())["config"]["total_steps"]
+                   if result.is_file() else None)  # fmt: skip
         if trained != args.steps:
-            raise SystemExit(f"{kept} holds a policy trained for {trained} steps, not "
-                             f"--steps {args.steps}: give another --models folder")  # fmt: skip
+            raise SystemExit(f"{kept} holds a policy trained for {trained} steps (None: no "
+                             f"result.json), not --steps {args.steps}: give another --models "
+                             "folder")  # fmt: skip
         seconds = json.loads((kept / "train_s.json").read_text())
         return load_model(kept / "model.zip", "cpu"), seconds
     with tempfile.TemporaryDirectory() as scratch:

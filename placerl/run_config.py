@@ -107,7 +107,8 @@ class AgentGroup:
         head: ``devices`` or ``mlp`` (``None``: ``devices`` where the algorithm allows it).
         extractor_kwargs: Extractor options.
         hyperparams: Algorithm arguments over placerl's defaults.
-        warm_start: A placer to clone before RL (``None``: none). ``best_of`` by default: the
+        warm_start: A placer to clone before RL, or the refine env's state expert ``best_move``
+            (one best-improvement step; ``None``: none). ``best_of`` by default: the
             policy starts from the best classic placement of the graph, and rollback keeps it
             from losing it (on the main job PPO then improved the clone's 25.03 ms to HEFT's
             24.82 and held it; from scratch it stopped at 27.57).

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import json
 import math
 import os
@@ -75,7 +76,7 @@ class TrainConfig:
         vec_env: ``dummy`` (in process) or ``subproc`` (one process per env).
         seed: Seeds the agent, the envs and the warm start.
         warm_start: A placer spec to clone before RL, or a state expert of
-            :data:`placerl.agents.imitation.STATE_EXPERTS` (``best_move``, refine only;
+            :data:`placerl.envs.experts.STATE_EXPERTS` (``best_move``, refine only;
             ``None``: no warm start).
         warm_start_epochs: Cloning epochs.
         rollback: After each PPO update, run the greedy policy on every graph and undo the
@@ -188,13 +189,12 @@ class TrainConfig:
     def _check_placers(self) -> None:
         """The baselines and the warm start name placers (or, the warm start, a state expert
         this env answers), checked now, not after training."""
-        from placerl._env_ids import env_class
-        from placerl.agents.imitation import STATE_EXPERTS, check_expert
         from placerl.baselines.references import parse_placer
+        from placerl.envs.experts import check_expert, is_state_expert
 
         check_spec_list(self.baselines, "baselines")
         placers = list(self.baselines)
-        if self.warm_start in STATE_EXPERTS:
+        if is_state_expert(self.warm_start):
             check_expert(env_class(self.env), self.warm_start)
         elif self.warm_start:
             placers.append(self.warm_start)
@@ -335,9 +335,29 @@ def vs_best_baseline(outcomes: Sequence[tuple[float, Mapping[str, float]]]) -> f
 
 def changed_options(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """The options of ``current`` that ``saved`` (an earlier run's config) holds with another
-    value, outside :data:`RESUMABLE_CHANGES` (the schedule may change)."""
-    return sorted(k for k in current if k not in RESUMABLE_CHANGES
-                  and k in saved and saved[k] != current[k])  # fmt: skip
+    value, outside :data:`RESUMABLE_CHANGES` (the schedule may change). An env argument that
+    ``saved`` lacks (added by a later placerl) counts as its default there."""
+    changed = [k for k in current if k not in RESUMABLE_CHANGES and k in saved
+               and k != "env_kwargs" and saved[k] != current[k]]  # fmt: skip
+    if "env_kwargs" in saved and "env_kwargs" in current:
+        defaults = _env_defaults(current.get("env", "construct"))
+        if {**defaults, **saved["env_kwargs"]} != {**defaults, **current["env_kwargs"]}:
+            changed.append("env_kwargs")
+    return sorted(changed)
+
+
+def _env_defaults(kind: str) -> dict[str, Any]:
+    """The default of each keyword argument of ``kind``'s env (its own or its bases') that has
+    one."""
+    if kind not in ENV_KINDS:
+        return {}
+    defaults: dict[str, Any] = {}
+    for cls in reversed(env_class(kind).__mro__):
+        if "__init__" in vars(cls) and cls.__module__.startswith("placerl."):
+            parameters = inspect.signature(cls.__init__).parameters.values()
+            defaults.update({p.name: p.default for p in parameters
+                             if p.default is not inspect.Parameter.empty})  # fmt: skip
+    return defaults
 
 
 def is_evaluation(config: Mapping[str, Any]) -> bool:
@@ -439,8 +459,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     timings: dict[str, float] = {"warm_start": 0.0, "train": 0.0}
     if state is not None:
         algo_cls = ALGORITHMS[config.algo].load()
-        model = in_memory_logger(algo_cls.load(out / CHECKPOINT / state["files"]["model"],
-                                               env=venv, device=config.device))  # fmt: skip
+        model = in_memory_logger(_load_checkpoint(
+            algo_cls, out / CHECKPOINT / state["files"]["model"], venv, config.device, out))
         best, curve = BestPlacement.from_dict(state["best"]), state["curve"]
         best_curve = state.get("best_curve", [])
         timings.update(state["timings"])
@@ -617,11 +637,28 @@ def _load_state(out: Path, config: TrainConfig) -> dict[str, Any] | None:
             f"{out} holds a checkpoint of another configuration ({', '.join(changed)} differ); "
             "use another out_dir, or resume=False to start afresh there"
         )
-    version = data.get("observation_version", 1)  # checkpoints before the version: 1
+    version = data.get("observation_version", OBSERVATION_VERSION)  # older: the load checks
     if version != OBSERVATION_VERSION:
-        raise ConfigError(
-            f"{out} holds a checkpoint trained on observations of version {version}; this "
-            f"placerl gives version {OBSERVATION_VERSION} (their features changed): use another "
-            "out_dir, or resume=False to start afresh there"
-        )
+        raise ConfigError(_other_observations(out, f"of version {version}"))
     return data
+
+
+def _other_observations(out: Path, which: str) -> str:
+    return (f"{out} holds a checkpoint trained on observations {which}; this placerl gives "
+            f"version {OBSERVATION_VERSION} (their features changed): use another out_dir, or "
+            "resume=False to start afresh there")  # fmt: skip
+
+
+def _load_checkpoint(algo_cls: Any, path: Path, venv: Any, device: str, out: Path) -> Any:
+    """The checkpoint's model on ``venv``; one saved before checkpoints carried the
+    observation version is checked by SB3 against the env's spaces.
+
+    Raises:
+        ConfigError: Its spaces are not the env's (saved by another placerl version).
+    """
+    try:
+        return algo_cls.load(path, env=venv, device=device)
+    except ValueError as err:
+        if "spaces do not match" not in str(err):
+            raise
+        raise ConfigError(_other_observations(out, "of another shape")) from None

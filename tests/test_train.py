@@ -8,10 +8,11 @@ import pytest
 
 pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 
+from placerl.agents.factory import ALGORITHMS
 from placerl.envs.case import OBSERVATION_VERSION
 from placerl.errors import ConfigError
 from placerl.sim import CostModel, lower_bound
-from placerl.train import TrainConfig, train
+from placerl.train import TrainConfig, _load_checkpoint, _vector_env, changed_options, train
 
 SMALL = {
     "graph": "synthetic:layered?n=12&seed=0",
@@ -212,19 +213,42 @@ def test_resume_names_a_corrupted_checkpoint_state(tmp_path):
                "resume": True})  # fmt: skip
 
 
-@pytest.mark.parametrize("version", [None, 1])
-def test_resume_refuses_a_checkpoint_of_other_observations(tmp_path, version):
+def test_resume_refuses_a_checkpoint_of_other_observations(tmp_path):
     train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
     path = tmp_path / "checkpoint" / "state.json"
     state = json.loads(path.read_text())
-    assert state.pop("observation_version") == OBSERVATION_VERSION
-    if version is not None:  # None: written before checkpoints carried the version
-        state["observation_version"] = version
-    path.write_text(json.dumps(state))
+    assert state["observation_version"] == OBSERVATION_VERSION
+    path.write_text(json.dumps({**state, "observation_version": 1}))
     with pytest.raises(ConfigError, match=r"checkpoint trained on observations of version 1; "
                                           r"this placerl gives version \d.*resume=False"):
         train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
                "resume": True})  # fmt: skip
+    del state["observation_version"]  # written before checkpoints carried it: SB3 checks
+    path.write_text(json.dumps(state))
+    assert train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
+                  "resume": True}).steps >= 128  # fmt: skip
+
+
+def test_a_checkpoint_of_another_shape_is_refused_by_name(tmp_path):
+    train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
+    state = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
+    other = TrainConfig.from_dict({**SMALL, "env_kwargs": {"max_nodes": 20}})
+    venv = _vector_env(other)
+    with pytest.raises(ConfigError, match=r"trained on observations of another shape; this "
+                                          r"placerl gives version \d.*resume=False"):
+        _load_checkpoint(ALGORITHMS["maskable_ppo"].load(),
+                         tmp_path / "checkpoint" / state["files"]["model"], venv, "cpu", tmp_path)
+
+
+def test_an_env_argument_added_later_counts_as_its_default():
+    def config(**env_kwargs):
+        return TrainConfig.from_dict({**SMALL, "env": "refine", "env_kwargs": env_kwargs}).to_dict()
+
+    saved = config(initial="best_of", passes=1)  # written before undo_worse existed
+    assert changed_options(saved, config(initial="best_of", passes=1, undo_worse=False)) == []
+    assert changed_options(saved, config(initial="best_of", passes=1, undo_worse=True)) == [
+        "env_kwargs"]
+    assert changed_options(saved, config(initial="best_of", passes=2)) == ["env_kwargs"]
 
 
 def test_time_limit_stops_training_early():

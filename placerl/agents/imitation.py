@@ -5,7 +5,7 @@ Here any registered placer can be the expert: at step ``t`` the expert action is
 placer's device for the node the env asks about (``order[t]``, or ``order[t mod N]`` when
 refining); in the dual env's select steps it is the ready node of highest upward rank
 (HEFT's order; :meth:`~placerl.envs.dual.DualPlacementEnv.expert_action`).
-The refine env also has a state expert, ``best_move`` (:data:`STATE_EXPERTS`): the device
+The refine env also has a state expert, ``best_move`` (:mod:`placerl.envs.experts`): the device
 that makes the current placement fastest when only the current node moves, one step of
 best-improvement local search, so that the clone learns which moves improve a placement.
 The policy is fitted to those actions by cross-entropy over its masked
@@ -27,6 +27,7 @@ import torch
 from placerl._options import check_int
 from placerl.agents.episodes import rollout, uses_masks
 from placerl.baselines.references import reference
+from placerl.envs.experts import check_expert, is_state_expert
 from placerl.errors import ConfigError
 
 
@@ -53,12 +54,6 @@ class CloneReport:
     policy_runtime: float
 
 
-#: Experts that act on the env's state instead of replaying a placer's placement.
-STATE_EXPERTS: dict[str, Callable[[Any], Any]] = {
-    "best_move": lambda env: env.best_move(),  # placerl/PlacementRefine-v0 only
-}
-
-
 @dataclass(frozen=True)
 class Demonstrations:
     """An expert's episodes, one per graph, as training samples.
@@ -81,32 +76,19 @@ class Demonstrations:
     runtimes: list[float]
 
 
-def check_expert(env_class: type, expert: str) -> None:
-    """Refuse a state expert that envs of ``env_class`` cannot answer.
-
-    Raises:
-        ConfigError: ``best_move`` for an env that does not refine.
-    """
-    if expert in STATE_EXPERTS and not hasattr(env_class, expert):
-        raise ConfigError(f"warm_start {expert!r} needs the refine env (env=refine), "
-                          f"not {env_class.__name__}")  # fmt: skip
-
-
 def expert_episodes(env: Any, expert: str) -> Demonstrations:
-    """Play the expert in ``env``, once per graph: a placer's placement, or a state expert of
-    :data:`STATE_EXPERTS`.
+    """Play the expert in ``env``, once per graph: a placer's placement, or a state expert
+    (:data:`placerl.envs.experts.STATE_EXPERTS`).
 
     Raises:
-        ConfigError: See :func:`check_expert`.
+        ConfigError: A state expert the env cannot answer
+            (:func:`~placerl.envs.experts.check_expert`).
     """
     check_expert(type(env), expert)
     observations: list[dict[str, np.ndarray]] = []
     actions, masks, returns, keeps, runtimes = [], [], [], [], []
     for g, graph in enumerate(env.graphs):
-        act = STATE_EXPERTS.get(expert)
-        if act is None:
-            placement = reference(graph, env.cluster, env.objective, expert).placement
-            act = lambda env, placement=placement: env.expert_action(placement)  # noqa: E731
+        act = _expert(env, graph, expert)
         obs, _ = env.reset(seed=0, options={"graph": g})
         rewards, kept, done, info = [], [], False, {}
         while not done:
@@ -129,6 +111,14 @@ def expert_episodes(env: Any, expert: str) -> Demonstrations:
                           runtimes)  # fmt: skip
 
 
+def _expert(env: Any, graph: Any, expert: str) -> Callable[[Any], Any]:
+    """The expert's action in ``env``'s current state, on ``graph``."""
+    if is_state_expert(expert):
+        return lambda env: getattr(env, expert)()
+    placement = reference(graph, env.cluster, env.objective, expert).placement
+    return lambda env: env.expert_action(placement)
+
+
 def balanced_weights(keeps: np.ndarray) -> np.ndarray:
     """Weights that give the samples where ``keeps`` holds and the others equal shares of the
     total (their mean is 1); all 1 when either kind is missing."""
@@ -149,12 +139,13 @@ def _allowed(mask: np.ndarray, action: int | np.ndarray) -> bool:
 def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
                     batch_size: int = 32, learning_rate: float = 1e-3,
                     seed: int = 0) -> CloneReport:  # fmt: skip
-    """Fit ``model``'s policy to ``placer``'s placements on every graph of ``env``.
+    """Fit ``model``'s policy to ``placer``'s actions on every graph of ``env``.
 
     Args:
         model: A model from :func:`~placerl.agents.make_agent` (not ``recurrent_ppo``).
         env: A placement env (not a vector env) with the model's settings.
-        placer: A placer spec, computed through the shared reference cache.
+        placer: A placer spec, computed through the shared reference cache, or a state expert
+            (``best_move``: one best-improvement step from the refine env's current placement).
         epochs: Passes over the expert samples.
         batch_size: Samples per gradient step.
         learning_rate: Adam's step size (a separate optimizer; the model's is left as is).
@@ -162,7 +153,8 @@ def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
 
     Raises:
         ConfigError: A recurrent model (its LSTM state would need whole sequences); epochs or
-            batch_size below 1, or a learning rate that is not a positive number.
+            batch_size below 1, or a learning rate that is not a positive number; a state
+            expert the env cannot answer.
     """
     if getattr(model.policy, "lstm_actor", None) is not None:
         raise ConfigError("behaviour cloning supports feed-forward policies, not recurrent_ppo")
@@ -187,14 +179,14 @@ def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
             optimizer.step()
     policy.set_training_mode(False)
     with torch.no_grad():
-        _, cross_entropy, accuracy = _loss(model, demos, np.arange(n))
+        _, cross_entropy, accuracy = _loss(model, demos, slice(None))
     cloned = [rollout(model, env, graph=g, seed=0).runtime for g in range(len(env.graphs))]
     return CloneReport(n, epochs, float(cross_entropy), float(accuracy),
                        float(np.mean(demos.runtimes)), float(np.mean(cloned)))  # fmt: skip
 
 
-def _loss(model: Any, demos: Demonstrations,
-          batch: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+def _loss(model: Any, demos: Demonstrations, batch: np.ndarray | slice,
+          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
     """(total loss, weighted cross-entropy, greedy accuracy) of the samples ``batch``."""
     policy = model.policy
     tensors, _ = policy.obs_to_tensor({k: v[batch] for k, v in demos.observations.items()})
@@ -204,7 +196,9 @@ def _loss(model: Any, demos: Demonstrations,
         distribution = policy.get_distribution(tensors)
     target = torch.as_tensor(demos.actions[batch], device=policy.device)
     weights = torch.as_tensor(demos.weights[batch], device=policy.device)
-    cross_entropy = -(weights * distribution.log_prob(target)).sum() / weights.sum()
+    # The weights average 1 over all samples: a minibatch's sum over its size keeps each
+    # sample's share whatever else the minibatch holds.
+    cross_entropy = -(weights * distribution.log_prob(target)).sum() / len(weights)
     values = policy.predict_values(tensors).squeeze(-1)
     targets = torch.as_tensor(demos.returns[batch], device=policy.device)
     value_loss = torch.nn.functional.mse_loss(values, targets)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from placerl.errors import ConfigError
-from placerl.sim import SimResult
+from placerl.sim import SimResult, clearly_faster
 from placerl.sim.model import check_placement
 
 from . import _checks
@@ -190,11 +190,10 @@ def _initial(problem: Problem, init: Any) -> np.ndarray:
 
 
 def _better(candidate: tuple[bool, float], score: tuple[bool, float]) -> bool:
-    """Feasible first; then a runtime shorter by more than rounding (incremental loads carry
-    last-bit noise, which must not count as an improvement)."""
+    """Feasible first; then a runtime shorter by more than rounding."""
     if candidate[0] != score[0]:
         return candidate[0] < score[0]
-    return candidate[1] < score[1] * (1.0 - 1e-12)
+    return clearly_faster(candidate[1], score[1])
 
 
 class _FullMoves:

@@ -13,7 +13,7 @@ from placerl.baselines.references import parse_placer, reference
 from placerl.envs.base import PlacementEnvBase
 from placerl.envs.case import START, GraphCase
 from placerl.errors import ConfigError, PlaceRLError
-from placerl.sim import penalized_runtime
+from placerl.sim import clearly_faster, penalized_runtime
 from placerl.sim.model import check_placement
 
 InitialFn = Callable[["PlacementRefineEnv", GraphCase], np.ndarray]
@@ -82,7 +82,7 @@ class PlacementRefineEnv(PlacementEnvBase):
     ``info["undone"]`` is ``True``. The move's simulation still counts (``simulations``), so
     a pass costs one evaluation per move tried; a policy then proposes moves and the simulator
     accepts the improving ones (a learned local search), and an episode never ends slower than
-    it started.
+    it started (unless, with ``memory="mask"``, a node no device can take ends it).
 
     ## Episode end
     Terminates after ``passes`` passes over the nodes (``passes * N`` steps; one pass by
@@ -153,7 +153,7 @@ class PlacementRefineEnv(PlacementEnvBase):
             old, previous = int(self.placement[v]), (self._result, self._feasible)
             self._move(v, device)
             after = self._simulate()
-            if self.undo_worse and after > self._before:
+            if self.undo_worse and clearly_faster(self._before, after):
                 self._move(v, old)
                 self._result, self._feasible = previous
                 if self._result.finish is not None:
@@ -165,7 +165,7 @@ class PlacementRefineEnv(PlacementEnvBase):
         if not done:
             self._focus(int(case.steps[self._t % n]))
             if self.memory == "mask" and not self._mask.any():  # no device can take the node
-                after, done, extra = self._stuck_runtime(), True, {"infeasible": True}
+                after, done, extra = self._stuck_runtime(), True, {**extra, "infeasible": True}
         reward = self.reward_fn(case.reference_runtime, self._before, after, done)
         self._before = after
         if done:
@@ -173,17 +173,27 @@ class PlacementRefineEnv(PlacementEnvBase):
         return self._observation(), reward, done, False, self._info(after, done, **extra)
 
     def keeps_placement(self, action: Any) -> bool:
-        """Whether ``action`` leaves the current node on its device."""
-        return int(action) == int(self.placement[int(self.case.order[self._row])])
+        """Whether ``action`` leaves the current node on its device.
+
+        Raises:
+            EpisodeError: Outside an episode.
+            ConfigError: Not a device index.
+        """
+        self._check_running()
+        return self._device(action) == int(self.placement[int(self.case.order[self._row])])
 
     def best_move(self) -> int:
         """The device that makes the placement fastest when the current node (with its
         colocation group) moves there and nothing else does; its own device unless another is
-        strictly faster (the ``best_move`` expert of :mod:`placerl.agents.imitation`: one step
-        of best-improvement local search, which a policy cloned from it learns to predict).
+        faster by more than rounding (the ``best_move`` state expert,
+        :mod:`placerl.envs.experts`: one step of best-improvement local search, ranked by the
+        env's runtime, penalized when infeasible; a policy cloned from it learns to predict it).
 
         It simulates each other allowed device once, on a copy: the env's state and its
         ``simulations`` count do not change.
+
+        Raises:
+            EpisodeError: Outside an episode.
         """
         self._check_running()
         case = self.case
@@ -196,7 +206,7 @@ class PlacementRefineEnv(PlacementEnvBase):
             placement[case.members[v]] = device
             result = case.model.evaluate(placement, check=False, times=False)
             runtime = penalized_runtime(result, case.reference_runtime)
-            if runtime < fastest:
+            if clearly_faster(runtime, fastest):
                 best, fastest = int(device), runtime
         return best
 

@@ -69,7 +69,7 @@ penalize; :func:`penalized_runtime` turns it into the one number rewards and ref
 from placerl.sim import incremental  # noqa: F401  (registers the incremental objectives)
 from placerl.sim.bounds import LOWER_BOUNDS, lower_bound
 from placerl.sim.model import OBJECTIVES, CostModel, parse_objective, simulate
-from placerl.sim.penalty import INFEASIBLE_FACTOR, penalized_runtime
+from placerl.sim.penalty import INFEASIBLE_FACTOR, clearly_faster, penalized_runtime
 from placerl.sim.result import SimResult
 from placerl.sim.strategy import StrategyCost, StrategySpace
 
@@ -83,6 +83,7 @@ __all__ = [
     "SimResult",
     "StrategyCost",
     "StrategySpace",
+    "clearly_faster",
     "lower_bound",
     "parse_objective",
     "penalized_runtime",

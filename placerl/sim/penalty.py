@@ -16,6 +16,14 @@ from placerl.sim.result import SimResult
 
 #: An infeasible placement counts as at least this many times slower than the reference.
 INFEASIBLE_FACTOR = 2.0
+#: Runtimes closer than this share count as equal: incremental loads carry last-bit noise,
+#: which must not count as an improvement.
+ROUNDING = 1e-12
+
+
+def clearly_faster(runtime: float, than: float) -> bool:
+    """Whether ``runtime`` is shorter than ``than`` by more than rounding (:data:`ROUNDING`)."""
+    return runtime < than * (1.0 - ROUNDING)
 
 
 def penalized_runtime(result: SimResult, reference: float) -> float:

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from placerl.agents.imitation import balanced_weights, expert_episodes
+from placerl.baselines import solve
 from placerl.envs import PlacementEnv, PlacementRefineEnv
 
 GRAPH, CLUSTER = "synthetic:layered?n=12&seed=1", "placeto?n_devices=3"
@@ -50,3 +51,14 @@ def test_best_move_demonstrations_are_one_improvement_step_per_node():
 def test_placer_demonstrations_while_constructing_weigh_alike():
     demos = expert_episodes(PlacementEnv(GRAPH, CLUSTER), "heft")
     assert (demos.weights == 1).all() and len(demos.actions) == 12
+
+
+def test_a_placer_expert_refining_another_start_is_balanced_too():
+    env = PlacementRefineEnv(graph=GRAPH, cluster=CLUSTER, initial="single_device")
+    demos = expert_episodes(env, "heft")
+    heft = np.asarray(solve("heft", GRAPH, CLUSTER).placement)
+    order = env.case.order
+    np.testing.assert_array_equal(demos.actions, heft[order])
+    keeps = heft[order] == 0  # the nodes HEFT leaves on the start's device
+    assert 0 < keeps.sum() < len(keeps)
+    np.testing.assert_allclose(demos.weights, balanced_weights(keeps))

@@ -17,6 +17,7 @@ from placerl.cluster import homogeneous
 from placerl.envs import SANITY_PROBLEMS, PlacementEnv, PlacementRefineEnv
 from placerl.envs.case import NUM_BASE_FEATURES, PLACED, RANK
 from placerl.envs.rewards import INFEASIBLE_FACTOR
+from placerl.errors import EpisodeError
 from placerl.graph import CompGraph, load_graph
 from placerl.graph.folding import fold_repeats
 from placerl.graph.orders import ORDERS
@@ -264,11 +265,21 @@ def test_best_move_is_the_device_of_one_best_improvement_step():
     assert checked == 36 and moved > 0
 
 
+def _fresh_twin(env, **kwargs):
+    """An env reset to ``env``'s placement and step: what its observation must be."""
+    twin = PlacementRefineEnv(graph=env.case.graph, cluster=env.cluster,
+                              objective=env.objective, **kwargs)  # fmt: skip
+    twin.reset(seed=0, options={"initial": env.placement})
+    twin._t = env._t
+    twin._focus(int(twin.case.steps[twin._t]))
+    return twin
+
+
+@pytest.mark.parametrize("objective", ["step_time", "pipeline"])
 @pytest.mark.parametrize("undo", [False, True])
-def test_undo_worse_undoes_exactly_the_moves_that_slow_the_placement(undo):
-    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform",
-                             undo_worse=undo)  # fmt: skip
-    twin = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform")
+def test_undo_worse_undoes_exactly_the_moves_that_slow_the_placement(undo, objective):
+    kwargs = {"initial": "uniform", "objective": objective}
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", undo_worse=undo, **kwargs)
     rng = np.random.default_rng(0)
     undone = 0
     for seed in range(4):
@@ -276,29 +287,35 @@ def test_undo_worse_undoes_exactly_the_moves_that_slow_the_placement(undo):
         start, done = info["runtime"], False
         while not done:
             before, placement = info["runtime"], env.placement.copy()
+            node = int(env.case.order[env._row])
             action = int(rng.integers(env.num_devices))
-            slower = _runtime_if(env, action) > before
+            moved_to = placement.copy()
+            moved_to[node] = action
+            slower = env.case.model.runtime(moved_to) > before * (1 + 1e-12)
             simulations = env.simulations
             obs, reward, done, _, info = env.step(action)
-            moved = action != placement[int(env.case.order[(env._t - 1) % 12])]
-            assert env.simulations == simulations + moved  # the tried move counts
+            assert env.simulations == simulations + (action != placement[node])
             if undo and slower:
                 undone += 1
                 assert info["undone"] and reward == 0.0 and info["runtime"] == before
                 np.testing.assert_array_equal(env.placement, placement)
             else:
                 assert "undone" not in info
-            assert info["runtime"] == pytest.approx(
-                simulate(env.case.graph, env.placement, env.cluster).runtime)
-            if not done:  # the observation is that of the env's placement, as if fresh
-                twin.reset(seed=seed, options={"initial": env.placement})
-                twin._t = env._t
-                twin._before = twin._simulate()
-                twin._focus(int(twin.case.steps[twin._t]))
-                np.testing.assert_allclose(obs["nodes"], twin._observation()["nodes"],
-                                           rtol=1e-5, atol=1e-6)  # fmt: skip
-        assert (info["runtime"] <= start) or not undo
+            assert info["runtime"] == pytest.approx(env.case.model.runtime(env.placement))
+            if not done:  # every observation array as a fresh env's at this placement
+                twin = _fresh_twin(env, initial="uniform")
+                for key, value in twin._observation().items():
+                    np.testing.assert_allclose(obs[key], value, rtol=1e-5, atol=1e-6,
+                                               err_msg=key)  # fmt: skip
+                np.testing.assert_array_equal(env.action_masks(), twin.action_masks())
+        assert info["runtime"] <= start or not undo
     assert (undone > 0) == undo
+
+
+def test_keeps_placement_needs_an_episode():
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie")
+    with pytest.raises(EpisodeError, match="reset"):
+        env.keeps_placement(0)
 
 
 def test_short_refine_episodes_start_at_a_drawn_node_and_go_on_in_order():
