@@ -8,8 +8,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The experiment group as the apps' --help lists it.
-EXPERIMENTS = ("experiment: doppler, excursions, gdp, generalization, hierarchical, measured, "
-               "order_sweep, pipeline_msr, placeto, quickstart")
+EXPERIMENTS = ("experiment: doppler, excursions, gdp, generalization, hierarchical, improve, "
+               "measured, order_sweep, pipeline_msr, placeto, quickstart")
 tomllib = pytest.importorskip("tomllib", reason="Python 3.11+ reads pyproject.toml")
 
 
