@@ -13,7 +13,7 @@ from placerl.baselines.references import parse_placer, reference
 from placerl.envs.base import PlacementEnvBase
 from placerl.envs.case import START, GraphCase
 from placerl.errors import ConfigError, PlaceRLError
-from placerl.sim import clearly_faster, penalized_runtime
+from placerl.sim import SimResult, clearly_faster, penalized_runtime
 from placerl.sim.model import check_placement
 
 InitialFn = Callable[["PlacementRefineEnv", GraphCase], np.ndarray]
@@ -150,15 +150,7 @@ class PlacementRefineEnv(PlacementEnvBase):
         v = int(case.order[case.steps[self._t % n]])
         after, extra = self._before, {}  # a node left where it is: no new simulation
         if self.placement[v] != device:
-            old, previous = int(self.placement[v]), (self._result, self._feasible)
-            self._move(v, device)
-            after = self._simulate()
-            if self.undo_worse and clearly_faster(self._before, after):
-                self._move(v, old)
-                self._result, self._feasible = previous
-                if self._result.finish is not None:
-                    self._device_state.finish = self._result.finish
-                after, extra = self._before, {"undone": True}
+            after, extra = self._try_move(v, device)
         self._t += 1
         length = self.passes * n if self.moves is None else self.moves
         done = self._t - self._first == length
@@ -249,17 +241,34 @@ class PlacementRefineEnv(PlacementEnvBase):
                 raise type(err)(f"reset option 'initial': {err}") from None
         return checked
 
+    def _try_move(self, v: int, device: int) -> tuple[float, dict[str, Any]]:
+        """Move ``v``'s unit and simulate; with ``undo_worse``, put it back if that was slower.
+
+        Returns:
+            The score after the step and the info it adds.
+        """
+        old, previous = int(self.placement[v]), (self._result, self._feasible)
+        self._move(v, device)
+        after = self._simulate()
+        if not (self.undo_worse and clearly_faster(self._before, after)):
+            return after, {}
+        self._move(v, old)
+        self._adopt(previous[0])
+        self._feasible = previous[1]
+        return self._before, {"undone": True}
+
     def _simulate(self) -> float:
         """Simulate the current placement; refresh the start-time feature; return the score."""
         state = self._incremental
-        self._result = (
-            state.result()
-            if state is not None
-            else self.case.model.evaluate(self.placement, check=False)
-        )
-        if self._result.finish is not None:
-            self._device_state.finish = self._result.finish
+        self._adopt(state.result() if state is not None
+                    else self.case.model.evaluate(self.placement, check=False))  # fmt: skip
         return self._score(self._result)
+
+    def _adopt(self, result: SimResult) -> None:
+        """Make ``result`` the placement's simulation (its finish times feed the features)."""
+        self._result = result
+        if result.finish is not None:
+            self._device_state.finish = result.finish
 
     def _focus(self, row: int) -> None:
         """Make ``row`` the current node: flags, mask and relative start times."""
