@@ -80,7 +80,7 @@ def measure(recipe: str, size: int, repeat: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as out:
         model = recipe_policy(recipe, spec, out)
     graph, cluster = load_graph(spec), load_cluster(CLUSTER)
-    env = env_for(model.placerl_settings, Problem(graph, cluster, "step_time"))
+    env = env_for(model, Problem(graph, cluster, "step_time"))
     times: dict[str, list[float]] = {"whole": [], "reusing": [], "best_of": [], "guarded": []}
     rollout(model, env, seed=0)  # warm up (numba compilation)
     for _ in range(repeat):

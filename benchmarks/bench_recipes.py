@@ -42,10 +42,16 @@ NVLink GPUs (``FAMILIES``).
                                                        # one seed's policy in another process
     python benchmarks/bench_recipes.py --recipes doppler --models DIR \
         --override env.reward=normalized_delta        # an ablation: its own results and policies
+    python benchmarks/bench_recipes.py --recipes improve --steps 0 --models DIR \
+        --held-out-nodes 300                          # held-out graphs larger than any trained on
+
+``--held-out-nodes`` needs policies that read graphs of any size
+(:func:`placerl.agents.placer.reads_any_size`: ``default``, ``placeto``, ``improve``); the
+per-node policies of ``doppler`` and ``gdp`` are refused with a ``ConfigError``.
 
 Results: ``benchmarks/results/recipes[_<family>][_train<N>][_rollback<K>][_valselect]``
-``[_<override>].{json,md}`` (runs; per recipe and method the geometric mean over graphs and
-seeds with a 95% t-interval, wins, worst case and inference seconds).
+``[_<override>][_n<nodes>].{json,md}`` (runs; per recipe and method the geometric mean over
+graphs and seeds with a 95% t-interval, wins, worst case and inference seconds).
 """
 
 from __future__ import annotations
@@ -95,6 +101,15 @@ class Family:
 
     def graphs(self, seeds: Any) -> list[str]:
         return [self.spec.format(seed=s) for s in seeds]
+
+    def held_out_graphs(self, count: int | None = None, nodes: int | None = None) -> list[str]:
+        """The first ``count`` held-out graphs (all by default), generated with ``nodes``
+        nodes instead of the family's size where given (a family whose spec has ``n=``)."""
+        return [self.held_out_spec(nodes).format(seed=s) for s in self.held_out[:count]]
+
+    def held_out_spec(self, nodes: int | None = None) -> str:
+        """The spec of the held-out graphs, at ``nodes`` nodes where given."""
+        return self.spec if nodes is None else re.sub(r"\bn=\d+", f"n={nodes}", self.spec)
 
     def training(self, count: int | None = None) -> tuple[int, ...]:
         """The training seeds; ``count`` beyond the split's goes on from seed
@@ -205,7 +220,7 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
     """The policy's zero-shot and local-search placements of ``spec`` beside the placers'."""
     placers = classic(spec, cluster_spec, budget)
     problem = Problem(load_graph(spec), load_cluster(cluster_spec), OBJECTIVE)
-    env = env_for(model.placerl_settings, problem)
+    env = env_for(model, problem)
     # A policy that refines best_of's placement computes it first: its seconds count.
     from_best_of = model.placerl_settings.get("initial") == "best_of"
     rows = []
@@ -245,7 +260,7 @@ def greedy_rows(model: Any, family: Family, seeds: Any, method: str) -> list[dic
         graph = load_graph(spec)
         constructive = constructive_runtime(spec, family.cluster)
         best_of = reference(graph, cluster, OBJECTIVE, "best_of").runtime  # cached
-        env = env_for(model.placerl_settings, Problem(graph, cluster, OBJECTIVE))
+        env = env_for(model, Problem(graph, cluster, OBJECTIVE))
         found = run_search(model, env, "greedy", budget=0)
         rows.append({"graph": spec.split(":")[1], "method": method,
                      "runtime": found.runtime, "vs_constructive": found.runtime / constructive,
@@ -335,6 +350,10 @@ def main() -> None:
                              "ablations (their results and kept policies get its name)")
     parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
     parser.add_argument("--graphs", type=int, default=None, help="held-out graphs (all)")
+    parser.add_argument("--held-out-nodes", type=int, default=None,
+                        help="generate the held-out graphs with this many nodes (layered; the "
+                             "policies still train on the family's size): placing graphs "
+                             "larger than any seen in training")
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
     parser.add_argument("--name", default=None,
                         help="results file name (recipes, or recipes_<family>)")
@@ -359,7 +378,13 @@ def main() -> None:
     if fixed:
         parser.error(f"--override {fixed[0]!r}: the benchmark sets "
                      f"{', '.join(FIXED_BY_BENCHMARK)} itself (see its options)")
-    args.name += _variant(args)
+    if args.held_out_nodes is not None:
+        if "n=" not in family.spec:
+            parser.error(f"--held-out-nodes: the {args.family} family's graphs have one size "
+                         f"({family.spec})")  # fmt: skip
+        if args.held_out_nodes < 2:
+            parser.error(f"--held-out-nodes must be at least 2, got {args.held_out_nodes}")
+    args.name += _variant(args) + (f"_n{args.held_out_nodes}" if args.held_out_nodes else "")
     if args.quick:
         args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
     warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
@@ -373,7 +398,7 @@ def main() -> None:
             if (recipe, seed) in done:
                 continue
             model, trained = trained_policy(recipe, family, seed, args)
-            for spec in family.graphs(family.held_out[: args.graphs]):
+            for spec in family.held_out_graphs(args.graphs, args.held_out_nodes):
                 name = spec.split(":")[1]
                 if not any(r["recipe"] == "classic" and r["graph"] == name for r in rows):
                     rows += [{"recipe": "classic", "seed": row["seed"], "graph": name,
@@ -452,8 +477,9 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
     command = "python benchmarks/bench_recipes.py " + " ".join(sys.argv[1:])
     write_results(args.name, rows, args.out)
     table = markdown_table(summarize(rows))
+    held_out = family.held_out_spec(args.held_out_nodes).format(seed=family.held_out)
     text = (f"Command: `{command.strip()}` ({seconds:.0f} s). Held-out "
-            f"{family.spec.format(seed=family.held_out)} on {family.cluster}, trained on seeds "
+            f"{held_out} on {family.cluster}, trained on seeds "
             f"{_seed_ranges(family.training(args.train_graphs))}"
             + f", {args.steps} env steps per policy"
             + (f" (rollback checking {args.rollback_graphs} of the training graphs)"

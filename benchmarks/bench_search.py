@@ -81,7 +81,7 @@ Found = dict[str, tuple[float, int, float]]
 def methods(model: Any, spec: str, budget: int, active: bool) -> Found:
     """(runtime, evaluations, seconds) per method on ``spec`` at ``budget``."""
     graph, cluster = load_graph(spec), load_cluster(CLUSTER)
-    env = env_for(model.placerl_settings, Problem(graph, cluster, OBJECTIVE))
+    env = env_for(model, Problem(graph, cluster, OBJECTIVE))
     out = {}
     start = time.perf_counter()
     ref = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6, time_limit=1e6,

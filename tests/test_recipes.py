@@ -110,7 +110,7 @@ def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_p
     ratios, searched = [], []
     for spec in (family.format(s) for s in range(10, 16)):
         problem = Problem(load_graph(spec), load_cluster(CLUSTER), "step_time")
-        found = run_search(model, env_for(model.placerl_settings, problem), "greedy")
+        found = run_search(model, env_for(model, problem), "greedy")
         best_of = solve("best_of", spec, CLUSTER).runtime
         ratios.append(found.runtime / best_of)
         budget = int(found.evaluations)
@@ -120,6 +120,14 @@ def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_p
         assert found.runtime <= best_of  # a pass with undo_worse never ends slower
     assert _geomean(ratios) < 0.95
     assert _geomean(ratios) < _geomean(searched)
+    # graphs twice as large as any it trained on (its padding is 24 nodes): the GNN reads them
+    larger = []
+    for spec in (f"synthetic:layered?n=48&seed={s}" for s in range(10, 13)):
+        problem = Problem(load_graph(spec), load_cluster(CLUSTER), "step_time")
+        larger.append(run_search(model, env_for(model, problem), "greedy").runtime
+                      / solve("best_of", spec, CLUSTER).runtime)  # fmt: skip
+    print("48 nodes", larger)
+    assert _geomean(larger) < 0.97
 
 
 def test_doppler_selects_then_places_and_imitates_the_best_classic_placer():

@@ -317,7 +317,7 @@ def test_short_refine_episodes_train_while_evaluations_and_the_saved_policy_pass
     model = load_model(str(tmp_path / "model.zip"))
     assert model.placerl_settings["moves"] == 3  # saved, so training can be rebuilt
     problem = Problem(load_graph(SMALL["graph"]), load_cluster(SMALL["cluster"]), "step_time")
-    env = env_for(model.placerl_settings, problem)
+    env = env_for(model, problem)
     assert env.moves is None  # but a placement passes over every node
     assert result.steps >= 128
 

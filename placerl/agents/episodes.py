@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium import spaces
 
 from placerl.agents.factory import ALGORITHMS
 from placerl.agents.unchecked import unchecked_distributions
@@ -142,19 +143,55 @@ def _is_recurrent(model: Any) -> bool:
 
 def _actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], Any]:
     """One action per call straight from the policy's distribution: ``predict``'s checks and
-    conversions, paid on every step of an episode, cost about a quarter of a greedy rollout."""
+    conversions, paid on every step of an episode, cost about a quarter of a greedy rollout.
+    A greedy action over a ``Discrete`` space skips the distribution objects too
+    (:func:`_most_likely`)."""
     policy = model.policy
     masked = uses_masks(model)
     device = policy.device  # a property that walks the parameters: once, not every step
+    categorical = isinstance(model.action_space, spaces.Discrete)
 
     def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> Any:
         batch = {k: torch.as_tensor(v, device=device).unsqueeze(0) for k, v in obs.items()}
         masks = getattr(env, "unwrapped", env).action_masks  # wrappers do not forward it
+        if deterministic and categorical:
+            return _most_likely(policy, batch, masks() if masked else None)
         extra = {"action_masks": masks()[None]} if masked else {}
         distribution = policy.get_distribution(batch, **extra)
         return as_action(distribution.get_actions(deterministic=deterministic)[0])
 
     return act
+
+
+def _most_likely(policy: Any, batch: dict[str, torch.Tensor], masks: np.ndarray | None) -> int:
+    """The greedy action of a feed-forward SB3 actor-critic policy over a ``Discrete`` space:
+    what its (masked) categorical's mode gives, ties included, without building the
+    distribution objects (a tenth of a greedy step at 300 nodes).
+
+    The mode is the first largest probability. Normalizing, masking and the softmax keep the
+    logits' order but may round near-equal ones into a tie, so the largest allowed logit is
+    the mode unless an earlier one is within rounding of it; then the probabilities are
+    computed as sb3-contrib's ``MaskableCategorical`` computes them."""
+    from stable_baselines3.common.policies import BasePolicy  # loaded by the policy already
+
+    features = BasePolicy.extract_features(policy, batch, policy.pi_features_extractor)
+    logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+    values = logits[0].cpu().numpy()
+    if masks is not None:
+        values = np.where(masks, values, -np.inf)
+    best = int(np.argmax(values))
+    if not (values[:best] >= values[best] - NEAR_TIE * (1.0 + abs(values[best]))).any():
+        return best
+    logits = logits - logits.logsumexp(dim=-1, keepdim=True)
+    if masks is not None:
+        allowed = torch.as_tensor(masks, device=logits.device).reshape(logits.shape)
+        logits = torch.where(allowed, logits, torch.tensor(-1e8, dtype=logits.dtype))
+        logits = logits - logits.logsumexp(dim=-1, keepdim=True)
+    return int(torch.softmax(logits, dim=-1).argmax())
+
+
+#: Logits closer than this (relative) may round into a tie on their way to probabilities.
+NEAR_TIE = 1e-5
 
 
 def _recurrent_actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], Any]:

@@ -95,41 +95,65 @@ def policy_placer(
     def run(problem: Problem) -> np.ndarray:
         from placerl.agents.search import run_search
 
-        env = env_for(model.placerl_settings, problem)
+        env = env_for(model, problem)
         return run_search(model, env, search, budget=budget, seed=seed, start=start).placement
 
     return run
 
 
-def env_for(settings: dict[str, Any], problem: Problem) -> Any:
-    """The env a policy was trained with, on ``problem``'s graph, cluster and objective.
+def env_for(model: Any, problem: Problem) -> Any:
+    """The env ``model`` was trained with, on ``problem``'s graph, cluster and objective.
+
+    A graph larger than the policy's padding gets a larger padding when the policy reads
+    graphs of any size (:func:`reads_any_size`): a GNN trained on 80-node graphs places a
+    300-node one.
 
     Raises:
-        ConfigError: Another device count, or a graph larger than the policy's padding.
+        ConfigError: Another device count, a callable order, or a graph larger than the
+            padding of a policy that reads only graphs within it.
     """
     from placerl._env_ids import env_class
 
+    settings = model.placerl_settings
     if problem.cluster.num_devices != settings["num_devices"]:
         raise ConfigError(
             f"the policy places on {settings['num_devices']} devices; the cluster has "
             f"{problem.cluster.num_devices}"
         )
-    graph = problem.graph
-    for what, size in (("max_nodes", graph.num_nodes), ("max_edges", graph.num_edges)):
-        if size > settings[what]:
-            raise ConfigError(
-                f"graph {graph.name!r} has {size} {what[4:]}; the policy's padding is "
-                f"{what}={settings[what]} (train with a larger {what})"
-            )
     if settings["order"] is None:
         raise ConfigError("the policy was trained with a callable order; it cannot be rebuilt")
     kwargs = {k: settings[k] for k in ("order", "order_seed", "memory", "observation",
                                        "max_nodes", "max_edges")}  # fmt: skip
+    graph = problem.graph
+    for what, size in (("max_nodes", graph.num_nodes), ("max_edges", graph.num_edges)):
+        if size > settings[what] and not reads_any_size(model):
+            raise ConfigError(
+                f"graph {graph.name!r} has {size} {what[4:]}; the policy's padding is "
+                f"{what}={settings[what]} and its network reads no larger graph (per-node "
+                f"states or a recurrent policy): train with a larger {what}"
+            )
+        kwargs[what] = max(size, settings[what])
     kwargs["fold"] = settings.get("fold", False)  # policies saved before folding existed
     cls = env_class(settings["env"])
     kwargs.update({name: settings[name] for name in cls.extra_arguments
                    if name in settings and name not in cls.training_arguments})  # fmt: skip
     return cls(graph=graph, cluster=problem.cluster, objective=problem.objective, **kwargs)
+
+
+def reads_any_size(model: Any) -> bool:
+    """Whether ``model`` places graphs of any size: a feed-forward policy whose placerl
+    extractor summarizes the graph (its context: message passing, pooling; no per-node
+    states laid out by row), so that its output does not depend on the padding. (The envs
+    whose actions name rows, dual, one-shot and hierarchical, need per-node states: their
+    policies read only graphs within their padding.)"""
+    from placerl.agents.episodes import _is_recurrent
+    from placerl.agents.extractors.base import PlacementExtractor
+
+    policy = model.policy
+    extractors = (policy.pi_features_extractor, policy.vf_features_extractor)
+    return not _is_recurrent(model) and all(
+        isinstance(e, PlacementExtractor) and not e.node_dim for e in extractors
+    )
 
 
 @register_placer("policy", optimizes="any", needs_solvable=True)

@@ -336,6 +336,14 @@ def _active(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     base = getattr(env, "unwrapped", env)
+    if base.observation_space != model.observation_space:
+        settings = model.placerl_settings
+        raise ConfigError(
+            f"search 'active' fine-tunes the policy on the graph, which needs padding "
+            f"max_nodes={base.max_nodes}, max_edges={base.max_edges}; the policy's is "
+            f"max_nodes={settings['max_nodes']}, max_edges={settings['max_edges']} "
+            "(use 'greedy', 'sample' or 'local', or train with a larger padding)"
+        )
     first = base.simulations
     greedy = rollout(model, env, graph=0, seed=seed)
     cost = base.simulations - first

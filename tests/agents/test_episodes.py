@@ -43,6 +43,27 @@ def test_sampled_refine_episodes_keep_their_best_placement_too():
     assert len(runs) == 4 and all(r.runtime <= heft * (1 + 1e-12) for r in runs)
 
 
+@pytest.mark.parametrize("algo", ["maskable_ppo", "ppo"])
+def test_a_greedy_rollout_takes_the_action_predict_gives(algo):
+    """The greedy step reads the largest allowed logit instead of building the distribution:
+    the action SB3's ``predict`` gives, step for step, ties included (the untrained
+    device-equivariant head ties identical devices) and where memory masks devices."""
+    tight = "placeto?n_devices=3&memory=2e7"  # devices fill up: masked devices on the way
+    env = PlacementEnv(GRAPH, tight, memory="mask" if algo == "maskable_ppo" else "penalty")
+    torch.manual_seed(1)
+    model = make_agent(algo, env, "gnn", n_steps=32, batch_size=32)
+    run = rollout(model, env, graph=0, seed=0)
+    obs, _ = env.reset(seed=0, options={"graph": 0})
+    done, masked = False, 0
+    while not done:
+        extra = {"action_masks": env.action_masks()} if algo == "maskable_ppo" else {}
+        masked += int(not env.action_masks().all())
+        action, _ = model.predict(obs, deterministic=True, **extra)
+        obs, _, done, _, _ = env.step(int(action))
+    np.testing.assert_array_equal(run.placement, env.placement)
+    assert masked > 0 or algo == "ppo"
+
+
 def test_other_envs_end_where_the_episode_ends():
     env = PlacementEnv(GRAPH, CLUSTER)
     run = rollout(_untrained(env), env, graph=0, seed=0)

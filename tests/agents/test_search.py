@@ -112,6 +112,26 @@ def test_active_search_refuses_a_budget_that_pays_for_no_training(model):
         run_search(model, _env(), "active", budget=30)
 
 
+def test_searches_place_a_graph_beyond_the_padding_but_active_search_refuses_it(model):
+    """The GNN places a larger graph (a larger padding); fine-tuning on it would train the
+    policy on observations of another shape."""
+    from placerl.agents.placer import env_for
+    from placerl.baselines import Problem
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    problem = Problem(load_graph("synthetic:layered?n=24&seed=3"), load_cluster(CLUSTER),
+                      "step_time")
+    for search, budget in (("greedy", 0), ("sample", 60), ("local", 60)):
+        result = run_search(model, env_for(model, problem), search, budget=budget)
+        assert len(result.placement) == 24 and result.feasible
+        assert result.runtime <= result.greedy_runtime * (1 + 1e-12)
+    with pytest.raises(ConfigError, match=r"search 'active' fine-tunes the policy on the graph, "
+                                          r"which needs padding max_nodes=24, .*; the policy's "
+                                          r"is max_nodes=16"):  # fmt: skip
+        run_search(model, env_for(model, problem), "active", budget=400)
+
+
 @pytest.mark.parametrize("search", ["sample", "active"])
 def test_same_seed_same_placement_whatever_the_global_seeds(model, search):
     runs = []

@@ -50,7 +50,7 @@ from placerl.agents.extractors.message_plan import (
     plan_batch,
 )
 from placerl.agents.extractors.round_cache import RoundCache
-from placerl.agents.extractors.row_classes import SharedPlan, share_rows
+from placerl.agents.extractors.row_classes import SharedPlan, every_row, share_rows
 
 #: ``hidden -> one two-way message-passing round``, chosen by name. A round is called as
 #: ``round(h, step)`` with the round's :class:`RoundPlan` (see :class:`_PygTwoWay`).
@@ -215,9 +215,17 @@ class GnnExtractor(PlacementExtractor):
 
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         nodes, node_mask = obs["nodes"], obs["node_mask"]
-        pooled = self._pooled_first_embedding(nodes, node_mask)
-        shared = share_rows(plan_batch(obs, len(self.rounds)), nodes)
-        current = self._rounds(nodes, shared).index_select(0, shared.outputs)  # batch order
+        plan = plan_batch(obs, len(self.rounds))
+        if len(nodes) == 1:  # a greedy step: no rows to share; one first embedding serves both
+            first = self.embed(nodes[0])
+            pooled = first[node_mask[0] > 0].mean(dim=0, keepdim=True)
+            shared = every_row(plan)
+            h = first.index_select(0, shared.inputs)
+        else:
+            pooled = self._pooled_first_embedding(nodes, node_mask)
+            shared = share_rows(plan, nodes)
+            h = self.embed(nodes.flatten(0, 1)[shared.inputs])  # cheaper than indexing
+        current = self._rounds(h, shared).index_select(0, shared.outputs)  # batch order
         return torch.cat([current, pooled], dim=1)
 
     @contextlib.contextmanager
@@ -234,9 +242,9 @@ class GnnExtractor(PlacementExtractor):
         finally:
             self._episode = outer  # a nested block leaves the outer one's cache as it was
 
-    def _rounds(self, nodes: torch.Tensor, shared: SharedPlan) -> torch.Tensor:
-        """The last round's embedding of each class of ``shared``."""
-        h = self.embed(nodes.flatten(0, 1)[shared.inputs])  # cheaper to recompute than to index
+    def _rounds(self, h: torch.Tensor, shared: SharedPlan) -> torch.Tensor:
+        """The last round's embedding of each class of ``shared``, from the first embedding
+        ``h`` of each input class."""
         for layer, step in zip(self.rounds, shared.rounds, strict=True):
             h = layer(h, step)
         return h
@@ -257,7 +265,8 @@ class GnnExtractor(PlacementExtractor):
             h = self._episode.last_round(obs)
         else:
             shared = share_rows(plan_batch(obs, len(self.rounds), whole=True), nodes, whole=True)
-            h = gather_rows(self._rounds(nodes, shared), shared.outputs)  # every row, in order
+            first = self.embed(nodes.flatten(0, 1)[shared.inputs])
+            h = gather_rows(self._rounds(first, shared), shared.outputs)  # every row, in order
         states = h.reshape(*node_mask.shape, -1) * node_mask[..., None]
         context = torch.cat([current_rows(states, obs["current"]),
                              masked_mean(states, node_mask)], dim=1)  # fmt: skip

@@ -79,6 +79,14 @@ def share_rows(plan: MessagePlan, nodes: torch.Tensor, whole: bool = False) -> S
     return SharedPlan(plan.rows[tensor(representatives)], rounds, tensor(final))
 
 
+def every_row(plan: MessagePlan) -> SharedPlan:
+    """The rounds of the neighbourhood plan ``plan`` with every row a class of its own (the
+    seeds' last-round rows first, in order)."""
+    hops = len(plan.within) - 1
+    rounds = [plan.round(plan.within[hops - 1 - r]) for r in range(hops)]
+    return SharedPlan(plan.rows, rounds, torch.arange(plan.within[0], device=plan.rows.device))
+
+
 @njit(cache=True)
 def _classes(row_class: np.ndarray, sources: np.ndarray, targets: np.ndarray,
              scale: np.ndarray, outputs: np.ndarray,
