@@ -109,7 +109,8 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
     total, done = 0.0, False
     model.policy.set_training_mode(False)
     reuse = one_episode(model.policy) if incremental else contextlib.nullcontext()
-    with torch.no_grad(), unchecked_distributions(), reuse:
+    # inference mode: no autograd bookkeeping at all (6% of a greedy step at 300 nodes)
+    with torch.inference_mode(), unchecked_distributions(), reuse:
         while not done:
             obs, reward, terminated, truncated, info = env.step(act(obs, env, deterministic))
             visited.see(info)
@@ -251,7 +252,7 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: 
         return sum(b.simulations - f for b, f in zip(bases, first, strict=True))
 
     model.policy.set_training_mode(False)
-    with torch.no_grad():
+    with torch.inference_mode():
         while any(f is None for f in finished) and spent() < max_simulations:
             live = [k for k in range(count) if finished[k] is None]
             batch = {key: torch.as_tensor(np.stack([observations[k][key] for k in live]),

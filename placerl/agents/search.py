@@ -303,7 +303,7 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
     total, done = 0.0, False
     policy.set_training_mode(False)
     device = policy.device
-    with torch.no_grad(), one_episode(policy):  # the rows of the greedy episode of rollout()
+    with torch.inference_mode(), one_episode(policy):  # the greedy episode of rollout()
         while not done:
             batch = {k: torch.as_tensor(v, device=device)[None] for k, v in obs.items()}
             extra = {"action_masks": base.action_masks()[None]} if masked else {}
