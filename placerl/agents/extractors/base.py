@@ -100,7 +100,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
         onehot = nodes[..., NUM_BASE_FEATURES : NUM_BASE_FEATURES + self.num_devices]  # (B, N, D)
         weights = nodes[..., [COST, MEM_BYTES]]  # (B, N, 2)
         totals = weights.sum(dim=1, keepdim=True).clamp_min(1e-9)  # (B, 1, 2)
-        shares = torch.einsum("bnd,bnk->bdk", onehot, weights / totals)
+        shares = onehot.transpose(1, 2) @ (weights / totals)  # (B, D, 2)
         if not self.device_features:
             return shares
         return torch.cat([shares, obs["devices"]], dim=-1)
