@@ -47,7 +47,7 @@ NVLink GPUs (``FAMILIES``).
 
 ``--held-out-nodes`` needs policies that read graphs of any size
 (:func:`placerl.agents.placer.reads_any_size`: ``default``, ``placeto``, ``improve``); the
-per-node policies of ``doppler`` and ``gdp`` are refused with a ``ConfigError``.
+per-node policies of ``doppler`` and ``gdp`` are refused once trained (or loaded).
 
 Results: ``benchmarks/results/recipes[_<family>][_train<N>][_rollback<K>][_valselect]``
 ``[_<override>][_n<nodes>].{json,md}`` (runs; per recipe and method the geometric mean over
@@ -76,7 +76,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
 from placerl.agents.episodes import spread_graphs
-from placerl.agents.placer import env_for, load_model
+from placerl.agents.placer import env_for, load_model, reads_any_size
 from placerl.agents.search import run_search
 from placerl.baselines import solve
 from placerl.baselines.problem import Problem
@@ -109,7 +109,7 @@ class Family:
 
     def held_out_spec(self, nodes: int | None = None) -> str:
         """The spec of the held-out graphs, at ``nodes`` nodes where given."""
-        return self.spec if nodes is None else re.sub(r"\bn=\d+", f"n={nodes}", self.spec)
+        return self.spec if nodes is None else SIZE.sub(f"n={nodes}", self.spec)
 
     def training(self, count: int | None = None) -> tuple[int, ...]:
         """The training seeds; ``count`` beyond the split's goes on from seed
@@ -118,6 +118,8 @@ class Family:
         return (*self.train, *range(MORE_TRAINING, MORE_TRAINING + count - len(self.train)))[:count]
 
 
+#: A family spec's node count (``--held-out-nodes`` replaces it).
+SIZE = re.compile(r"\bn=\d+")
 #: Where training seeds beyond a family's split start (``--train-graphs``).
 MORE_TRAINING = 200
 
@@ -379,7 +381,7 @@ def main() -> None:
         parser.error(f"--override {fixed[0]!r}: the benchmark sets "
                      f"{', '.join(FIXED_BY_BENCHMARK)} itself (see its options)")
     if args.held_out_nodes is not None:
-        if "n=" not in family.spec:
+        if not SIZE.search(family.spec):
             parser.error(f"--held-out-nodes: the {args.family} family's graphs have one size "
                          f"({family.spec})")  # fmt: skip
         if args.held_out_nodes < 2:
@@ -398,6 +400,9 @@ def main() -> None:
             if (recipe, seed) in done:
                 continue
             model, trained = trained_policy(recipe, family, seed, args)
+            if args.held_out_nodes and not reads_any_size(model):
+                raise SystemExit(f"--held-out-nodes: the {recipe} policy reads only graphs "
+                                 "within its padding (per-node states)")  # fmt: skip
             for spec in family.held_out_graphs(args.graphs, args.held_out_nodes):
                 name = spec.split(":")[1]
                 if not any(r["recipe"] == "classic" and r["graph"] == name for r in rows):

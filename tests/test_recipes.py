@@ -126,8 +126,7 @@ def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_p
         problem = Problem(load_graph(spec), load_cluster(CLUSTER), "step_time")
         larger.append(run_search(model, env_for(model, problem), "greedy").runtime
                       / solve("best_of", spec, CLUSTER).runtime)  # fmt: skip
-    print("48 nodes", larger)
-    assert _geomean(larger) < 0.97
+    assert _geomean(larger) < 0.97  # measured: 0.90, 0.96 and 0.90
 
 
 def test_doppler_selects_then_places_and_imitates_the_best_classic_placer():

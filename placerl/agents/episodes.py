@@ -146,24 +146,28 @@ def _actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], Any]:
     """One action per call straight from the policy's distribution: ``predict``'s checks and
     conversions, paid on every step of an episode, cost about a quarter of a greedy rollout.
     A greedy action over a ``Discrete`` space skips the distribution objects too
-    (:func:`_most_likely`), and observations of float boxes (every placerl env's) go to the
-    extractor as floats, which is all SB3's preprocessing would do to them."""
+    (:func:`_most_likely`), and a ``Dict`` of non-image boxes (every placerl env's) goes to
+    the extractor cast to floats, all that SB3's preprocessing does to it."""
     from stable_baselines3.common.policies import BasePolicy
 
     policy = model.policy
     masked = uses_masks(model)
     device = policy.device  # a property that walks the parameters: once, not every step
     categorical = isinstance(model.action_space, spaces.Discrete)
-    boxes = getattr(model.observation_space, "spaces", {}).values()
-    floats = bool(boxes) and all(isinstance(b, spaces.Box) and b.dtype != np.uint8 for b in boxes)
-    dtype = torch.float32 if floats else None
+    space = model.observation_space
+    plain_boxes = isinstance(space, spaces.Dict) and all(
+        isinstance(box, spaces.Box) and box.dtype != np.uint8 for box in space.values()
+    )
+    dtype = torch.float32 if plain_boxes else None
 
     def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> Any:
         batch = {k: torch.as_tensor(v, dtype=dtype, device=device).unsqueeze(0)
                  for k, v in obs.items()}  # fmt: skip
         masks = getattr(env, "unwrapped", env).action_masks  # wrappers do not forward it
         if deterministic and categorical:
-            features = (policy.pi_features_extractor(batch) if floats else
+            # BasePolicy's extract_features, as get_distribution calls it (ActorCriticPolicy's
+            # own returns a pair when the extractors are not shared)
+            features = (policy.pi_features_extractor(batch) if plain_boxes else
                         BasePolicy.extract_features(policy, batch, policy.pi_features_extractor))
             return _most_likely(policy, features, masks() if masked else None)
         extra = {"action_masks": masks()[None]} if masked else {}
@@ -178,21 +182,21 @@ def _most_likely(policy: Any, features: torch.Tensor, masks: np.ndarray | None) 
     given its actor's features: what its (masked) categorical's mode gives, ties included,
     without building the distribution objects (a tenth of a greedy step at 300 nodes).
 
-    The mode is the first largest probability. Normalizing, masking and the softmax keep the
-    logits' order but may round near-equal ones into a tie, so the largest allowed logit is
-    the mode unless an earlier one is within rounding of it; then the probabilities are
-    computed as sb3-contrib's ``MaskableCategorical`` computes them."""
+    The mode is the first largest probability. Normalizing (over every logit, masked ones
+    too), masking and the softmax keep the logits' order but may round near-equal ones into a
+    tie, so the largest allowed logit is the mode when no other allowed one is within rounding
+    of it (relative to the largest logit); otherwise the probabilities are computed as
+    sb3-contrib's ``MaskableCategorical`` computes them."""
     logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
-    values = logits[0].cpu().numpy()
-    if masks is not None:
-        values = np.where(masks, values, -np.inf)
+    raw = logits[0].cpu().numpy()
+    values = raw if masks is None else np.where(masks, raw, -np.inf)
     best = int(np.argmax(values))
-    if not (values[:best] >= values[best] - NEAR_TIE * (1.0 + abs(values[best]))).any():
+    if np.count_nonzero(values >= values[best] - NEAR_TIE * (1.0 + np.abs(raw).max())) == 1:
         return best
     logits = logits - logits.logsumexp(dim=-1, keepdim=True)
     if masks is not None:
-        allowed = torch.as_tensor(masks, device=logits.device).reshape(logits.shape)
-        logits = torch.where(allowed, logits, torch.tensor(-1e8, dtype=logits.dtype))
+        allowed = torch.as_tensor(masks, dtype=torch.bool, device=logits.device)
+        logits = torch.where(allowed.reshape(logits.shape), logits, logits.new_tensor(-1e8))
         logits = logits - logits.logsumexp(dim=-1, keepdim=True)
     return int(torch.softmax(logits, dim=-1).argmax())
 

@@ -129,8 +129,9 @@ def env_for(model: Any, problem: Problem) -> Any:
         if size > settings[what] and not reads_any_size(model):
             raise ConfigError(
                 f"graph {graph.name!r} has {size} {what[4:]}; the policy's padding is "
-                f"{what}={settings[what]} and its network reads no larger graph (per-node "
-                f"states or a recurrent policy): train with a larger {what}"
+                f"{what}={settings[what]}, and its network reads only graphs within it "
+                f"(per-node states, a recurrent policy or SB3's own extractor): train with a "
+                f"larger {what}"
             )
         kwargs[what] = max(size, settings[what])
     kwargs["fold"] = settings.get("fold", False)  # policies saved before folding existed
@@ -143,9 +144,10 @@ def env_for(model: Any, problem: Problem) -> Any:
 def reads_any_size(model: Any) -> bool:
     """Whether ``model`` places graphs of any size: a feed-forward policy whose placerl
     extractor summarizes the graph (its context: message passing, pooling; no per-node
-    states laid out by row), so that its output does not depend on the padding. (The envs
-    whose actions name rows, dual, one-shot and hierarchical, need per-node states: their
-    policies read only graphs within their padding.)"""
+    states laid out by row), so that its output does not depend on the padding. The envs
+    whose actions name rows (dual, one-shot, hierarchical) need per-node states, and a
+    recurrent policy acts through SB3's ``predict``, which refuses observations of another
+    shape than the model's: those read only graphs within their padding."""
     from placerl.agents.episodes import _is_recurrent
     from placerl.agents.extractors.base import PlacementExtractor
 

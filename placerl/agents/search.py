@@ -339,10 +339,11 @@ def _active(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -
     if base.observation_space != model.observation_space:
         settings = model.placerl_settings
         raise ConfigError(
-            f"search 'active' fine-tunes the policy on the graph, which needs padding "
-            f"max_nodes={base.max_nodes}, max_edges={base.max_edges}; the policy's is "
-            f"max_nodes={settings['max_nodes']}, max_edges={settings['max_edges']} "
-            "(use 'greedy', 'sample' or 'local', or train with a larger padding)"
+            f"search 'active' fine-tunes the policy on the env, whose observations have "
+            f"another shape than the policy's (padding max_nodes={base.max_nodes}, "
+            f"max_edges={base.max_edges}; the policy's: max_nodes={settings['max_nodes']}, "
+            f"max_edges={settings['max_edges']}): use 'greedy', 'sample' or 'local' on a "
+            "graph beyond the policy's padding, or train with a larger one"
         )
     first = base.simulations
     greedy = rollout(model, env, graph=0, seed=seed)

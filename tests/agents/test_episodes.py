@@ -1,14 +1,19 @@
 """Episodes of a policy: on the refine env, the best placement the episode passed through."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
+from stable_baselines3.common.distributions import CategoricalDistribution
 
 from placerl.agents import make_agent
 from placerl.agents.episodes import (
     VisitedBest,
+    _most_likely,
     greedy_score,
     rollout,
     sampled_rollouts,
@@ -62,6 +67,49 @@ def test_a_greedy_rollout_takes_the_action_predict_gives(algo):
         obs, _, done, _, _ = env.step(int(action))
     np.testing.assert_array_equal(run.placement, env.placement)
     assert masked > 0 or algo == "ppo"
+
+
+class _Logits:
+    """A stand-in policy whose features are its logits."""
+
+    action_net = staticmethod(lambda latent: latent)
+    mlp_extractor = SimpleNamespace(forward_actor=lambda features: features)
+
+
+def _mode(logits, masks):
+    """sb3's greedy action: the mode of the (masked) categorical it builds."""
+    logits = torch.tensor([logits], dtype=torch.float32)
+    if masks is None:
+        return int(CategoricalDistribution(logits.shape[1]).proba_distribution(logits).mode())
+    distribution = MaskableCategoricalDistribution(logits.shape[1]).proba_distribution(logits)
+    distribution.apply_masking(np.array([masks]))
+    return int(distribution.mode())
+
+
+@pytest.mark.parametrize(("logits", "masks"), [
+    ([-2e-5, 0.0, 1000.0], [True, True, False]),  # rounds into a tie beside a large masked one
+    ([0.5, 0.5, 0.1], None),  # an exact tie
+    ([0.1, 0.3, 0.3 + 3e-8, 0.2], None),  # a later logit one rounding above
+    ([4.0, 0.3, 0.3, 0.2], [False, True, True, True]),
+])  # fmt: skip
+def test_the_greedy_action_is_the_categoricals_mode_ties_included(logits, masks):
+    features = torch.tensor([logits], dtype=torch.float32)
+    assert _most_likely(_Logits(), features, masks and np.array(masks)) == _mode(logits, masks)
+
+
+@given(logits=st.lists(st.floats(-30, 30, width=32), min_size=2, max_size=6),
+       ulps=st.integers(0, 4), masked=st.lists(st.booleans(), min_size=6, max_size=6))
+def test_the_greedy_action_is_the_mode_also_among_near_ties(logits, ulps, masked):
+    """Any logits with the largest repeated a few roundings apart, any masks."""
+    top = np.float32(max(logits))
+    logits = [*logits, float(top), float(np.nextafter(top, np.float32(np.inf)) if ulps else top)]
+    for _ in range(ulps - 1):
+        logits[-1] = float(np.nextafter(np.float32(logits[-1]), np.float32(np.inf)))
+    masks = np.array((masked * 2)[: len(logits)])
+    masks[-1] |= not masks.any()
+    features = torch.tensor([logits], dtype=torch.float32)
+    assert _most_likely(_Logits(), features, masks) == _mode(logits, list(masks))
+    assert _most_likely(_Logits(), features, None) == _mode(logits, None)
 
 
 def test_other_envs_end_where_the_episode_ends():

@@ -93,8 +93,8 @@ def test_a_policy_that_reads_only_its_padding_refuses_a_larger_graph(tmp_path, k
         env = DualPlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40)
         model = make_agent("maskable_ppo", env, "gnn", head="nodes", n_steps=16, batch_size=16)
     model.save(tmp_path / "model.zip")
-    with pytest.raises(ConfigError, match=r"has 30 nodes; the policy's padding is max_nodes=16 "
-                                          r"and its network reads no larger graph"):
+    with pytest.raises(ConfigError, match=r"has 30 nodes; the policy's padding is max_nodes=16, "
+                                          r"and its network reads only graphs within it"):
         solve("policy", "synthetic:layered?n=30&seed=0", "placeto?n_devices=2",
               path=str(tmp_path / "model.zip"))
 

@@ -126,9 +126,9 @@ def test_searches_place_a_graph_beyond_the_padding_but_active_search_refuses_it(
         result = run_search(model, env_for(model, problem), search, budget=budget)
         assert len(result.placement) == 24 and result.feasible
         assert result.runtime <= result.greedy_runtime * (1 + 1e-12)
-    with pytest.raises(ConfigError, match=r"search 'active' fine-tunes the policy on the graph, "
-                                          r"which needs padding max_nodes=24, .*; the policy's "
-                                          r"is max_nodes=16"):  # fmt: skip
+    with pytest.raises(ConfigError, match=r"search 'active' fine-tunes the policy on the env, "
+                                          r"whose observations have another shape .*padding "
+                                          r"max_nodes=24, .*the policy's: max_nodes=16"):
         run_search(model, env_for(model, problem), "active", budget=400)
 
 

@@ -216,7 +216,7 @@ class GnnExtractor(PlacementExtractor):
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         nodes, node_mask = obs["nodes"], obs["node_mask"]
         plan = plan_batch(obs, len(self.rounds))
-        if len(nodes) == 1:  # a greedy step: no rows to share; one first embedding serves both
+        if len(nodes) == 1:  # one observation: no rows to share; one first embedding serves both
             first = self.embed(nodes[0])
             pooled = first[node_mask[0] > 0].mean(dim=0, keepdim=True)
             shared = every_row(plan)
