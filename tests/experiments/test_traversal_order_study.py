@@ -140,3 +140,58 @@ def test_zoo_and_msr_arms_are_opt_in_and_msr_places_each_graph_on_its_cluster(tm
     run = compose("experiment=order_study_msr", "graph.spec=msr:resnet50_inference")
     assert run.cluster.spec == "msr:resnet50_inference" and run.env.objective == "pipeline"
     assert run.env.kind == "refine" and "tarnawski_dp" in run.baselines
+
+
+spec = importlib.util.spec_from_file_location("improve_orders", STUDY / "improve_orders.py")
+improve_orders = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(improve_orders)
+
+
+def _bench_rows(scale, graphs=8):
+    """A bench_recipes results file's rows: zero-shot and validation runs of 3 seeds."""
+    rows = [{"recipe": "classic", "method": "local_search", "graph": "g0", "seed": 0,
+             "runtime": 1.0, "vs_constructive": 1.0, "evaluations": 240}]  # fmt: skip
+    for method, count in (("zero-shot", graphs), ("validation", 2 * graphs)):
+        for g in range(count):
+            for seed in range(3):
+                runtime = (1 + g / 10) * scale * (1 + seed / 100)
+                rows.append({"recipe": "improve", "method": method, "graph": f"g{g}",
+                             "seed": seed, "runtime": runtime, "vs_constructive": runtime,
+                             "evaluations": 60})  # fmt: skip
+    return rows
+
+
+def test_improve_orders_pairs_each_order_with_topo_per_split(tmp_path, monkeypatch):
+    import json
+
+    import pandas as pd
+
+    monkeypatch.setattr(improve_orders, "RESULTS", tmp_path)
+    monkeypatch.setattr(improve_orders, "ORDERS", ("topo", "bfs", "alpha"))
+    for order, scale in (("topo", 1.0), ("bfs", 0.9), ("alpha", 1.0)):
+        improve_orders.results_file(order).write_text(json.dumps(_bench_rows(scale)))
+    assert improve_orders.results_file("bfs").name == "recipes_improve_order-bfs.json"
+    runs = pd.concat([improve_orders.load(o) for o in ("topo", "bfs", "alpha")])
+    table = improve_orders.compare(runs).set_index(["split", "order"])
+    bfs = table.loc[("held-out", "bfs")]
+    assert bfs["pairs"] == 24 and bfs["vs_topo"] == 0.9 and bfs["faster"] == "24/24"
+    assert bfs["verdict"].startswith("bfs is 10.0% faster than topo")
+    assert table.loc[("validation", "bfs")]["pairs"] == 48
+    assert "same runtime in all 24 pairs" in table.loc[("held-out", "alpha")]["verdict"]
+    assert table.loc[("held-out", "topo")]["ci95"] == "-"
+    text = improve_orders.report(improve_orders.compare(runs), tmp_path / "out")
+    assert "## held-out" in text and "## validation" in text
+    assert (tmp_path / "out" / "orders.csv").is_file()
+
+
+def test_improve_orders_runs_the_benchmark_only_for_missing_orders(tmp_path, monkeypatch):
+    monkeypatch.setattr(improve_orders, "RESULTS", tmp_path)
+    monkeypatch.setattr(improve_orders, "ORDERS", ("topo", "bfs"))
+    (tmp_path / "recipes_improve.json").write_text("[]")
+    commands = []
+    monkeypatch.setattr(improve_orders.subprocess, "run",
+                        lambda command, **kwargs: commands.append(command))  # fmt: skip
+    improve_orders.run_missing("models")
+    assert len(commands) == 1
+    assert commands[0][-4:] == ["--override", "order=bfs", "--models", "models"]
+    assert commands[0][2:6] == ["--recipes", "improve", "--steps", "0"]
