@@ -44,13 +44,15 @@ NVLink GPUs (``FAMILIES``).
         --override env.reward=normalized_delta        # an ablation: its own results and policies
     python benchmarks/bench_recipes.py --recipes improve --steps 0 --models DIR \
         --held-out-nodes 300                          # held-out graphs larger than any trained on
+    python benchmarks/bench_recipes.py --recipes improve --steps 0 --models DIR \
+        --held-out-cases "zoo:resnet50@gpu4_pcie;zoo:transformer@gpu4_pcie"  # other graphs
 
-``--held-out-nodes`` needs policies that read graphs of any size
+``--held-out-nodes`` and ``--held-out-cases`` need policies that read graphs of any size
 (:func:`placerl.agents.placer.reads_any_size`: ``default``, ``placeto``, ``improve``); the
 per-node policies of ``doppler`` and ``gdp`` are refused once trained (or loaded).
 
 Results: ``benchmarks/results/recipes[_<family>][_train<N>][_rollback<K>][_valselect]``
-``[_<override>][_n<nodes>].{json,md}`` (runs; per recipe and method the geometric mean over
+``[_<override>][_n<nodes>][_cases].{json,md}`` (runs; per recipe and method the geometric mean over
 graphs and seeds with a 95% t-interval, wins, worst case and inference seconds).
 """
 
@@ -352,6 +354,10 @@ def main() -> None:
                              "ablations (their results and kept policies get its name)")
     parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
     parser.add_argument("--graphs", type=int, default=None, help="held-out graphs (all)")
+    parser.add_argument("--held-out-cases", default=None,
+                        help="place these graphs instead of the family's held-out ones: "
+                             "'SPEC@CLUSTER;SPEC@CLUSTER' (graphs from outside the family; "
+                             "clusters with the family's device count)")
     parser.add_argument("--held-out-nodes", type=int, default=None,
                         help="generate the held-out graphs with this many nodes (layered; the "
                              "policies still train on the family's size): placing graphs "
@@ -386,7 +392,12 @@ def main() -> None:
                          f"({family.spec})")  # fmt: skip
         if args.held_out_nodes < 2:
             parser.error(f"--held-out-nodes must be at least 2, got {args.held_out_nodes}")
-    args.name += _variant(args) + (f"_n{args.held_out_nodes}" if args.held_out_nodes else "")
+    if args.held_out_cases and not all("@" in c for c in args.held_out_cases.split(";")):
+        parser.error(f"--held-out-cases: each case is SPEC@CLUSTER, got {args.held_out_cases!r}")
+    if args.held_out_cases and args.held_out_nodes:
+        parser.error("--held-out-cases and --held-out-nodes exclude each other")
+    args.name += (_variant(args) + (f"_n{args.held_out_nodes}" if args.held_out_nodes else "")
+                  + ("_cases" if args.held_out_cases else ""))  # fmt: skip
     if args.quick:
         args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
     warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
@@ -400,16 +411,16 @@ def main() -> None:
             if (recipe, seed) in done:
                 continue
             model, trained = trained_policy(recipe, family, seed, args)
-            if args.held_out_nodes and not reads_any_size(model):
-                raise SystemExit(f"--held-out-nodes: the {recipe} policy reads only graphs "
-                                 "within its padding (per-node states)")  # fmt: skip
-            for spec in family.held_out_graphs(args.graphs, args.held_out_nodes):
+            if (args.held_out_nodes or args.held_out_cases) and not reads_any_size(model):
+                raise SystemExit(f"--held-out-nodes/--held-out-cases: the {recipe} policy "
+                                 "reads only graphs within its padding (per-node states)")
+            for spec, cluster in held_out_cases(family, args):
                 name = spec.split(":")[1]
                 if not any(r["recipe"] == "classic" and r["graph"] == name for r in rows):
                     rows += [{"recipe": "classic", "seed": row["seed"], "graph": name,
                               "train_s": 0, **_rounded(row)}
-                             for row in classic(spec, family.cluster, args.budget).rows]
-                for row in place_held_out(model, spec, family.cluster, args.budget):
+                             for row in classic(spec, cluster, args.budget).rows]
+                for row in place_held_out(model, spec, cluster, args.budget):
                     rows.append({"recipe": recipe, "seed": seed, "graph": name,
                                  "train_s": round(trained), **_rounded(row)})  # fmt: skip
                     print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
@@ -419,6 +430,15 @@ def main() -> None:
                 rows.append({"recipe": recipe, "seed": seed, "train_s": round(trained),
                              **_rounded(row)})  # fmt: skip
             report(args, family, rows, time.perf_counter() - begin)  # after every policy
+
+
+def held_out_cases(family: Family, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The (graph spec, cluster spec) pairs the policies place: ``--held-out-cases``, else the
+    family's held-out graphs (at ``--held-out-nodes`` where given) on its cluster."""
+    if args.held_out_cases:
+        return [tuple(case.rsplit("@", 1)) for case in args.held_out_cases.split(";")]
+    return [(spec, family.cluster)
+            for spec in family.held_out_graphs(args.graphs, args.held_out_nodes)]  # fmt: skip
 
 
 def _variant(args: argparse.Namespace) -> str:
@@ -482,9 +502,12 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
     command = "python benchmarks/bench_recipes.py " + " ".join(sys.argv[1:])
     write_results(args.name, rows, args.out)
     table = markdown_table(summarize(rows))
-    held_out = family.held_out_spec(args.held_out_nodes).format(seed=family.held_out)
+    held_out = (", ".join(f"{spec} on {cluster}" for spec, cluster in held_out_cases(family, args))
+                if args.held_out_cases else
+                f"{family.held_out_spec(args.held_out_nodes).format(seed=family.held_out)} on "
+                f"{family.cluster}")  # fmt: skip
     text = (f"Command: `{command.strip()}` ({seconds:.0f} s). Held-out "
-            f"{held_out} on {family.cluster}, trained on seeds "
+            f"{held_out}, trained on seeds "
             f"{_seed_ranges(family.training(args.train_graphs))}"
             + f", {args.steps} env steps per policy"
             + (f" (rollback checking {args.rollback_graphs} of the training graphs)"
