@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
+from scipy import stats
 
 from placerl.comparison import compare_pairs
 
@@ -79,7 +79,7 @@ def compare(runs: pd.DataFrame) -> pd.DataFrame:
         both = mine.merge(topo, on=["graph", "seed"], suffixes=("", "_topo"))
         result = compare_pairs(both["runtime"].to_numpy(), both["runtime_topo"].to_numpy())
         rows.append({"split": split, "order": order, "pairs": result.pairs,
-                     "vs_constructive": _geomean(mine["vs_constructive"]),
+                     "vs_constructive": round(float(stats.gmean(mine["vs_constructive"])), 3),
                      "evaluations": round(float(mine["evaluations"].mean())),
                      "vs_topo": round(result.ratio, 3),
                      "ci95": (f"[{result.ci_low:.3f}, {result.ci_high:.3f}]"
@@ -88,10 +88,6 @@ def compare(runs: pd.DataFrame) -> pd.DataFrame:
                      "p_value": round(result.p_value, 4) if order != "topo" else float("nan"),
                      "verdict": "" if order == "topo" else result.verdict(order, "topo")})
     return pd.DataFrame(rows)
-
-
-def _geomean(values: Any) -> float:
-    return round(float(np.exp(np.log(np.asarray(values, float)).mean())), 3)
 
 
 def report(table: pd.DataFrame, out: Path) -> str:
