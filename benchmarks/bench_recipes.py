@@ -8,7 +8,11 @@ synthetic family, then places held-out graphs it never saw:
 * ``zero-shot``: the policy's greedy placement (one episode; the refine recipe's starts from
   ``best_of`` and simulates every move; the one-shot recipe's is one forward pass), against
   the best constructive placer per graph (HEFT, m-ETF, m-SCT) and against ``best_of`` (those,
-  m-TOPO and Tarnawski's DP split);
+  m-TOPO and Tarnawski's DP split); and against search from ``best_of`` at equal cost in
+  both currencies: ``local_search`` given the evaluations the episode used, iterated local
+  search given the seconds it took (the simulator evaluates a placement in microseconds, a
+  policy step takes milliseconds), and the evaluations ``local_search`` needs to reach the
+  policy's runtime;
 * ``zero-shot+best_of``: the same, or ``best_of``'s placement where that simulates faster
   (``search=greedy&start=best_of``: two evaluations, the learned placer guarded by the
   classic ones; its inference seconds include computing ``best_of``, uncached);
@@ -242,10 +246,22 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
     # A refine episode simulates each move: the zero-shot placement against search given as
     # many evaluations from best_of.
     zero_shot = next(row for row in rows if row["method"] == "zero-shot")
-    searches = local_searches(problem.graph, problem.cluster, placers.best_of.placement,
+    start = placers.best_of.placement
+    searches = local_searches(problem.graph, problem.cluster, start,
                               max(1, int(zero_shot["evaluations"])))  # fmt: skip
     zero_shot["vs_local_search"] = zero_shot["runtime"] / _geomean(
         [runtime for runtime, _, _ in searches], digits=None)
+    # The simulator is cheap next to a policy's forward pass: the same comparison in seconds,
+    # against the strongest search for a time budget (kicks after the climb's optimum).
+    own_s = zero_shot["wall_s"] - (placers.best_of_s if from_best_of else 0.0)
+    timed = local_searches(problem.graph, problem.cluster, start, 0, seconds=own_s,
+                           restarts=10**6)  # fmt: skip
+    zero_shot["vs_iterated_local_search_time"] = zero_shot["runtime"] / _geomean(
+        [runtime for runtime, _, _ in timed], digits=None)
+    zero_shot["iterated_local_search_evaluations"] = round(float(np.mean([e for _, e, _ in timed])))
+    needed = [evaluations_to_reach(problem.graph, problem.cluster, start, zero_shot["runtime"],
+                                   seed) for seed in range(LOCAL_SEARCH_SEEDS)]  # fmt: skip
+    zero_shot["local_search_to_match"] = float(np.median(needed))
     return rows
 
 
@@ -273,19 +289,46 @@ def greedy_rows(model: Any, family: Family, seeds: Any, method: str) -> list[dic
     return rows
 
 
-def local_searches(graph: Any, cluster: Any, start: np.ndarray,
-                   budget: int) -> list[tuple[float, int, float]]:  # fmt: skip
+def local_searches(graph: Any, cluster: Any, start: np.ndarray, budget: int, *,
+                   seconds: float = 1e6, restarts: int = 0) -> list[tuple[float, int, float]]:
     """Runtime, evaluations and seconds of ``local_search`` from ``start`` at ``budget``
-    evaluations, once per visiting-order seed: at a few hundred evaluations its seeds differ by
-    several percent, so the reference is their geometric mean, and each seed over the mean of
-    the others is the comparison's noise floor."""
+    evaluations (0: no limit) and ``seconds`` (with ``restarts``: iterated local search,
+    kicking the best placement after each local optimum), once per seed: at a few hundred
+    evaluations its seeds differ by several percent, so the reference is their geometric mean,
+    and each seed over the mean of the others is the comparison's noise floor."""
     out = []
     for seed in range(LOCAL_SEARCH_SEEDS):
         began = time.perf_counter()
         found = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6,
-                      time_limit=1e6, max_evaluations=budget, init=start, seed=seed)  # fmt: skip
+                      time_limit=max(seconds, 1e-6), max_evaluations=budget, init=start,
+                      seed=seed, restarts=restarts)  # fmt: skip
         out.append((found.runtime, found.info["evaluations"], time.perf_counter() - began))
     return out
+
+
+def evaluations_to_reach(graph: Any, cluster: Any, start: np.ndarray, target: float,
+                         seed: int) -> float:  # fmt: skip
+    """The fewest evaluations at which ``local_search`` from ``start`` (visiting-order
+    ``seed``) is at most ``target``; ``inf`` if its local optimum is slower. A larger budget
+    replays the same climb further, so its runtime falls with the budget: bisection."""
+
+    def runtime(budget: int) -> tuple[float, int]:
+        found = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6,
+                      time_limit=1e6, max_evaluations=budget, init=start, seed=seed)  # fmt: skip
+        return found.runtime, found.info["evaluations"]
+
+    reached = lambda value: value <= target * (1 + 1e-9)  # noqa: E731
+    final, spent = runtime(0)
+    if not reached(final):
+        return float("inf")
+    low, high = 1, spent  # runtime(high) reaches the target
+    while low < high:
+        middle = (low + high) // 2
+        if reached(runtime(middle)[0]):
+            high = middle
+        else:
+            low = middle + 1
+    return float(high)
 
 
 def _interval(ratios: np.ndarray) -> tuple[float, str]:
@@ -328,7 +371,37 @@ def _against(method: str) -> tuple[str, ...]:
     given the evaluations it used (a refine pass simulates every move it makes)."""
     if method.startswith("local"):
         return ("vs_local_search",)
-    return ("vs_constructive", "vs_local_search") if method == "zero-shot" else ("vs_constructive",)
+    if method == "zero-shot":
+        return "vs_constructive", "vs_local_search", "vs_iterated_local_search_time"
+    return ("vs_constructive",)
+
+
+def budgets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per recipe, the zero-shot placement's cost in both currencies beside the searches'
+    from ``best_of``: the evaluations and seconds the policy used, the evaluations iterated
+    local search made in the policy's seconds, and the evaluations ``local_search`` needed to
+    reach the policy's runtime (median over graphs and seeds; ``never``: its local optimum is
+    slower)."""
+    out = []
+    for recipe in dict.fromkeys(r["recipe"] for r in rows):
+        mine = [r for r in rows if r["recipe"] == recipe and r["method"] == "zero-shot"
+                and "local_search_to_match" in r]  # fmt: skip
+        if not mine:
+            continue
+        needed = np.array([r["local_search_to_match"] for r in mine], dtype=float)
+        out.append({"recipe": recipe, "runs": len(mine),
+                    "policy_evaluations": round(float(np.mean([r["evaluations"] for r in mine]))),
+                    "policy_s": round(float(np.mean([r["wall_s"] for r in mine])), 2),
+                    "iterated_local_search_evaluations_in_those_s": round(float(np.mean(
+                        [r["iterated_local_search_evaluations"] for r in mine]))),
+                    "local_search_evaluations_to_match": _median_or_never(needed),
+                    "never": f"{int(np.isinf(needed).sum())}/{len(needed)}"})  # fmt: skip
+    return out
+
+
+def _median_or_never(values: np.ndarray) -> float | str:
+    median = float(np.median(values))
+    return "never" if np.isinf(median) else round(median)
 
 
 def main() -> None:
@@ -502,6 +575,10 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
     command = "python benchmarks/bench_recipes.py " + " ".join(sys.argv[1:])
     write_results(args.name, rows, args.out)
     table = markdown_table(summarize(rows))
+    costs = budgets(rows)
+    if costs:
+        table += ("\n\nThe zero-shot placement's cost against `local_search` from `best_of`:\n\n"
+                  + markdown_table(costs))  # fmt: skip
     held_out = (", ".join(f"{spec} on {cluster}" for spec, cluster in held_out_cases(family, args))
                 if args.held_out_cases else
                 f"{family.held_out_spec(args.held_out_nodes).format(seed=family.held_out)} on "
@@ -522,7 +599,12 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
             "of every method starting from `best_of` include computing it); `zero-shot` against "
             "`local_search`: over `local_search` from `best_of` given the evaluations the "
             "greedy episode used (one for a constructing policy; a refine pass simulates each "
-            f"move it tries; the geometric mean of {LOCAL_SEARCH_SEEDS} seeds); `local`: "
+            f"move it tries; the geometric mean of {LOCAL_SEARCH_SEEDS} seeds), and "
+            "(`iterated_local_search_time`) over iterated local search (`local_search` with "
+            "kicks after each local optimum) given the seconds the episode took beyond computing "
+            "`best_of` (a simulator evaluation costs microseconds, a policy step milliseconds); "
+            "`local_search_evaluations_to_match`: the evaluations `local_search` needs to reach "
+            "the zero-shot runtime; `local`: "
             "policy-guided local "
             f"search at {args.budget} simulator evaluations over `local_search` from `best_of` "
             f"at the same budget (the geometric mean of its {LOCAL_SEARCH_SEEDS} visiting-order "
