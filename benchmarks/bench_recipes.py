@@ -262,7 +262,18 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
     needed = [evaluations_to_reach(problem.graph, problem.cluster, start, zero_shot["runtime"],
                                    seed) for seed in range(LOCAL_SEARCH_SEEDS)]  # fmt: skip
     zero_shot["local_search_to_match"] = float(np.median(needed))
+    zero_shot["break_even_ms"] = 1e3 * break_even(own_s, zero_shot["evaluations"],
+                                                  zero_shot["local_search_to_match"])
     return rows
+
+
+def break_even(policy_s: float, policy_evaluations: float, search_evaluations: float) -> float:
+    """The cost of one evaluation (seconds) above which the policy reaches its placement
+    sooner than a search that needs ``search_evaluations`` to reach it: where an evaluation is
+    a measured run rather than a simulation, the policy's own seconds are paid once and each
+    evaluation it saves is worth one run (``inf``: the search needs no more evaluations)."""
+    saved = search_evaluations - policy_evaluations
+    return policy_s / saved if saved > 0 else float("inf")
 
 
 def training_fit(model: Any, family: Family, train_graphs: int | None) -> list[dict[str, Any]]:
@@ -381,7 +392,8 @@ def budgets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from ``best_of``: the evaluations and seconds the policy used, the evaluations iterated
     local search made in the policy's seconds, and the evaluations ``local_search`` needed to
     reach the policy's runtime (median over graphs and seeds; ``never``: its local optimum is
-    slower)."""
+    slower), and the evaluation cost above which the policy gets there first
+    (:func:`break_even`, median)."""
     out = []
     for recipe in dict.fromkeys(r["recipe"] for r in rows):
         mine = [r for r in rows if r["recipe"] == recipe and r["method"] == "zero-shot"
@@ -389,19 +401,21 @@ def budgets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not mine:
             continue
         needed = np.array([r["local_search_to_match"] for r in mine], dtype=float)
+        costs = np.array([r.get("break_even_ms", np.nan) for r in mine], dtype=float)
         out.append({"recipe": recipe, "runs": len(mine),
                     "policy_evaluations": round(float(np.mean([r["evaluations"] for r in mine]))),
                     "policy_s": round(float(np.mean([r["wall_s"] for r in mine])), 2),
                     "iterated_local_search_evaluations_in_those_s": round(float(np.mean(
                         [r["iterated_local_search_evaluations"] for r in mine]))),
                     "local_search_evaluations_to_match": _median_or_never(needed),
-                    "never": f"{int(np.isinf(needed).sum())}/{len(needed)}"})  # fmt: skip
+                    "never": f"{int(np.isinf(needed).sum())}/{len(needed)}",
+                    "break_even_ms": _median_or_never(costs, 2)})  # fmt: skip
     return out
 
 
-def _median_or_never(values: np.ndarray) -> float | str:
+def _median_or_never(values: np.ndarray, digits: int | None = None) -> float | str:
     median = float(np.median(values))
-    return "never" if np.isinf(median) else round(median)
+    return "never" if np.isinf(median) else round(median, digits)
 
 
 def main() -> None:
@@ -604,7 +618,9 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
             "kicks after each local optimum) given the seconds the episode took beyond computing "
             "`best_of` (a simulator evaluation costs microseconds, a policy step milliseconds); "
             "`local_search_evaluations_to_match`: the evaluations `local_search` needs to reach "
-            "the zero-shot runtime; `local`: "
+            "the zero-shot runtime; `break_even_ms`: the cost of one evaluation above which the "
+            "policy reaches its placement sooner (its own seconds over the evaluations it "
+            "saves; where an evaluation is a measured run); `local`: "
             "policy-guided local "
             f"search at {args.budget} simulator evaluations over `local_search` from `best_of` "
             f"at the same budget (the geometric mean of its {LOCAL_SEARCH_SEEDS} visiting-order "

@@ -74,17 +74,26 @@ def test_iterated_local_searches_go_on_past_the_optimum_while_time_lasts(bench, 
         assert iterated <= runtime and more > evaluations and seconds < 1.0
 
 
+def test_break_even_is_the_evaluation_cost_that_pays_for_the_policy(bench):
+    assert bench.break_even(0.2, 50, 150) == pytest.approx(0.002)  # 0.2 s over 100 saved
+    assert bench.break_even(0.2, 50, 50) == np.inf
+    assert bench.break_even(0.2, 50, 20) == np.inf  # the search needs fewer: it always wins
+    assert bench.break_even(0.2, 50, np.inf) == 0.0  # the search never gets there
+
+
 def test_budgets_summarizes_the_zero_shot_cost(bench):
     def row(needed, evaluations=10):
         return {"recipe": "improve", "method": "zero-shot", "evaluations": evaluations,
                 "wall_s": 0.5, "iterated_local_search_evaluations": 900,
-                "local_search_to_match": needed}  # fmt: skip
+                "local_search_to_match": needed,
+                "break_even_ms": 1e3 * bench.break_even(0.5, evaluations, needed)}  # fmt: skip
 
     rows = [row(40.0), row(60.0, 30), row(float("inf")), {"recipe": "improve", "method": "local"}]
     (summary,) = bench.budgets(rows)
     assert summary["runs"] == 3 and summary["policy_evaluations"] == 17
     assert summary["local_search_evaluations_to_match"] == 60  # the median, inf counted
     assert summary["never"] == "1/3"
+    assert summary["break_even_ms"] == pytest.approx(16.67)  # 0.5 s over the 30 saved of row 2
     assert bench.budgets([row(float("inf")), row(float("inf"))])[0][
         "local_search_evaluations_to_match"] == "never"  # fmt: skip
     assert bench.budgets([{"recipe": "classic", "method": "local_search"}]) == []
