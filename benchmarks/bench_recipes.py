@@ -251,27 +251,40 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
                               max(1, int(zero_shot["evaluations"])))  # fmt: skip
     zero_shot["vs_local_search"] = zero_shot["runtime"] / _geomean(
         [runtime for runtime, _, _ in searches], digits=None)
-    # The simulator is cheap next to a policy's forward pass: the same comparison in seconds,
-    # against the strongest search for a time budget (kicks after the climb's optimum).
+    # The simulator is cheap next to a policy's forward pass: the same comparison in seconds.
     own_s = zero_shot["wall_s"] - (placers.best_of_s if from_best_of else 0.0)
-    timed = local_searches(problem.graph, problem.cluster, start, 0, seconds=own_s,
-                           restarts=10**6)  # fmt: skip
-    zero_shot["vs_iterated_local_search_time"] = zero_shot["runtime"] / _geomean(
-        [runtime for runtime, _, _ in timed], digits=None)
-    zero_shot["iterated_local_search_evaluations"] = round(float(np.mean([e for _, e, _ in timed])))
-    needed = [evaluations_to_reach(problem.graph, problem.cluster, start, zero_shot["runtime"],
-                                   seed) for seed in range(LOCAL_SEARCH_SEEDS)]  # fmt: skip
-    zero_shot["local_search_to_match"] = float(np.median(needed))
-    zero_shot["break_even_ms"] = 1e3 * break_even(own_s, zero_shot["evaluations"],
-                                                  zero_shot["local_search_to_match"])
+    zero_shot.update(equal_cost_references(problem, start, zero_shot["runtime"],
+                                           zero_shot["evaluations"], own_s))  # fmt: skip
     return rows
+
+
+def equal_cost_references(problem: Problem, start: np.ndarray, runtime: float,
+                          evaluations: int, seconds: float) -> dict[str, float]:  # fmt: skip
+    """A placement's ``runtime``, found in ``seconds`` of the policy's own (its start's
+    seconds left out when the start is ``best_of``'s, which search gets for free too) with
+    ``evaluations``, against search from ``start``: iterated local search, the strongest
+    search for a time budget, given those seconds; the evaluations ``local_search`` needs to
+    reach ``runtime`` (median of its seeds); and the evaluation cost at which both get there
+    at once (:func:`break_even`)."""
+    timed = local_searches(problem.graph, problem.cluster, start, 0, seconds=seconds,
+                           restarts=10**6)  # fmt: skip
+    needed = float(np.median([evaluations_to_reach(problem.graph, problem.cluster, start,
+                                                   runtime, seed)
+                              for seed in range(LOCAL_SEARCH_SEEDS)]))  # fmt: skip
+    return {"policy_own_s": seconds,
+            "vs_iterated_local_search_time": runtime / _geomean([r for r, _, _ in timed],
+                                                                digits=None),
+            "iterated_local_search_evaluations": round(float(np.mean([e for _, e, _ in timed]))),
+            "local_search_to_match": needed,
+            "break_even_ms": 1e3 * break_even(seconds, evaluations, needed)}  # fmt: skip
 
 
 def break_even(policy_s: float, policy_evaluations: float, search_evaluations: float) -> float:
     """The cost of one evaluation (seconds) above which the policy reaches its placement
     sooner than a search that needs ``search_evaluations`` to reach it: where an evaluation is
     a measured run rather than a simulation, the policy's own seconds are paid once and each
-    evaluation it saves is worth one run (``inf``: the search needs no more evaluations)."""
+    evaluation it saves is worth one run (``inf``: the search needs no more evaluations, so
+    it is first at any cost; 0: the search never reaches it)."""
     saved = search_evaluations - policy_evaluations
     return policy_s / saved if saved > 0 else float("inf")
 
@@ -389,33 +402,38 @@ def _against(method: str) -> tuple[str, ...]:
 
 def budgets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per recipe, the zero-shot placement's cost in both currencies beside the searches'
-    from ``best_of``: the evaluations and seconds the policy used, the evaluations iterated
-    local search made in the policy's seconds, and the evaluations ``local_search`` needed to
-    reach the policy's runtime (median over graphs and seeds; ``never``: its local optimum is
-    slower), and the evaluation cost above which the policy gets there first
-    (:func:`break_even`, median)."""
+    from ``best_of`` (:func:`equal_cost_references`), over the held-out runs: the policy's
+    evaluations (median) and own seconds (mean: what iterated local search was given), the
+    evaluations iterated local search made in them (mean), the evaluations ``local_search``
+    needs to reach the policy's runtime (median; ``unreached``: its local optimum is slower)
+    and, paired per run, that over the policy's (median), the runs where search needs more,
+    and the evaluation cost above which the policy gets there first (median; ``inf``: search
+    needs no more evaluations; runs written before a column existed are left out of it)."""
     out = []
     for recipe in dict.fromkeys(r["recipe"] for r in rows):
         mine = [r for r in rows if r["recipe"] == recipe and r["method"] == "zero-shot"
-                and "local_search_to_match" in r]  # fmt: skip
+                and "policy_own_s" in r]  # fmt: skip
         if not mine:
             continue
+        own = np.array([r["evaluations"] for r in mine], dtype=float)
         needed = np.array([r["local_search_to_match"] for r in mine], dtype=float)
-        costs = np.array([r.get("break_even_ms", np.nan) for r in mine], dtype=float)
+        costs = np.array([r["break_even_ms"] for r in mine], dtype=float)
         out.append({"recipe": recipe, "runs": len(mine),
-                    "policy_evaluations": round(float(np.mean([r["evaluations"] for r in mine]))),
-                    "policy_s": round(float(np.mean([r["wall_s"] for r in mine])), 2),
+                    "policy_evaluations": round(float(np.median(own))),
+                    "policy_s": round(float(np.mean([r["policy_own_s"] for r in mine])), 2),
                     "iterated_local_search_evaluations_in_those_s": round(float(np.mean(
                         [r["iterated_local_search_evaluations"] for r in mine]))),
-                    "local_search_evaluations_to_match": _median_or_never(needed),
-                    "never": f"{int(np.isinf(needed).sum())}/{len(needed)}",
-                    "break_even_ms": _median_or_never(costs, 2)})  # fmt: skip
+                    "local_search_evaluations_to_match": _median_or_unreached(needed),
+                    "search_over_policy": _median_or_unreached(needed / own, 2),
+                    "search_needs_more": f"{int((needed > own).sum())}/{len(mine)}",
+                    "unreached": f"{int(np.isinf(needed).sum())}/{len(mine)}",
+                    "break_even_ms": round(float(np.median(costs)), 2)})  # fmt: skip
     return out
 
 
-def _median_or_never(values: np.ndarray, digits: int | None = None) -> float | str:
+def _median_or_unreached(values: np.ndarray, digits: int | None = None) -> float | str:
     median = float(np.median(values))
-    return "never" if np.isinf(median) else round(median, digits)
+    return "unreached" if np.isinf(median) else round(median, digits)
 
 
 def main() -> None:

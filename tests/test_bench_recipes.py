@@ -62,7 +62,7 @@ def test_local_searches_stop_at_the_seconds_given(bench, case):
     graph, cluster, start = case
     unlimited = bench.local_searches(graph, cluster, start, 0)
     timed = bench.local_searches(graph, cluster, start, 0, seconds=0.0, restarts=10**6)
-    assert all(evaluations <= 3 for _, evaluations, _ in timed)  # the start and a unit's moves
+    assert all(evaluations == 1 for _, evaluations, _ in timed)  # the start alone
     assert all(t[1] < u[1] for t, u in zip(timed, unlimited, strict=True))
 
 
@@ -81,19 +81,37 @@ def test_break_even_is_the_evaluation_cost_that_pays_for_the_policy(bench):
     assert bench.break_even(0.2, 50, np.inf) == 0.0  # the search never gets there
 
 
-def test_budgets_summarizes_the_zero_shot_cost(bench):
-    def row(needed, evaluations=10):
+def test_budgets_pairs_each_run_with_its_own_search(bench):
+    def row(needed, evaluations, seconds):
         return {"recipe": "improve", "method": "zero-shot", "evaluations": evaluations,
-                "wall_s": 0.5, "iterated_local_search_evaluations": 900,
-                "local_search_to_match": needed,
-                "break_even_ms": 1e3 * bench.break_even(0.5, evaluations, needed)}  # fmt: skip
+                "wall_s": seconds + 0.25, "policy_own_s": seconds,
+                "iterated_local_search_evaluations": 900, "local_search_to_match": needed,
+                "break_even_ms": 1e3 * bench.break_even(seconds, evaluations, needed)}  # fmt: skip
 
-    rows = [row(40.0), row(60.0, 30), row(float("inf")), {"recipe": "improve", "method": "local"}]
+    rows = [row(40.0, 10, 0.3), row(50.0, 100, 0.2), row(float("inf"), 20, 0.4),
+            {"recipe": "improve", "method": "local"}]  # fmt: skip
     (summary,) = bench.budgets(rows)
-    assert summary["runs"] == 3 and summary["policy_evaluations"] == 17
-    assert summary["local_search_evaluations_to_match"] == 60  # the median, inf counted
-    assert summary["never"] == "1/3"
-    assert summary["break_even_ms"] == pytest.approx(16.67)  # 0.5 s over the 30 saved of row 2
-    assert bench.budgets([row(float("inf")), row(float("inf"))])[0][
-        "local_search_evaluations_to_match"] == "never"  # fmt: skip
+    assert summary["runs"] == 3 and summary["policy_evaluations"] == 20  # the median
+    assert summary["policy_s"] == 0.3  # the seconds search was given, not wall_s
+    assert summary["local_search_evaluations_to_match"] == 50
+    assert summary["search_over_policy"] == 4.0  # per run: 4, 0.5, inf
+    assert summary["search_needs_more"] == "2/3" and summary["unreached"] == "1/3"
+    assert summary["break_even_ms"] == 10.0  # per run: 10 ms, inf, 0 (never reached)
+    unreached = bench.budgets([row(float("inf"), 10, 0.1), row(float("inf"), 10, 0.1)])[0]
+    assert unreached["local_search_evaluations_to_match"] == "unreached"
     assert bench.budgets([{"recipe": "classic", "method": "local_search"}]) == []
+
+
+def test_equal_cost_references_give_search_the_policys_seconds(bench, case):
+    from placerl.baselines.problem import Problem
+
+    graph, cluster, start = case
+    problem = Problem(graph, cluster, "step_time")
+    optimum = _climb(graph, cluster, start, 0)
+    refs = bench.equal_cost_references(problem, start, optimum * 1.5, 7, seconds=0.0)
+    assert refs["policy_own_s"] == 0.0
+    assert refs["iterated_local_search_evaluations"] == 1  # no time: the start alone
+    assert refs["vs_iterated_local_search_time"] == pytest.approx(
+        optimum * 1.5 / _climb(graph, cluster, start, 1))
+    assert refs["local_search_to_match"] == 1  # the start is already faster than the target
+    assert refs["break_even_ms"] == np.inf  # search needs fewer evaluations
