@@ -519,6 +519,7 @@ def main() -> None:
             if (args.held_out_nodes or args.held_out_cases) and not reads_any_size(model):
                 raise SystemExit(f"--held-out-nodes/--held-out-cases: the {recipe} policy "
                                  "reads only graphs within its padding (per-node states)")
+            warm_up(model, *held_out_cases(family, args)[0])
             for spec, cluster in held_out_cases(family, args):
                 name = spec.split(":")[1]
                 if not any(r["recipe"] == "classic" and r["graph"] == name for r in rows):
@@ -535,6 +536,13 @@ def main() -> None:
                 rows.append({"recipe": recipe, "seed": seed, "train_s": round(trained),
                              **_rounded(row)})  # fmt: skip
             report(args, family, rows, time.perf_counter() - begin)  # after every policy
+
+
+def warm_up(model: Any, spec: str, cluster_spec: str) -> None:
+    """One untimed greedy episode, so that no graph's inference seconds (and the seconds search
+    is given) include first-call costs: torch's lazy set-up, numba's kernels loading."""
+    problem = Problem(load_graph(spec), load_cluster(cluster_spec), OBJECTIVE)
+    run_search(model, env_for(model, problem), "greedy")
 
 
 def held_out_cases(family: Family, args: argparse.Namespace) -> list[tuple[str, str]]:
