@@ -1,9 +1,5 @@
 """bench_recipes.py's references at equal cost: evaluations and seconds."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,18 +9,13 @@ pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 from placerl.baselines import solve
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_recipes.py"
+from tests.bench_modules import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_recipes", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    with benchmark_module("bench_recipes") as module:
+        yield module
 
 
 @pytest.fixture(scope="module")

@@ -1,24 +1,17 @@
 """The comparison benchmark runs end to end on a small selection and writes its tables."""
 
 import csv
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_baselines.py"
+from tests.bench_modules import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_baselines", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    with benchmark_module("bench_baselines") as module:
+        yield module
 
 
 def test_writes_csv_markdown_and_json(bench, tmp_path, capsys):
