@@ -48,15 +48,23 @@ def test_sampled_refine_episodes_keep_their_best_placement_too():
     assert len(runs) == 4 and all(r.runtime <= heft * (1 + 1e-12) for r in runs)
 
 
-@pytest.mark.parametrize("algo", ["maskable_ppo", "ppo"])
-def test_a_greedy_rollout_takes_the_action_predict_gives(algo):
+_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@pytest.mark.parametrize(("algo", "device"), [
+    ("maskable_ppo", "cpu"), ("ppo", "cpu"),
+    pytest.param("maskable_ppo", "cuda", marks=_CUDA), pytest.param("ppo", "cuda", marks=_CUDA),
+])  # fmt: skip
+def test_a_greedy_rollout_takes_the_action_predict_gives(algo, device):
     """The greedy step reads the largest allowed logit instead of building the distribution:
     the action SB3's ``predict`` gives, step for step, ties included (the untrained
-    device-equivariant head ties identical devices) and where memory masks devices."""
+    device-equivariant head ties identical devices) and where memory masks devices; with the
+    policy on a GPU too (observations go to its device, logits come back)."""
     tight = "placeto?n_devices=3&memory=2e7"  # devices fill up: masked devices on the way
     env = PlacementEnv(GRAPH, tight, memory="mask" if algo == "maskable_ppo" else "penalty")
     torch.manual_seed(1)
-    model = make_agent(algo, env, "gnn", n_steps=32, batch_size=32)
+    model = make_agent(algo, env, "gnn", n_steps=32, batch_size=32, device=device)
+    assert model.policy.device.type == device
     run = rollout(model, env, graph=0, seed=0)
     obs, _ = env.reset(seed=0, options={"graph": 0})
     done, masked = False, 0

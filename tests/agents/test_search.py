@@ -179,6 +179,26 @@ def test_searches_work_on_wrapped_refine_envs(search):
     assert result.runtime <= result.greedy_runtime * (1 + 1e-12)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("search", ["greedy", "sample", "local", "active"])
+def test_every_search_places_with_a_policy_on_a_gpu_as_on_the_cpu(model_path, search):
+    """Envs on the CPU, the policy on a GPU: the same searches end on the same placements
+    (an untrained-enough policy's margins dwarf the devices' rounding differences)."""
+    from placerl.agents.placer import load_model
+
+    found = {}
+    for device in ("cpu", "cuda"):
+        model = load_model(model_path, device)
+        assert model.policy.device.type == device
+        found[device] = run_search(model, _env(), search, budget=0 if search == "greedy" else 80,
+                                   seed=0)  # fmt: skip
+    on_gpu = found["cuda"]
+    assert on_gpu.feasible and on_gpu.runtime <= on_gpu.greedy_runtime * (1 + 1e-12)
+    assert on_gpu.greedy_runtime == pytest.approx(found["cpu"].greedy_runtime)
+    if search != "active":  # fine-tuning's gradients round differently per device
+        np.testing.assert_array_equal(on_gpu.placement, found["cpu"].placement)
+
+
 def test_the_policy_placer_takes_a_search_and_a_budget(model_path):
     greedy = solve("policy", GRAPH, CLUSTER, path=str(model_path))
     local = solve("policy", GRAPH, CLUSTER, path=str(model_path), search="local", budget=50)
