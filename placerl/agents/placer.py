@@ -67,6 +67,7 @@ def policy_placer(
     seed: int = 0,
     device: str = "auto",
     start: str | None = None,
+    initial: str | None = None,
 ) -> Callable[[Problem], np.ndarray]:
     """A placer that runs a trained policy on any graph whose padding fits.
 
@@ -79,6 +80,8 @@ def policy_placer(
         device: Torch device for the policy.
         start: A placer spec whose placement the search also starts from (e.g. ``best_of``:
             the search never ends worse than it; see :func:`placerl.agents.search.run_search`).
+        initial: For a refining policy, the placer spec its episodes start from instead of
+            the one it trained with (see :func:`env_for`).
 
     Returns:
         ``placer(problem) -> placement``: the search's best placement, on the env the policy was
@@ -95,22 +98,31 @@ def policy_placer(
     def run(problem: Problem) -> np.ndarray:
         from placerl.agents.search import run_search
 
-        env = env_for(model, problem)
+        env = env_for(model, problem, initial=initial)
         return run_search(model, env, search, budget=budget, seed=seed, start=start).placement
 
     return run
 
 
-def env_for(model: Any, problem: Problem) -> Any:
+def env_for(model: Any, problem: Problem, *, initial: str | None = None) -> Any:
     """The env ``model`` was trained with, on ``problem``'s graph, cluster and objective.
 
     A graph larger than the policy's padding gets a larger padding when the policy reads
     graphs of any size (:func:`reads_any_size`): a GNN trained on 80-node graphs places a
     300-node one.
 
+    Args:
+        model: A trained model (:func:`load_model`).
+        problem: The graph, cluster and objective to place.
+        initial: For a policy that refines a placement, the placer spec to start from
+            instead of the one it trained with (e.g. ``best_of?placers=heft,m_etf,m_sct``,
+            which skips ``best_of``'s DP: seconds on large cells, where its split never wins
+            under ``step_time``).
+
     Raises:
-        ConfigError: Another device count, a callable order, or a graph larger than the
-            padding of a policy that reads only graphs within it.
+        ConfigError: Another device count, a callable order, a graph larger than the
+            padding of a policy that reads only graphs within it, or ``initial`` for a policy
+            that starts from no placement.
     """
     from placerl._env_ids import env_class
 
@@ -138,6 +150,11 @@ def env_for(model: Any, problem: Problem) -> Any:
     cls = env_class(settings["env"])
     kwargs.update({name: settings[name] for name in cls.extra_arguments
                    if name in settings and name not in cls.training_arguments})  # fmt: skip
+    if initial is not None:
+        if "initial" not in cls.extra_arguments:
+            raise ConfigError(f"initial={initial!r}: the policy's env ({settings['env']}) "
+                              "starts from no placement; only a refining policy takes one")
+        kwargs["initial"] = initial
     return cls(graph=graph, cluster=problem.cluster, objective=problem.objective, **kwargs)
 
 
@@ -160,8 +177,10 @@ def reads_any_size(model: Any) -> bool:
 
 @register_placer("policy", optimizes="any", needs_solvable=True)
 def policy(problem: Problem, *, path: str, search: str = "greedy", budget: int = 0,
-           seed: int = 0, start: str | None = None) -> np.ndarray:  # fmt: skip
+           seed: int = 0, start: str | None = None,
+           initial: str | None = None) -> np.ndarray:  # fmt: skip
     """A trained policy (model zip of placerl.train), with a search at inference, optionally
-    also started from another placer's placement (``start=best_of``)."""
+    also started from another placer's placement (``start=best_of``); a refining policy's
+    episodes may start from another placer than the one it trained with (``initial=heft``)."""
     return policy_placer(path, search=search, budget=budget, seed=seed, device="cpu",
-                         start=start)(problem)  # fmt: skip
+                         start=start, initial=initial)(problem)  # fmt: skip

@@ -99,13 +99,50 @@ def test_a_policy_that_reads_only_its_padding_refuses_a_larger_graph(tmp_path, k
               path=str(tmp_path / "model.zip"))
 
 
+@pytest.fixture(scope="module")
+def refine_path(tmp_path_factory):
+    out = tmp_path_factory.mktemp("refine")
+    train({"graph": GRAPH, "cluster": "placeto?n_devices=2", "env": "refine", "n_envs": 1,
+           "total_steps": 64, "eval_every": 0, "hyperparams": {"n_steps": 32, "batch_size": 32},
+           "baselines": ["single_device"], "env_kwargs": {"initial": "single_device"},
+           "out_dir": str(out)})  # fmt: skip
+    return out / "model.zip"
+
+
+def test_a_refining_policy_starts_where_initial_says(refine_path):
+    from placerl.agents.placer import env_for, load_model
+    from placerl.agents.search import run_search
+    from placerl.baselines.problem import Problem
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    problem = Problem(load_graph(GRAPH), load_cluster("placeto?n_devices=2"), "step_time")
+    model = load_model(refine_path, "cpu")
+    assert env_for(model, problem).initial == "single_device"  # as trained
+    env = env_for(model, problem, initial="heft")
+    assert env.initial == "heft"
+    heft = solve("heft", GRAPH, "placeto?n_devices=2")
+    found = run_search(model, env, "greedy")
+    assert found.runtime <= heft.runtime * (1 + 1e-12)  # a refinement never ends above its start
+    placed = solve("policy", GRAPH, "placeto?n_devices=2", path=str(refine_path),
+                   initial="best_of?placers=heft,m_etf")  # fmt: skip
+    assert placed.runtime <= heft.runtime * (1 + 1e-12)
+
+
+def test_a_bad_initial_placement_is_refused_by_name(refine_path):
+    with pytest.raises(ConfigError, match="initial='nowhere' is neither an env initial placement"):
+        solve("policy", GRAPH, "placeto?n_devices=2", path=str(refine_path), initial="nowhere")
+
+
 BAD = [
     ({"cluster": "placeto?n_devices=3"}, "the policy places on 2 devices; the cluster has 3"),
     ({"path": "nowhere.zip"}, "no policy file at nowhere.zip"),
+    ({"initial": "heft"}, r"initial='heft': the policy's env \(construct\) starts from no "
+                          r"placement; only a refining policy takes one"),
 ]
 
 
-@pytest.mark.parametrize(("change", "message"), BAD, ids=["devices", "path"])
+@pytest.mark.parametrize(("change", "message"), BAD, ids=["devices", "path", "initial"])
 def test_bad_uses(model_path, change, message):
     arguments = {"graph": GRAPH, "cluster": "placeto?n_devices=2", "path": str(model_path),
                  **change}  # fmt: skip
