@@ -323,11 +323,18 @@ def local_searches(graph: Any, cluster: Any, start: np.ndarray, budget: int, *,
     out = []
     for seed in range(LOCAL_SEARCH_SEEDS):
         began = time.perf_counter()
-        found = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6,
-                      time_limit=max(seconds, 1e-6), max_evaluations=budget, init=start,
-                      seed=seed, restarts=restarts)  # fmt: skip
-        out.append((found.runtime, found.info["evaluations"], time.perf_counter() - began))
+        runtime, evaluations = _climb(graph, cluster, start, budget, seed, seconds, restarts)
+        out.append((runtime, evaluations, time.perf_counter() - began))
     return out
+
+
+def _climb(graph: Any, cluster: Any, start: np.ndarray, budget: int, seed: int,
+           seconds: float = 1e6, restarts: int = 0) -> tuple[float, int]:  # fmt: skip
+    """Runtime and evaluations of one ``local_search`` from ``start``, unbounded in rounds."""
+    found = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6,
+                  time_limit=max(seconds, 1e-6), max_evaluations=budget, init=start,
+                  seed=seed, restarts=restarts)  # fmt: skip
+    return found.runtime, found.info["evaluations"]
 
 
 def evaluations_to_reach(graph: Any, cluster: Any, start: np.ndarray, target: float,
@@ -335,20 +342,14 @@ def evaluations_to_reach(graph: Any, cluster: Any, start: np.ndarray, target: fl
     """The fewest evaluations at which ``local_search`` from ``start`` (visiting-order
     ``seed``) is at most ``target``; ``inf`` if its local optimum is slower. A larger budget
     replays the same climb further, so its runtime falls with the budget: bisection."""
-
-    def runtime(budget: int) -> tuple[float, int]:
-        found = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6,
-                      time_limit=1e6, max_evaluations=budget, init=start, seed=seed)  # fmt: skip
-        return found.runtime, found.info["evaluations"]
-
     reached = lambda value: value <= target * (1 + 1e-9)  # noqa: E731
-    final, spent = runtime(0)
+    final, spent = _climb(graph, cluster, start, 0, seed)
     if not reached(final):
         return float("inf")
-    low, high = 1, spent  # runtime(high) reaches the target
+    low, high = 1, spent  # the climb at `high` evaluations reaches the target
     while low < high:
         middle = (low + high) // 2
-        if reached(runtime(middle)[0]):
+        if reached(_climb(graph, cluster, start, middle, seed)[0]):
             high = middle
         else:
             low = middle + 1
