@@ -13,13 +13,15 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from placerl.agents.extractors.base import PlacementExtractor, check_sizes, current_rows
+from placerl.agents.extractors.shared_lstm import plan_sharing, shared_bidirectional
 
 
 class LstmExtractor(PlacementExtractor):
     """Bidirectional LSTM over the node rows, packed by ``node_mask``.
 
     Output context: the current node's state (both directions) and a summary of the whole
-    sequence (the last forward state and the first backward state).
+    sequence (the last forward state and the first backward state). With one layer, rows that
+    samples of a minibatch share run once (:mod:`~placerl.agents.extractors.shared_lstm`).
 
     Args:
         observation_space: The env's ``Dict`` observation space.
@@ -47,7 +49,11 @@ class LstmExtractor(PlacementExtractor):
         nodes, mask = obs["nodes"], obs["node_mask"]
         lengths = mask.sum(dim=1).round().long().clamp_min(1).cpu()
         if bool((lengths == nodes.shape[1]).all()):  # no padding (one graph): packing only costs
-            states, (h_n, _) = self.lstm(self.embed(nodes))
+            plan = plan_sharing(nodes, obs["current"]) if self.lstm.num_layers == 1 else None
+            if plan is None:
+                states, (h_n, _) = self.lstm(self.embed(nodes))
+            else:
+                states, h_n = shared_bidirectional(self.lstm, self.embed, self.embed(nodes), plan)
         else:
             packed = pack_padded_sequence(self.embed(nodes), lengths, batch_first=True,
                                           enforce_sorted=False)  # fmt: skip

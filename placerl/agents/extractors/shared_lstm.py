@@ -1,0 +1,257 @@
+"""A one-layer bidirectional LSTM over a minibatch whose samples share rows, each shared run
+computed once.
+
+A PPO minibatch holds a graph (or a few) under many partial placements, and constructing a
+placement in traversal order touches the rows in order:
+
+* **Backward direction.** The rows after the current node are still the graph's static rows,
+  the same in every sample of that graph, and the backward direction reads them first: its
+  states there are computed once per graph (the graph's "donor" run), and each sample runs
+  only its own head of rows, starting from the donor's state.
+* **Forward direction.** The rows before the current node are final: a later sample of the
+  same episode has the same ones. The forward direction's states there are computed once, on
+  the sample that reaches furthest (the "root"), and each sample runs only from its current
+  node on, starting from its root's state. Which samples share a prefix is found by a
+  fingerprint of every prefix and then checked row by row, so a fingerprint collision costs
+  only the saving.
+
+Samples are grouped into buckets of equal count by how many rows they must run; a bucket runs
+as many rows as its longest sample needs. The extra rows a shorter sample runs are its own
+rows, so the result is the plain ``lstm(x)``'s up to float rounding (tests check outputs and
+gradients). A direction whose buckets would save less than :data:`SAVING` of its rows runs
+plainly. On 256 samples of a 100-node graph the LSTM's forward and backward pass take about
+0.6x their plain time (see ``benchmarks/bench_training_speed.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from placerl.envs.case import CURRENT, NUM_BASE_FEATURES, PLACED, START
+
+#: The base columns of a ``nodes`` row that placing nodes writes (the device one-hot columns
+#: after the base ones are written too); a row where all are zero is the graph's static row.
+DYNAMIC_BASE_COLUMNS = (PLACED, CURRENT, START)
+
+#: Samples are split into this many buckets of equal count by rows to run: more buckets run
+#: fewer rows but make more LSTM calls (3 to 6 were equally fast for 256 samples of 100 rows
+#: on 2 cores, 8 slower).
+BUCKETS = 4
+
+#: Below this many samples the buckets' extra calls cost more than the rows they save.
+MIN_SAMPLES = 32
+
+#: The least share of a direction's rows its buckets must save to be used.
+SAVING = 0.2
+
+_WEIGHTS = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+
+#: Bucket: its samples' indices and the row where its run starts (forward) or the number of
+#: rows it runs (backward).
+Bucket = tuple[torch.Tensor, int]
+Buckets = tuple[Bucket, ...]
+#: The samples whose rows others share, and each sample's index among them.
+Roots = tuple[torch.Tensor, torch.Tensor]
+#: An LSTM direction's ``(h, c)``, each ``(1, B, hidden)``.
+State = tuple[torch.Tensor, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class SharingPlan:
+    """Which rows each sample runs through each direction itself.
+
+    Attributes:
+        graphs: ``(G, N, F)`` each distinct graph's static rows (its donor sequence).
+        graph_of: ``(B,)`` the index in ``graphs`` of each sample's graph.
+        backward: Buckets running rows ``length - 1 .. 0`` from their graphs' donor states.
+        roots: ``(R,)`` the samples whose rows before each bucket's start others share.
+        root_of: ``(B,)`` the index in ``roots`` of each sample's root.
+        forward: Buckets running rows ``start .. N - 1`` from their roots' states at ``start``.
+    """
+
+    graphs: torch.Tensor
+    graph_of: torch.Tensor
+    backward: Buckets
+    roots: torch.Tensor
+    root_of: torch.Tensor
+    forward: Buckets
+
+
+def dynamic_columns(num_features: int) -> list[int]:
+    """The ``nodes`` columns that placing nodes writes: see :data:`DYNAMIC_BASE_COLUMNS`."""
+    return [*DYNAMIC_BASE_COLUMNS, *range(NUM_BASE_FEATURES, num_features)]
+
+
+def plan_sharing(nodes: torch.Tensor, current: torch.Tensor) -> SharingPlan | None:
+    """Plan both directions over an unpadded batch.
+
+    Args:
+        nodes: ``(B, N, F)`` the observations' node rows, every row a real node (no padding).
+        current: ``(B, N)`` the one-hot current row of each sample (all zero: none).
+
+    Returns:
+        The plan, or None when the batch is not on the CPU (where the LSTM's kernels are slow
+        enough for the saving to pay), is smaller than :data:`MIN_SAMPLES`, or neither
+        direction would save :data:`SAVING` of its rows (e.g. refine envs, where every row is
+        placed).
+    """
+    batch = nodes.shape[0]
+    if batch < MIN_SAMPLES or nodes.device.type != "cpu":
+        return None
+    dynamic = dynamic_columns(nodes.shape[2])
+    touched = (nodes[:, :, dynamic] != 0).any(dim=2)
+    every = torch.arange(batch)
+    backward = _backward_buckets(touched)
+    (roots, root_of), forward = _forward_buckets(nodes, current)
+    if backward is None and forward is None:
+        return None
+    static = nodes.clone()
+    static[:, :, dynamic] = 0
+    graphs, graph_of = torch.unique(static.flatten(1), dim=0, return_inverse=True)
+    if forward is None:
+        roots, root_of, forward = every[:1], every * 0, ((every, 0),)  # all from row 0
+    return SharingPlan(graphs.view(-1, *nodes.shape[1:]), graph_of,
+                       backward or ((every, nodes.shape[1]),), roots, root_of, forward)  # fmt: skip
+
+
+def shared_bidirectional(lstm: nn.LSTM, embed: nn.Module, x: torch.Tensor,
+                         plan: SharingPlan) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """One-layer bidirectional ``lstm`` over the embedded rows ``x`` ``(B, N, H)`` as ``plan``
+    shares them; ``embed`` embeds the donor graphs' rows as ``x`` was embedded.
+
+    Returns:
+        The states ``(B, N, 2 * hidden)`` and the final states ``(2, B, hidden)`` (forward,
+        backward), as ``lstm(x)`` gives them.
+    """
+    forward_states, forward_last = _forward(lstm, x, plan)
+    backward_states, backward_first = _backward(lstm, embed(plan.graphs), x, plan)
+    return (torch.cat([forward_states, backward_states], dim=2),
+            torch.cat([forward_last, backward_first]))  # fmt: skip
+
+
+def _backward_buckets(touched: torch.Tensor) -> Buckets | None:
+    """Each sample must run its rows up to its last touched one (at least row 0)."""
+    rows = torch.arange(1, touched.shape[1] + 1)
+    own = (touched * rows).amax(dim=1).clamp_min(1)
+    buckets = tuple((chunk, int(own[chunk].max()))
+                    for chunk in torch.argsort(own, descending=True).chunk(BUCKETS))  # fmt: skip
+    return buckets if _saves(buckets, touched.shape, lambda length: length) else None
+
+
+def _forward_buckets(nodes: torch.Tensor, current: torch.Tensor) -> tuple[Roots, Buckets | None]:
+    """Each sample shares its rows before the current one with the sample whose rows start
+    the same and whose current row is furthest on (its root): the roots, each sample's index
+    among them, and the buckets (None when they would not save enough)."""
+    batch, num_nodes, _ = nodes.shape
+    prefix = current.argmax(dim=1) * (current.amax(dim=1) > 0)
+    fingerprints = _prefix_fingerprints(nodes)  # (B, N + 1)
+    mine = fingerprints.gather(1, prefix[:, None])  # (B, 1)
+    theirs = fingerprints[:, prefix].T  # (B, B): [b, r] = r's fingerprint of b's prefix
+    candidates = (theirs == mine) & (prefix[None, :] >= prefix[:, None])
+    root = torch.argmax(candidates * (prefix[None, :] + 1), dim=1)  # the first furthest
+    same = (nodes == nodes[root]).all(dim=2) | (torch.arange(num_nodes) >= prefix[:, None])
+    root = torch.where(same.all(dim=1), root, torch.arange(batch))
+    roots, root_of = torch.unique(root, return_inverse=True)
+    buckets = tuple((chunk, int(prefix[chunk].min()))
+                    for chunk in torch.argsort(prefix).chunk(BUCKETS))  # fmt: skip
+    extra = len(roots) * max(start for _, start in buckets)
+    saves = _saves(buckets, (batch, num_nodes), lambda start: num_nodes - start, extra)
+    return (roots, root_of), buckets if saves else None
+
+
+def _saves(buckets: Buckets, shape: tuple[int, ...], rows, extra: int = 0) -> bool:
+    cost = extra + sum(len(chunk) * rows(value) for chunk, value in buckets)
+    return cost <= (1 - SAVING) * shape[0] * shape[1]
+
+
+@functools.cache
+def _random_weights(num_features: int, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)  # its own: torch's global stream is untouched
+    return (torch.rand(num_features, generator=generator, dtype=torch.float64) + 0.5,
+            torch.rand(num_nodes, generator=generator, dtype=torch.float64) + 0.5)  # fmt: skip
+
+
+def _prefix_fingerprints(nodes: torch.Tensor) -> torch.Tensor:
+    """``(B, N + 1)``: column ``i`` is a fingerprint of rows ``0 .. i - 1``; equal prefixes
+    give bit-equal fingerprints (the same sums in the same order)."""
+    by_feature, by_row = _random_weights(nodes.shape[2], nodes.shape[1])
+    codes = (nodes.double() * by_feature).sum(dim=2) * by_row  # no BLAS: the same sum per row
+    return torch.cat([codes.new_zeros(len(codes), 1), codes.cumsum(dim=1)], dim=1)
+
+
+def _forward(lstm: nn.LSTM, x: torch.Tensor, plan: SharingPlan) -> tuple[torch.Tensor, ...]:
+    starts = sorted({start for _, start in plan.forward})
+    shared = _chained(lstm, "", x[plan.roots], starts)
+    parts, samples, lasts = [], [], []
+    for chunk, start in plan.forward:
+        states, (h0, c0) = shared[start]
+        roots = plan.root_of[chunk]
+        own, (last, _) = _direction(lstm, "", x[chunk, start:], (h0[:, roots], c0[:, roots]))
+        parts.append(torch.cat([states[roots], own], dim=1))
+        samples.append(chunk)
+        lasts.append(last)
+    return _unsorted(parts, samples, lasts)
+
+
+def _backward(lstm: nn.LSTM, graphs: torch.Tensor, x: torch.Tensor,
+              plan: SharingPlan) -> tuple[torch.Tensor, ...]:  # fmt: skip
+    lengths = sorted({length for _, length in plan.backward}, reverse=True)
+    shared = _chained(lstm, "_reverse", graphs, lengths)
+    parts, samples, firsts = [], [], []
+    for chunk, length in plan.backward:
+        states, (h0, c0) = shared[length]
+        graph = plan.graph_of[chunk]
+        own, (first, _) = _direction(lstm, "_reverse", x[chunk, :length].flip(1),
+                                     (h0[:, graph], c0[:, graph]))  # fmt: skip
+        parts.append(torch.cat([own.flip(1), states[graph]], dim=1))
+        samples.append(chunk)
+        firsts.append(first)
+    return _unsorted(parts, samples, firsts)
+
+
+def _unsorted(parts: list[torch.Tensor], samples: list[torch.Tensor],
+              finals: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Bucket results back in the samples' order."""
+    inverse = torch.argsort(torch.cat(samples))
+    return torch.cat(parts)[inverse], torch.cat(finals, dim=1)[:, inverse]
+
+
+def _chained(lstm: nn.LSTM, suffix: str, x: torch.Tensor,
+             stops: list[int]) -> dict[int, tuple[torch.Tensor, State]]:  # fmt: skip
+    """One direction (``""`` forward from row 0, ``"_reverse"`` backward from the last row)
+    over ``x``, stopping at each row of ``stops`` in reading order: per stop, the states of
+    the rows read so far (in row order) and ``(h, c)`` on reaching it."""
+    count, num_nodes, _ = x.shape
+    reverse = suffix == "_reverse"
+    zero = x.new_zeros(1, count, lstm.hidden_size)
+    at, state = (num_nodes if reverse else 0), (zero, zero)
+    states = x.new_zeros(count, 0, lstm.hidden_size)
+    shared = {}
+    for stop in stops:
+        if stop != at:
+            rows = x[:, stop:at].flip(1) if reverse else x[:, at:stop]
+            run, state = _direction(lstm, suffix, rows, state)
+            states = torch.cat([run.flip(1), states] if reverse else [states, run], dim=1)
+            at = stop
+        shared[stop] = (states, state)
+    return shared
+
+
+def _direction(lstm: nn.LSTM, suffix: str, x: torch.Tensor,
+               state: State) -> tuple[torch.Tensor, State]:  # fmt: skip
+    """One direction of a one-layer bidirectional ``lstm`` (``""`` forward, ``"_reverse"``
+    backward) as a unidirectional LSTM over ``x`` in the order given, from ``state``."""
+    weights = {name: getattr(lstm, name + suffix) for name in _WEIGHTS}
+    return functional_call(_shell(lstm.input_size, lstm.hidden_size), weights, (x, state))
+
+
+@functools.cache
+def _shell(input_size: int, hidden_size: int) -> nn.LSTM:
+    """A unidirectional LSTM without weights of its own, run with one direction's weights; on
+    the meta device, building it neither allocates nor draws from torch's random generator."""
+    return nn.LSTM(input_size, hidden_size, batch_first=True, device="meta")
