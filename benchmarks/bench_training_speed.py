@@ -3,8 +3,9 @@ beside the raw env's steps per second in the same run.
 
 For each extractor (GNN, LSTM, MLP) on ``synthetic:layered`` graphs of 100 and 300 nodes
 (``placeto?n_devices=4``, construct env, placerl's defaults: ``n_envs`` envs, 1,024 steps
-per rollout, 4 epochs of minibatches of 256) it trains a fixed number of steps with the envs
-in process (``dummy``) and in subprocesses (``subproc``) and reports steps per second of
+per rollout, 4 epochs of minibatches of 256, and 2 epochs at twice the learning rate) it
+trains a fixed number of steps with the envs in process (``dummy``) and in subprocesses
+(``subproc``) and reports steps per second of
 training (no evaluations), the share of that time spent in PPO updates (the rest collects
 rollouts), and the raw env's steps per second (random valid actions, no policy).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import multiprocessing
 import sys
 import time
@@ -35,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
+from placerl.agents.factory import PPO_DEFAULTS
 from placerl.agents.threads import available_cores
 from placerl.envs import PlacementEnv
 from placerl.train import TrainConfig, train
@@ -66,9 +69,18 @@ class PhaseClock(BaseCallback):
         return True
 
 
+def epoch_switch(epochs: int) -> dict[str, Any]:
+    """PPO's hyperparameters at ``epochs`` epochs: the learning rate scaled so that the epochs
+    together step as far as placerl's defaults do (2 epochs: twice the rate)."""
+    if epochs == PPO_DEFAULTS["n_epochs"]:
+        return {}
+    scale = PPO_DEFAULTS["n_epochs"] / epochs
+    return {"n_epochs": epochs, "learning_rate": PPO_DEFAULTS["learning_rate"] * scale}
+
+
 def throughput(extractor: str, nodes: int, vec_env: str, steps: int, device: str,
-               n_envs: int, rollout_threads: int = 1,
-               threads: int = 0) -> tuple[float, float, int]:  # fmt: skip
+               n_envs: int, rollout_threads: int = 1, threads: int = 0,
+               epochs: int = PPO_DEFAULTS["n_epochs"]) -> tuple[float, float, int]:  # fmt: skip
     """Env steps per second of ``steps`` training steps (PPO updates included), the share of
     the time in updates, and torch's thread count in the updates."""
     clock = PhaseClock()
@@ -76,6 +88,7 @@ def throughput(extractor: str, nodes: int, vec_env: str, steps: int, device: str
                     "vec_env": vec_env, "total_steps": steps, "eval_every": 0, "n_envs": n_envs,
                     "checkpoint_every": 0, "baselines": [], "device": device,
                     "rollout_threads": rollout_threads, "threads": threads,
+                    "hyperparams": epoch_switch(epochs),
                     "rollback": False},  # PPO's own speed: rollback's checks are extra work
                    callbacks=[clock])  # fmt: skip
     train_s = result.timings["train"]
@@ -144,14 +157,14 @@ def resolve_device(name: str) -> str:
 
 
 def rows_for(nodes: int, extractor: str, device: str, n_envs: int, steps: int,
-             env_speed: float, rollout_threads: int,
-             vec_envs: tuple[str, ...] = VEC_ENVS) -> dict[str, Any]:  # fmt: skip
+             env_speed: float, rollout_threads: int, vec_envs: tuple[str, ...] = VEC_ENVS,
+             epochs: int = PPO_DEFAULTS["n_epochs"]) -> dict[str, Any]:  # fmt: skip
     """One table row: both vector envs on one configuration."""
     row: dict[str, Any] = {"extractor": extractor, "nodes": nodes, "device": device,
-                           "n_envs": n_envs}  # fmt: skip
+                           "n_envs": n_envs, "epochs": epochs}  # fmt: skip
     for vec_env in vec_envs:
-        speed, update_share, threads = throughput(extractor, nodes, vec_env, steps, device,
-                                                  n_envs, rollout_threads)  # fmt: skip
+        speed, update_share, threads = throughput(extractor, nodes, vec_env, steps, device, n_envs,
+                                                  rollout_threads, epochs=epochs)  # fmt: skip
         row[f"{vec_env} steps/s"] = round(speed)
         row[f"{vec_env} updates"] = f"{update_share:.0%}"
     row["raw env steps/s"] = round(env_speed)
@@ -168,6 +181,9 @@ def main() -> None:
     parser.add_argument("--n-envs", default=str(TrainConfig.n_envs),
                         help="comma-separated env counts (default: placerl's)")  # fmt: skip
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
+    parser.add_argument("--epochs", default="4,2",
+                        help="comma-separated PPO epoch counts; at other than placerl's 4 the "
+                             "learning rate is scaled to match (2 epochs: 2e-3)")  # fmt: skip
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="graph sizes (nodes)")
     parser.add_argument("--vec-envs", default=",".join(VEC_ENVS),
                         help="comma-separated vector envs: dummy (in process), subproc")
@@ -181,6 +197,7 @@ def main() -> None:
     apply_run_options(args)
     devices = [resolve_device(d) for d in args.devices.split(",")]
     env_counts = [int(n) for n in args.n_envs.split(",")]
+    epoch_counts = [int(e) for e in args.epochs.split(",")] if not args.busy else [4]
     for device in devices:  # untimed: compiles the numba kernels (cached after) and starts CUDA
         throughput(EXTRACTORS[0], SIZES[0], VEC_ENVS[0], 256, device, 4)
     rows, start = [], time.perf_counter()
@@ -189,23 +206,24 @@ def main() -> None:
             env_speed = raw_env_speed(nodes)
             for extractor in args.extractors.split(","):
                 for device in devices:
-                    for n_envs in env_counts:
+                    for n_envs, epochs in itertools.product(env_counts, epoch_counts):
                         if args.busy:
                             new = busy_rows(nodes, extractor, device, n_envs, args.steps)
                         else:
                             new = [rows_for(nodes, extractor, device, n_envs, args.steps,
                                             env_speed, args.rollout_threads,
-                                            tuple(args.vec_envs.split(",")))]  # fmt: skip
+                                            tuple(args.vec_envs.split(",")), epochs)]  # fmt: skip
                         rows += new
                         print(*new, sep="\n", flush=True)
     options = "".join(f" --{name.replace('_', '-')} {getattr(args, name)}"
-                      for name in ("steps", "threads", "devices", "n_envs", "extractors",
+                      for name in ("steps", "threads", "devices", "n_envs", "extractors", "epochs",
                                    "sizes", "vec_envs", "rollout_threads", "busy")
                       if getattr(args, name) != parser.get_default(name))  # fmt: skip
     note = (f"Command: `python benchmarks/bench_training_speed.py{options}` ({args.steps} steps "
             f"per run; {time.perf_counter() - start:.0f} s in all). MaskablePPO with placerl's "
             "defaults (1,024 steps per rollout split over the envs, minibatches of 256, 4 "
-            "epochs), updates included; `updates`: their share of the training time.")
+            "epochs at a learning rate of 1e-3; rows of 2 epochs at 2e-3), updates included; "
+            "`updates`: their share of the training time.")
     if args.busy:
         note += f" {args.busy} other process(es) kept a core busy throughout; envs in process."
     name = ("training_speed" + ("_busy" if args.busy else "")

@@ -1,0 +1,40 @@
+"""bench_training_speed.py: the 2-epoch rows train at 2 epochs and twice the learning rate."""
+
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
+
+from placerl.agents.factory import PPO_DEFAULTS
+from tests.bench_modules import benchmark_module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    with benchmark_module("bench_training_speed") as module:
+        yield module
+
+
+def test_the_epoch_switch_keeps_the_epochs_total_step(bench):
+    assert bench.epoch_switch(PPO_DEFAULTS["n_epochs"]) == {}  # placerl's defaults, untouched
+    switch = bench.epoch_switch(2)
+    assert switch == {"n_epochs": 2, "learning_rate": pytest.approx(2e-3)}
+    assert switch["n_epochs"] * switch["learning_rate"] == pytest.approx(
+        PPO_DEFAULTS["n_epochs"] * PPO_DEFAULTS["learning_rate"])
+
+
+def test_each_row_trains_with_its_epochs(bench, monkeypatch):
+    configs = []
+
+    def fake_train(config, callbacks):
+        configs.append(config)
+        timings = {"train": 2.0, "steps_per_s": 512.0, "torch_threads": 1}
+        return SimpleNamespace(timings=timings)
+
+    monkeypatch.setattr(bench, "train", fake_train)
+    row = bench.rows_for(100, "lstm", "cpu", 8, 1024, 30_000.0, 1, ("dummy",), epochs=2)
+    assert configs[0]["hyperparams"] == bench.epoch_switch(2)
+    assert row["epochs"] == 2 and row["dummy steps/s"] == 512
+    bench.rows_for(100, "lstm", "cpu", 8, 1024, 30_000.0, 1, ("dummy",))
+    assert configs[1]["hyperparams"] == {}
