@@ -113,6 +113,13 @@ def test_small_batches_run_plainly(env):
     assert plan_sharing(batch["nodes"], batch["current"]) is None
 
 
+def test_passes_without_gradients_run_plainly(env):
+    batch = _minibatch(env)
+    assert plan_sharing(batch["nodes"], batch["current"]) is not None
+    with torch.no_grad():
+        assert plan_sharing(batch["nodes"], batch["current"]) is None
+
+
 def test_the_shared_pass_leaves_torchs_random_stream_alone(env):
     torch.manual_seed(0)
     extractor = LstmExtractor(env.observation_space, hidden=16)
