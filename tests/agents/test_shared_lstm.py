@@ -85,13 +85,15 @@ def test_every_sample_shares_a_prefix_only_with_a_root_whose_rows_start_the_same
 
 
 def test_a_fingerprint_collision_costs_only_the_saving(env, monkeypatch):
-    # every prefix fingerprinted alike: the row-by-row check must still keep foreign prefixes out
+    # every prefix and graph fingerprinted alike: the row-by-row checks must still keep foreign
+    # prefixes and graphs out
     monkeypatch.setattr(shared_lstm, "_prefix_fingerprints",
                         lambda nodes: torch.zeros(nodes.shape[0], nodes.shape[1] + 1))  # fmt: skip
     torch.manual_seed(0)
     extractor = LstmExtractor(env.observation_space, hidden=16, per_node=True)
     batch = _minibatch(env)
     _assert_roots_start_the_same(batch)
+    assert len(plan_sharing(batch["nodes"], batch["current"]).graphs) == 2  # told apart anyway
     _assert_same(extractor, batch)
 
 

@@ -112,13 +112,11 @@ def plan_sharing(nodes: torch.Tensor, current: torch.Tensor) -> SharingPlan | No
     (roots, root_of), forward = _forward_buckets(nodes, current)
     if backward is None and forward is None:
         return None
-    static = nodes.clone()
-    static[:, :, dynamic] = 0
-    graphs, graph_of = torch.unique(static.flatten(1), dim=0, return_inverse=True)
+    graphs, graph_of = _distinct_graphs(nodes, dynamic)
     if forward is None:
         roots, root_of, forward = every[:1], every * 0, ((every, 0),)  # all from row 0
-    return SharingPlan(graphs.view(-1, *nodes.shape[1:]), graph_of,
-                       backward or ((every, nodes.shape[1]),), roots, root_of, forward)  # fmt: skip
+    return SharingPlan(graphs, graph_of, backward or ((every, nodes.shape[1]),), roots, root_of,
+                       forward)  # fmt: skip
 
 
 def shared_bidirectional(lstm: nn.LSTM, embed: nn.Module, x: torch.Tensor,
@@ -134,6 +132,23 @@ def shared_bidirectional(lstm: nn.LSTM, embed: nn.Module, x: torch.Tensor,
     backward_states, backward_first = _backward(lstm, embed(plan.graphs), x, plan)
     return (torch.cat([forward_states, backward_states], dim=2),
             torch.cat([forward_last, backward_first]))  # fmt: skip
+
+
+def _distinct_graphs(nodes: torch.Tensor, dynamic: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The samples' distinct static rows ``(G, N, F)`` and each sample's index among them.
+
+    Grouped by a fingerprint and then checked row by row (``torch.unique`` over whole samples
+    compares them one pair at a time: 3 of a plan's 7 ms); a collision falls back to it."""
+    static = nodes.clone()
+    static[:, :, dynamic] = 0
+    _, graph_of = torch.unique(_prefix_fingerprints(static)[:, -1], return_inverse=True)
+    first = torch.full((int(graph_of.max()) + 1,), len(nodes)).scatter_reduce(
+        0, graph_of, torch.arange(len(nodes)), "amin")
+    graphs = static[first]
+    if not torch.equal(graphs[graph_of], static):
+        graphs, graph_of = torch.unique(static.flatten(1), dim=0, return_inverse=True)
+        graphs = graphs.view(-1, *nodes.shape[1:])
+    return graphs, graph_of
 
 
 def _backward_buckets(touched: torch.Tensor) -> Buckets | None:
@@ -189,38 +204,62 @@ def _prefix_fingerprints(nodes: torch.Tensor) -> torch.Tensor:
 def _forward(lstm: nn.LSTM, x: torch.Tensor, plan: SharingPlan) -> tuple[torch.Tensor, ...]:
     starts = sorted({start for _, start in plan.forward})
     shared = _chained(lstm, "", x[plan.roots], starts)
-    parts, samples, lasts = [], [], []
-    for chunk, start in plan.forward:
+    parts, lasts = [], []
+    for (chunk, start), rows in zip(plan.forward, _bucketed(x, plan.forward), strict=True):
         states, (h0, c0) = shared[start]
         roots = plan.root_of[chunk]
-        own, (last, _) = _direction(lstm, "", x[chunk, start:], (h0[:, roots], c0[:, roots]))
+        own, (last, _) = _direction(lstm, "", rows[:, start:], (h0[:, roots], c0[:, roots]))
         parts.append(torch.cat([states[roots], own], dim=1))
-        samples.append(chunk)
         lasts.append(last)
-    return _unsorted(parts, samples, lasts)
+    return _unsorted(parts, lasts, plan.forward)
 
 
 def _backward(lstm: nn.LSTM, graphs: torch.Tensor, x: torch.Tensor,
               plan: SharingPlan) -> tuple[torch.Tensor, ...]:  # fmt: skip
     lengths = sorted({length for _, length in plan.backward}, reverse=True)
     shared = _chained(lstm, "_reverse", graphs, lengths)
-    parts, samples, firsts = [], [], []
-    for chunk, length in plan.backward:
+    parts, firsts = [], []
+    for (chunk, length), rows in zip(plan.backward, _bucketed(x, plan.backward), strict=True):
         states, (h0, c0) = shared[length]
         graph = plan.graph_of[chunk]
-        own, (first, _) = _direction(lstm, "_reverse", x[chunk, :length].flip(1),
+        own, (first, _) = _direction(lstm, "_reverse", rows[:, :length].flip(1),
                                      (h0[:, graph], c0[:, graph]))  # fmt: skip
         parts.append(torch.cat([own.flip(1), states[graph]], dim=1))
-        samples.append(chunk)
         firsts.append(first)
-    return _unsorted(parts, samples, firsts)
+    return _unsorted(parts, firsts, plan.backward)
 
 
-def _unsorted(parts: list[torch.Tensor], samples: list[torch.Tensor],
-              finals: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def _bucketed(x: torch.Tensor, buckets: Buckets) -> tuple[torch.Tensor, ...]:
+    """``x``'s samples bucket by bucket: one permutation and one split, whose gradients are a
+    gather and a concatenation (indexing each bucket would scatter into a zero copy of ``x``
+    per bucket)."""
+    order = torch.cat([chunk for chunk, _ in buckets])
+    return _permuted(x, order).split([len(chunk) for chunk, _ in buckets])
+
+
+def _unsorted(parts: list[torch.Tensor], finals: list[torch.Tensor],
+              buckets: Buckets) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """Bucket results back in the samples' order."""
-    inverse = torch.argsort(torch.cat(samples))
-    return torch.cat(parts)[inverse], torch.cat(finals, dim=1)[:, inverse]
+    inverse = torch.argsort(torch.cat([chunk for chunk, _ in buckets]))
+    return _permuted(torch.cat(parts), inverse), torch.cat(finals, dim=1)[:, inverse]
+
+
+class _Permutation(torch.autograd.Function):
+    """``t[order]`` for a permutation ``order`` of ``t``'s rows, its gradient a gather too."""
+
+    @staticmethod
+    def forward(ctx, t: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(order)
+        return t[order]
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (order,) = ctx.saved_tensors
+        return grad[torch.argsort(order)], None
+
+
+def _permuted(t: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    return _Permutation.apply(t, order)
 
 
 def _chained(lstm: nn.LSTM, suffix: str, x: torch.Tensor,
