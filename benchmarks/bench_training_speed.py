@@ -197,7 +197,11 @@ def main() -> None:
     apply_run_options(args)
     devices = [resolve_device(d) for d in args.devices.split(",")]
     env_counts = [int(n) for n in args.n_envs.split(",")]
-    epoch_counts = [int(e) for e in args.epochs.split(",")] if not args.busy else [4]
+    epoch_counts = [int(e) for e in args.epochs.split(",")]
+    if min(epoch_counts) < 1:
+        parser.error(f"--epochs must be counts of at least 1, got {args.epochs}")
+    if args.busy:
+        epoch_counts = [PPO_DEFAULTS["n_epochs"]]  # --busy compares thread settings
     for device in devices:  # untimed: compiles the numba kernels (cached after) and starts CUDA
         throughput(EXTRACTORS[0], SIZES[0], VEC_ENVS[0], 256, device, 4)
     rows, start = [], time.perf_counter()
@@ -221,9 +225,12 @@ def main() -> None:
                       if getattr(args, name) != parser.get_default(name))  # fmt: skip
     note = (f"Command: `python benchmarks/bench_training_speed.py{options}` ({args.steps} steps "
             f"per run; {time.perf_counter() - start:.0f} s in all). MaskablePPO with placerl's "
-            "defaults (1,024 steps per rollout split over the envs, minibatches of 256, 4 "
-            "epochs at a learning rate of 1e-3; rows of 2 epochs at 2e-3), updates included; "
-            "`updates`: their share of the training time.")
+            "defaults (1,024 steps per rollout split over the envs, minibatches of 256, "
+            f"{PPO_DEFAULTS['n_epochs']} epochs at a learning rate of "
+            f"{PPO_DEFAULTS['learning_rate']:g}"
+            + "".join(f"; rows of {e} epochs at {epoch_switch(e)['learning_rate']:g}"
+                      for e in epoch_counts if epoch_switch(e))
+            + "), updates included; `updates`: their share of the training time.")
     if args.busy:
         note += f" {args.busy} other process(es) kept a core busy throughout; envs in process."
     name = ("training_speed" + ("_busy" if args.busy else "")

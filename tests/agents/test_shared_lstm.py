@@ -1,5 +1,7 @@
 """The LSTM over shared rows: the plain bidirectional LSTM's states and gradients, less work."""
 
+from unittest.mock import patch
+
 import numpy as np
 import pytest
 import torch
@@ -126,6 +128,7 @@ def test_the_shared_pass_leaves_torchs_random_stream_alone(env):
     torch.manual_seed(0)
     extractor = LstmExtractor(env.observation_space, hidden=16)
     batch = _minibatch(env)
+    shared_lstm._random_weights.cache_clear()  # first use: the fingerprints' weights are drawn
     state = torch.random.get_rng_state()
     extractor(batch)
     assert torch.equal(state, torch.random.get_rng_state())
@@ -161,17 +164,76 @@ def _episodes(draw):
     return torch.stack(samples * repeats), torch.stack(currents * repeats)
 
 
-@settings(max_examples=25, deadline=None)
-@given(_episodes())
-def test_any_batch_of_episodes_gives_the_plain_lstms_states(episodes):
+def _parameter_gradients(modules, outputs):
+    weights = torch.linspace(-1, 1, outputs.numel()).view_as(outputs)
+    parameters = [p for module in modules for p in module.parameters()]
+    return torch.autograd.grad((outputs * weights).sum(), parameters)
+
+
+@settings(max_examples=30, deadline=None)
+@given(_episodes(), st.booleans())
+def test_any_batch_of_episodes_gives_the_plain_lstms_states_and_gradients(episodes, collide):
     nodes, current = episodes
     torch.manual_seed(0)
     lstm = torch.nn.LSTM(8, 4, batch_first=True, bidirectional=True)
     embed = torch.nn.Linear(nodes.shape[2], 8)
-    x = embed(nodes)
-    expected, (h_n, _) = lstm(x)
-    plan = plan_sharing(nodes, current)
+    expected, (h_n, _) = lstm(embed(nodes))
+    plain = torch.cat([expected.flatten(), h_n.flatten()])
+    expected_grads = _parameter_gradients([lstm, embed], plain)
+    fingerprints = shared_lstm._prefix_fingerprints
+    if collide:  # every prefix and graph alike: only the row-by-row checks keep samples apart
+        fingerprints = lambda rows: torch.zeros(rows.shape[0], rows.shape[1] + 1)  # noqa: E731
+    with patch.object(shared_lstm, "_prefix_fingerprints", fingerprints):
+        plan = plan_sharing(nodes, current)
     assume(plan is not None)
-    states, finals = shared_lstm.shared_bidirectional(lstm, embed, x, plan)
+    states, finals = shared_lstm.shared_bidirectional(lstm, embed, embed(nodes), plan)
     torch.testing.assert_close(states, expected, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(finals, h_n, rtol=1e-5, atol=1e-6)
+    grads = _parameter_gradients([lstm, embed], torch.cat([states.flatten(), finals.flatten()]))
+    for got, want in zip(grads, expected_grads, strict=True):  # sums in another order
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4 * float(want.abs().max()))
+
+
+def test_a_prefix_that_differs_only_in_its_last_placed_row_is_not_shared(monkeypatch):
+    # two episodes alike up to the device of row 2; samples at row 3 must not share a root
+    monkeypatch.setattr(shared_lstm, "_prefix_fingerprints",
+                        lambda rows: torch.zeros(rows.shape[0], rows.shape[1] + 1))  # fmt: skip
+    num_nodes, devices, copies = 6, 2, 20
+    nodes = torch.rand(1, num_nodes, NUM_BASE_FEATURES + devices).repeat(2 * copies, 1, 1)
+    nodes[:, :, dynamic_columns(nodes.shape[2])] = 0
+    nodes[:, :3, PLACED] = 1.0
+    nodes[:, :3, NUM_BASE_FEATURES] = 1.0
+    nodes[copies:, 2, NUM_BASE_FEATURES:] = torch.tensor([0.0, 1.0])  # the second episode
+    nodes[:, 3, CURRENT] = 1.0
+    current = nodes[:, :, CURRENT].clone()
+    plan = plan_sharing(nodes, current)
+    assert plan is not None
+    for chunk, start in plan.forward:
+        for sample in chunk.tolist() if start else ():
+            root = int(plan.roots[plan.root_of[sample]])
+            assert (sample < copies) == (root < copies)
+
+
+def test_a_stacked_lstm_runs_plainly(env):
+    torch.manual_seed(0)
+    extractor = LstmExtractor(env.observation_space, hidden=16, layers=2)
+    assert not shared_lstm.supports(extractor.lstm)
+    _assert_same(extractor, _minibatch(env))
+
+
+@pytest.mark.parametrize("options", [{"num_layers": 2}, {"bidirectional": False},
+                                     {"batch_first": False}, {"bias": False},
+                                     {"proj_size": 2}])  # fmt: skip
+def test_the_shared_pass_refuses_lstms_it_cannot_run(env, options):
+    settings_ = {"batch_first": True, "bidirectional": True, **options}
+    lstm = torch.nn.LSTM(8, 4, **settings_)
+    batch = _minibatch(env)
+    plan = plan_sharing(batch["nodes"], batch["current"])
+    x = torch.zeros(*batch["nodes"].shape[:2], 8)
+    with pytest.raises(ValueError, match="one bidirectional batch-first LSTM layer"):
+        shared_lstm.shared_bidirectional(lstm, torch.nn.Identity(), x, plan)
+
+
+def test_rows_without_placerls_columns_run_plainly():
+    nodes = torch.rand(40, 12, NUM_BASE_FEATURES - 1)
+    assert plan_sharing(nodes, torch.zeros(40, 12)) is None

@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from placerl.agents.extractors.base import PlacementExtractor, check_sizes, current_rows
-from placerl.agents.extractors.shared_lstm import plan_sharing, shared_bidirectional
+from placerl.agents.extractors.shared_lstm import plan_sharing, shared_bidirectional, supports
 
 
 class LstmExtractor(PlacementExtractor):
@@ -49,7 +49,7 @@ class LstmExtractor(PlacementExtractor):
         nodes, mask = obs["nodes"], obs["node_mask"]
         lengths = mask.sum(dim=1).round().long().clamp_min(1).cpu()
         if bool((lengths == nodes.shape[1]).all()):  # no padding (one graph): packing only costs
-            plan = plan_sharing(nodes, obs["current"]) if self.lstm.num_layers == 1 else None
+            plan = plan_sharing(nodes, obs["current"]) if supports(self.lstm) else None
             if plan is None:
                 states, (h_n, _) = self.lstm(self.embed(nodes))
             else:

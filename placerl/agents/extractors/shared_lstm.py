@@ -17,21 +17,23 @@ placement in traversal order touches the rows in order:
 
 Samples are grouped into buckets of equal count by how many rows they must run; a bucket runs
 as many rows as its longest sample needs. The extra rows a shorter sample runs are its own
-rows, so the result is the plain ``lstm(x)``'s up to float rounding (tests check outputs and
-gradients). A direction whose buckets would save less than :data:`SAVING` of its rows runs
-plainly. On 256 samples of a 100-node graph the extractor's forward and backward pass take
-about two thirds of their plain time (PPO's updates; rollouts and evaluations, which need no
-gradients, run plainly: see :func:`plan_sharing`).
+rows, so the states and every parameter's gradient are the plain ``lstm(x)``'s up to float
+rounding (tests check them); the gradient with respect to a shared row of ``x`` goes to the
+run that read it once (the root sample; the donor's own embedding of the graph), not to every
+sample holding a copy of the row. A direction whose buckets would save less than
+:data:`SAVING` of its rows runs plainly. In PPO's updates on 256 samples of a 100-node graph,
+a minibatch's forward, backward and Adam step take about 0.7x their plain time; rollouts and
+evaluations, which need no gradients, run plainly (see :func:`plan_sharing`).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.func import functional_call
 
 from placerl.envs.case import CURRENT, NUM_BASE_FEATURES, PLACED, START
 
@@ -49,6 +51,10 @@ MIN_SAMPLES = 32
 
 #: The least share of a direction's rows its buckets must save to be used.
 SAVING = 0.2
+
+#: Above this many samples the forward direction runs plainly: finding roots compares every
+#: pair of samples (0.5 GB at 8,192).
+MAX_PREFIX_SAMPLES = 2048
 
 _WEIGHTS = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
 
@@ -97,37 +103,63 @@ def plan_sharing(nodes: torch.Tensor, current: torch.Tensor) -> SharingPlan | No
 
     Returns:
         The plan, or None when the saving would not pay: without gradients (oneDNN's inference
-        kernel runs the plain LSTM as fast as the buckets: 30 against 33 ms for 256 samples of
-        100 rows on one thread, where with gradients sharing takes 89 against 133 ms), off the
-        CPU, below :data:`MIN_SAMPLES` samples, or when neither direction would save
-        :data:`SAVING` of its rows (e.g. refine envs, where every row is placed).
+        kernel runs the plain LSTM as fast: 30 ms plain against 33 ms shared for 256 samples of
+        100 rows on one thread, where with gradients the plain pass takes 133 ms and the shared
+        one 89), off the CPU, below :data:`MIN_SAMPLES` samples, for rows without placerl's
+        column layout, or when neither direction would save :data:`SAVING` of its rows (e.g.
+        refine envs, where every row is placed). Above :data:`MAX_PREFIX_SAMPLES` samples the
+        forward direction runs plainly.
     """
-    batch = nodes.shape[0]
-    if batch < MIN_SAMPLES or nodes.device.type != "cpu" or not torch.is_grad_enabled():
+    batch, _, num_features = nodes.shape
+    if (batch < MIN_SAMPLES or nodes.device.type != "cpu" or not torch.is_grad_enabled()
+            or num_features < NUM_BASE_FEATURES):  # fmt: skip
         return None
     dynamic = dynamic_columns(nodes.shape[2])
     touched = (nodes[:, :, dynamic] != 0).any(dim=2)
     every = torch.arange(batch)
     backward = _backward_buckets(touched)
-    (roots, root_of), forward = _forward_buckets(nodes, current)
+    (roots, root_of), forward = (_forward_buckets(nodes, current) if batch <= MAX_PREFIX_SAMPLES
+                                 else ((every, every), None))  # fmt: skip
     if backward is None and forward is None:
         return None
-    graphs, graph_of = _distinct_graphs(nodes, dynamic)
+    if backward is None:  # every sample from its last row: no donor rows are read
+        graphs, graph_of = nodes[:1], torch.zeros_like(every)
+    else:
+        graphs, graph_of = _distinct_graphs(nodes, dynamic)
     if forward is None:
-        roots, root_of, forward = every[:1], every * 0, ((every, 0),)  # all from row 0
+        roots, root_of, forward = every[:1], torch.zeros_like(every), ((every, 0),)  # row 0 on
     return SharingPlan(graphs, graph_of, backward or ((every, nodes.shape[1]),), roots, root_of,
                        forward)  # fmt: skip
 
 
+def supports(lstm: nn.LSTM) -> bool:
+    """Whether :func:`shared_bidirectional` can run ``lstm``: one bidirectional layer over
+    batch-first rows, with biases and without projections."""
+    return (lstm.num_layers == 1 and lstm.bidirectional and lstm.batch_first and lstm.bias
+            and not lstm.proj_size)  # fmt: skip
+
+
 def shared_bidirectional(lstm: nn.LSTM, embed: nn.Module, x: torch.Tensor,
                          plan: SharingPlan) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
-    """One-layer bidirectional ``lstm`` over the embedded rows ``x`` ``(B, N, H)`` as ``plan``
-    shares them; ``embed`` embeds the donor graphs' rows as ``x`` was embedded.
+    """``lstm(x)`` computed as ``plan`` shares the rows.
+
+    Args:
+        lstm: An LSTM that :func:`supports` accepts.
+        embed: The module that embedded ``x`` from the observation's rows; it embeds the donor
+            graphs' rows the same way.
+        x: ``(B, N, H)`` the embedded rows of the observations ``plan`` was made from.
+        plan: From :func:`plan_sharing`.
 
     Returns:
         The states ``(B, N, 2 * hidden)`` and the final states ``(2, B, hidden)`` (forward,
         backward), as ``lstm(x)`` gives them.
+
+    Raises:
+        ValueError: ``lstm`` is not one :func:`supports`.
     """
+    if not supports(lstm):
+        raise ValueError("shared_bidirectional runs one bidirectional batch-first LSTM layer "
+                         f"with biases and no projection, not {lstm}")  # fmt: skip
     forward_states, forward_last = _forward(lstm, x, plan)
     backward_states, backward_first = _backward(lstm, embed(plan.graphs), x, plan)
     return (torch.cat([forward_states, backward_states], dim=2),
@@ -181,7 +213,10 @@ def _forward_buckets(nodes: torch.Tensor, current: torch.Tensor) -> tuple[Roots,
     return (roots, root_of), buckets if saves else None
 
 
-def _saves(buckets: Buckets, shape: tuple[int, ...], rows, extra: int = 0) -> bool:
+def _saves(buckets: Buckets, shape: tuple[int, ...], rows: Callable[[int], int],
+           extra: int = 0) -> bool:  # fmt: skip
+    """Whether running ``rows(value)`` rows per bucket sample, plus ``extra``, saves
+    :data:`SAVING` of the plain ``batch x num_nodes`` rows."""
     cost = extra + sum(len(chunk) * rows(value) for chunk, value in buckets)
     return cost <= (1 - SAVING) * shape[0] * shape[1]
 
@@ -201,7 +236,8 @@ def _prefix_fingerprints(nodes: torch.Tensor) -> torch.Tensor:
     return torch.cat([codes.new_zeros(len(codes), 1), codes.cumsum(dim=1)], dim=1)
 
 
-def _forward(lstm: nn.LSTM, x: torch.Tensor, plan: SharingPlan) -> tuple[torch.Tensor, ...]:
+def _forward(lstm: nn.LSTM, x: torch.Tensor,
+             plan: SharingPlan) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     starts = sorted({start for _, start in plan.forward})
     shared = _chained(lstm, "", x[plan.roots], starts)
     parts, lasts = [], []
@@ -215,7 +251,7 @@ def _forward(lstm: nn.LSTM, x: torch.Tensor, plan: SharingPlan) -> tuple[torch.T
 
 
 def _backward(lstm: nn.LSTM, graphs: torch.Tensor, x: torch.Tensor,
-              plan: SharingPlan) -> tuple[torch.Tensor, ...]:  # fmt: skip
+              plan: SharingPlan) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     lengths = sorted({length for _, length in plan.backward}, reverse=True)
     shared = _chained(lstm, "_reverse", graphs, lengths)
     parts, firsts = [], []
@@ -286,13 +322,9 @@ def _chained(lstm: nn.LSTM, suffix: str, x: torch.Tensor,
 def _direction(lstm: nn.LSTM, suffix: str, x: torch.Tensor,
                state: State) -> tuple[torch.Tensor, State]:  # fmt: skip
     """One direction of a one-layer bidirectional ``lstm`` (``""`` forward, ``"_reverse"``
-    backward) as a unidirectional LSTM over ``x`` in the order given, from ``state``."""
-    weights = {name: getattr(lstm, name + suffix) for name in _WEIGHTS}
-    return functional_call(_shell(lstm.input_size, lstm.hidden_size), weights, (x, state))
-
-
-@functools.cache
-def _shell(input_size: int, hidden_size: int) -> nn.LSTM:
-    """A unidirectional LSTM without weights of its own, run with one direction's weights; on
-    the meta device, building it neither allocates nor draws from torch's random generator."""
-    return nn.LSTM(input_size, hidden_size, batch_first=True, device="meta")
+    backward) as a unidirectional LSTM over ``x`` in the order given, from ``state``: the
+    kernel ``nn.LSTM`` itself calls, given that direction's weights (no module is swapped,
+    so concurrent passes cannot see each other's weights)."""
+    weights = [getattr(lstm, name + suffix) for name in _WEIGHTS]
+    states, h, c = torch.lstm(x, state, weights, True, 1, 0.0, lstm.training, False, True)
+    return states, (h, c)
