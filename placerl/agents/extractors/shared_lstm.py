@@ -22,7 +22,7 @@ rounding (tests check them); the gradient with respect to a shared row of ``x`` 
 run that read it once (the root sample; the donor's own embedding of the graph), not to every
 sample holding a copy of the row. A direction whose buckets would save less than
 :data:`SAVING` of its rows runs plainly. In PPO's updates on 256 samples of a 100-node graph,
-a minibatch's forward, backward and Adam step take about 0.7x their plain time; rollouts and
+a minibatch's forward, backward and Adam step take 0.7-0.8x their plain time; rollouts and
 evaluations, which need no gradients, run plainly (see :func:`plan_sharing`).
 """
 
