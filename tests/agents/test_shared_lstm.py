@@ -117,6 +117,12 @@ def test_small_batches_run_plainly(env):
     assert plan_sharing(batch["nodes"], batch["current"]) is None
 
 
+def test_batches_off_the_cpu_run_plainly(env):
+    # the GPU's cuDNN kernels are another trade-off; the meta device stands in for CUDA here
+    batch = _minibatch(env)
+    assert plan_sharing(batch["nodes"].to("meta"), batch["current"].to("meta")) is None
+
+
 def test_passes_without_gradients_run_plainly(env):
     batch = _minibatch(env)
     assert plan_sharing(batch["nodes"], batch["current"]) is not None
