@@ -114,7 +114,7 @@ def plan_sharing(nodes: torch.Tensor, current: torch.Tensor) -> SharingPlan | No
     if (batch < MIN_SAMPLES or nodes.device.type != "cpu" or not torch.is_grad_enabled()
             or num_features < NUM_BASE_FEATURES):  # fmt: skip
         return None
-    dynamic = dynamic_columns(nodes.shape[2])
+    dynamic = dynamic_columns(num_features)
     touched = (nodes[:, :, dynamic] != 0).any(dim=2)
     every = torch.arange(batch)
     backward = _backward_buckets(touched)
@@ -238,6 +238,8 @@ def _prefix_fingerprints(nodes: torch.Tensor) -> torch.Tensor:
 
 def _forward(lstm: nn.LSTM, x: torch.Tensor,
              plan: SharingPlan) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """The forward direction: the roots' prefixes once, then each bucket from its roots'
+    states; every row's state ``(B, N, hidden)`` and the last one ``(1, B, hidden)``."""
     starts = sorted({start for _, start in plan.forward})
     shared = _chained(lstm, "", x[plan.roots], starts)
     parts, lasts = [], []
@@ -252,6 +254,8 @@ def _forward(lstm: nn.LSTM, x: torch.Tensor,
 
 def _backward(lstm: nn.LSTM, graphs: torch.Tensor, x: torch.Tensor,
               plan: SharingPlan) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """The backward direction: the donor graphs' tails once, then each bucket from its
+    graphs' states; every row's state ``(B, N, hidden)`` and row 0's ``(1, B, hidden)``."""
     lengths = sorted({length for _, length in plan.backward}, reverse=True)
     shared = _chained(lstm, "_reverse", graphs, lengths)
     parts, firsts = [], []
