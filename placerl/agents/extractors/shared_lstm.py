@@ -241,13 +241,14 @@ def _forward(lstm: nn.LSTM, x: torch.Tensor,
     """The forward direction: the roots' prefixes once, then each bucket from its roots'
     states; every row's state ``(B, N, hidden)`` and the last one ``(1, B, hidden)``."""
     starts = sorted({start for _, start in plan.forward})
-    shared = _chained(lstm, "", x[plan.roots], starts)
+    shared = _chained(lstm, "", _rows(x, plan.roots), starts)
     parts, lasts = [], []
     for (chunk, start), rows in zip(plan.forward, _bucketed(x, plan.forward), strict=True):
         states, (h0, c0) = shared[start]
         roots = plan.root_of[chunk]
-        own, (last, _) = _direction(lstm, "", rows[:, start:], (h0[:, roots], c0[:, roots]))
-        parts.append(torch.cat([states[roots], own], dim=1))
+        own, (last, _) = _direction(lstm, "", rows[:, start:],
+                                    (_rows(h0, roots, 1), _rows(c0, roots, 1)))  # fmt: skip
+        parts.append(torch.cat([_rows(states, roots), own], dim=1))
         lasts.append(last)
     return _unsorted(parts, lasts, plan.forward)
 
@@ -263,8 +264,8 @@ def _backward(lstm: nn.LSTM, graphs: torch.Tensor, x: torch.Tensor,
         states, (h0, c0) = shared[length]
         graph = plan.graph_of[chunk]
         own, (first, _) = _direction(lstm, "_reverse", rows[:, :length].flip(1),
-                                     (h0[:, graph], c0[:, graph]))  # fmt: skip
-        parts.append(torch.cat([own.flip(1), states[graph]], dim=1))
+                                     (_rows(h0, graph, 1), _rows(c0, graph, 1)))  # fmt: skip
+        parts.append(torch.cat([own.flip(1), _rows(states, graph)], dim=1))
         firsts.append(first)
     return _unsorted(parts, firsts, plan.backward)
 
@@ -281,7 +282,7 @@ def _unsorted(parts: list[torch.Tensor], finals: list[torch.Tensor],
               buckets: Buckets) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """Bucket results back in the samples' order."""
     inverse = torch.argsort(torch.cat([chunk for chunk, _ in buckets]))
-    return _permuted(torch.cat(parts), inverse), torch.cat(finals, dim=1)[:, inverse]
+    return _permuted(torch.cat(parts), inverse), _rows(torch.cat(finals, dim=1), inverse, 1)
 
 
 class _Permutation(torch.autograd.Function):
@@ -290,16 +291,22 @@ class _Permutation(torch.autograd.Function):
     @staticmethod
     def forward(ctx, t: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(order)
-        return t[order]
+        return torch.index_select(t, 0, order)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (order,) = ctx.saved_tensors
-        return grad[torch.argsort(order)], None
+        return torch.index_select(grad, 0, torch.argsort(order)), None
 
 
 def _permuted(t: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
     return _Permutation.apply(t, order)
+
+
+def _rows(t: torch.Tensor, index: torch.Tensor, dim: int = 0) -> torch.Tensor:
+    """``t``'s entries ``index`` along ``dim``: ``index_select``, whose CPU kernel copies whole
+    rows (0.1 ms for 256 samples of 100 rows of 64, where ``t[index]`` takes 0.7 ms)."""
+    return torch.index_select(t, dim, index)
 
 
 def _chained(lstm: nn.LSTM, suffix: str, x: torch.Tensor,
