@@ -202,17 +202,17 @@ def main() -> None:
         parser.error(f"--epochs must be counts of at least 1, got {args.epochs}")
     if args.busy:
         epoch_counts = [PPO_DEFAULTS["n_epochs"]]  # --busy compares thread settings
-    sizes = [int(n) for n in args.sizes.split(",")]
+    sizes, extractors = [int(n) for n in args.sizes.split(",")], args.extractors.split(",")
     # untimed, per device, extractor and size: compiles the numba kernels (cached after),
     # starts CUDA and builds oneDNN's kernels for the shapes a run meets (without it the
     # LSTM's first 8,192 steps at 100 nodes ran at 0.8x its later speed)
-    for device, extractor, nodes in itertools.product(devices, args.extractors.split(","), sizes):
+    for device, extractor, nodes in itertools.product(devices, extractors, sizes):
         throughput(extractor, nodes, VEC_ENVS[0], 1024, device, env_counts[0])
     rows, start = [], time.perf_counter()
     with busy_cores(args.busy):
         for nodes in sizes:
             env_speed = raw_env_speed(nodes)
-            for extractor in args.extractors.split(","):
+            for extractor in extractors:
                 for device in devices:
                     for n_envs, epochs in itertools.product(env_counts, epoch_counts):
                         if args.busy:
