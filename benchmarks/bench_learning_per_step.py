@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
+from placerl.comparison import compare_pairs
 from placerl.train import train
 
 GRAPHS = ("synthetic:layered?n=100&seed=0", "synthetic:cifar10?seed=0")
@@ -106,6 +107,55 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                          "best": round(float(curves.min(axis=1).mean()), 3),
                          "train s": round(train_s, 1)})  # fmt: skip
     return rows
+
+
+#: The layout every other variant is compared with, pair by pair (same graph and seed).
+REFERENCE = "8x128"
+
+
+def _split_variant(name: str) -> tuple[str, str]:
+    """A recorded variant name as (layout, label): labels start with a space."""
+    layout, _, label = name.partition(" ")
+    return layout, f" {label}" if label else ""
+
+
+def paired(runs: list[dict[str, Any]], reference: str = REFERENCE) -> list[dict[str, Any]]:
+    """Each variant against ``reference`` of the same label, extractor and graph, paired by
+    seed, then over both graphs at once: the geometric-mean ratio of their curve means (the
+    area under the greedy curve, below 1: the variant learns faster per step) and of their
+    finals, with bootstrap 95% intervals, wins of the variant and the signed-rank test's
+    verdict on the curve mean (:func:`placerl.comparison.compare_pairs`)."""
+    by_key = {_key(r): r for r in runs}
+    rows = []
+    for name, extractor in dict.fromkeys(_key(r)[:2] for r in runs):
+        layout, label = _split_variant(name)
+        if layout == reference:
+            continue
+        graphs = [*dict.fromkeys(r["graph"] for r in runs), "both graphs"]
+        for graph in graphs:
+            keys = [k for k in by_key if k[:2] == (name, extractor)
+                    and (graph == "both graphs" or k[2] == graph)
+                    and (reference + label, extractor, *k[2:]) in by_key]  # fmt: skip
+            if not keys:
+                continue
+            mine = [by_key[k]["ratio"] for k in keys]
+            theirs = [by_key[(reference + label, extractor, *k[2:])]["ratio"] for k in keys]
+            area = compare_pairs(np.mean(mine, axis=1), np.mean(theirs, axis=1))
+            final = compare_pairs([c[-1] for c in mine], [c[-1] for c in theirs])
+            against = reference + label
+            rows.append({"variant": name, "against": against, "extractor": extractor,
+                         "graph": graph.split(":")[-1], "pairs": area.pairs,
+                         "curve mean ratio": _interval(area),
+                         "better / worse": f"{area.wins} / {area.losses}",
+                         "final ratio": _interval(final),
+                         "verdict (curve mean)": area.verdict(name, against)})  # fmt: skip
+    return rows
+
+
+def _interval(comparison) -> str:
+    if comparison.ci_note:
+        return f"{comparison.ratio:.3f}"
+    return f"{comparison.ratio:.3f} [{comparison.ci_low:.3f}, {comparison.ci_high:.3f}]"
 
 
 def plot(runs: list[dict[str, Any]], path: Path) -> None:
@@ -190,6 +240,12 @@ def report(runs: list[dict[str, Any]], commands: list[str], out: Path) -> None:
             f"(every {every} steps, from step 0). Made by:\n\n```\n" + "\n".join(commands)
             + "\n```")  # fmt: skip
     text = f"{note}\n\n{markdown_table(summarize(runs))}\n"
+    comparisons = paired(runs)
+    if comparisons:
+        text += ("\nEach variant against the default layout of its label, paired by graph and "
+                 "seed (ratios of the variant's value over the reference's; below 1: the "
+                 "variant's greedy placements were faster; `faster` in a verdict means that):"
+                 f"\n\n{markdown_table(comparisons)}\n")  # fmt: skip
     (out / "learning_per_step.md").write_text(text)
     print(f"\n{text}")
 
