@@ -3,7 +3,8 @@ beside the raw env's steps per second in the same run.
 
 For each extractor (GNN, LSTM, MLP) on ``synthetic:layered`` graphs of 100 and 300 nodes
 (``placeto?n_devices=4``, construct env, placerl's defaults: ``n_envs`` envs, 1,024 steps
-per rollout, 4 epochs of minibatches of 256, and 2 epochs at twice the learning rate) it
+per rollout, 2 epochs of minibatches of 256 at a learning rate of 2e-3, and 4 epochs at half
+that rate, the defaults before 2026-11-27) it
 trains a fixed number of steps with the envs in process (``dummy``) and in subprocesses
 (``subproc``) and reports steps per second of
 training (no evaluations), the share of that time spent in PPO updates (the rest collects
@@ -71,7 +72,7 @@ class PhaseClock(BaseCallback):
 
 def epoch_switch(epochs: int) -> dict[str, Any]:
     """PPO's hyperparameters at ``epochs`` epochs: the learning rate scaled so that the epochs
-    together step as far as placerl's defaults do (2 epochs: twice the rate)."""
+    together step as far as placerl's defaults do (4 epochs: half the rate)."""
     if epochs == PPO_DEFAULTS["n_epochs"]:
         return {}
     scale = PPO_DEFAULTS["n_epochs"] / epochs
@@ -181,9 +182,9 @@ def main() -> None:
     parser.add_argument("--n-envs", default=str(TrainConfig.n_envs),
                         help="comma-separated env counts (default: placerl's)")  # fmt: skip
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
-    parser.add_argument("--epochs", default="4,2",
-                        help="comma-separated PPO epoch counts; at other than placerl's 4 the "
-                             "learning rate is scaled to match (2 epochs: 2e-3)")  # fmt: skip
+    parser.add_argument("--epochs", default="2,4",
+                        help="comma-separated PPO epoch counts; at other than placerl's 2 the "
+                             "learning rate is scaled to match (4 epochs: 1e-3)")  # fmt: skip
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="graph sizes (nodes)")
     parser.add_argument("--vec-envs", default=",".join(VEC_ENVS),
                         help="comma-separated vector envs: dummy (in process), subproc")
