@@ -37,15 +37,16 @@ from placerl.train import train
 GRAPHS = ("synthetic:layered?n=100&seed=0", "synthetic:cifar10?seed=0")
 CLUSTER = "placeto?n_devices=4"
 
-#: Rollout layouts: envs, steps per env per rollout, PPO epochs, minibatch size.
-_PPO = {"n_epochs": 4, "batch_size": 256}
+#: Rollout layouts: envs, steps per env per rollout, PPO epochs, minibatch size; 4 epochs at
+#: 1e-3 were placerl's defaults until 2026-11-27, when the ``8x128_2ep`` settings replaced them.
+_PPO = {"n_epochs": 4, "batch_size": 256, "learning_rate": 1e-3}
 VARIANTS: dict[str, dict[str, Any]] = {
     "before": {"n_envs": 4, "hyperparams": {"n_steps": 256, **_PPO}},
     "8x128": {"n_envs": 8, "hyperparams": {"n_steps": 128, **_PPO}},
     "16x64": {"n_envs": 16, "hyperparams": {"n_steps": 64, **_PPO}},
     "32x32": {"n_envs": 32, "hyperparams": {"n_steps": 32, **_PPO}},
     "8x128_3ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, "n_epochs": 3,
-                                                "batch_size": 256}},
+                                                "batch_size": 256, "learning_rate": 1e-3}},
     # half the update work: two epochs at twice the learning rate (the placeto recipe's tuning
     # chose 2 epochs at 2.5e-3)
     "8x128_2ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, "n_epochs": 2,
@@ -112,6 +113,9 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 #: The layout every other variant is compared with, pair by pair (same graph and seed).
 REFERENCE = "8x128"
 
+#: One training run as recorded: variant, extractor, graph, seed, steps, ratio, train_s.
+Run = dict[str, Any]
+
 
 def _split_variant(name: str) -> tuple[str, str]:
     """A recorded variant name as (layout, label): labels start with a space."""
@@ -121,35 +125,65 @@ def _split_variant(name: str) -> tuple[str, str]:
 
 def paired(runs: list[dict[str, Any]], reference: str = REFERENCE) -> list[dict[str, Any]]:
     """Each variant against ``reference`` of the same label, extractor and graph, paired by
-    seed, then over both graphs at once: the geometric-mean ratio of their curve means (the
+    seed, then over all graphs at once: the geometric-mean ratio of their curve means (the
     area under the greedy curve, below 1: the variant learns faster per step) and of their
     finals, with bootstrap 95% intervals, wins of the variant and the signed-rank test's
-    verdict on the curve mean (:func:`placerl.comparison.compare_pairs`)."""
-    by_key = {_key(r): r for r in runs}
+    verdict on the curve mean (:func:`placerl.comparison.compare_pairs`).
+
+    Raises:
+        ValueError: Two runs share variant, extractor, graph and seed, or a run and its
+            reference differ in their evaluations' count or last step.
+    """
+    by_key: dict[tuple[str, str, str, int], dict[str, Any]] = {}
+    for run in runs:
+        if _key(run) in by_key:
+            raise ValueError(f"two runs of variant, extractor, graph and seed {_key(run)}")
+        by_key[_key(run)] = run
+    graphs = list(dict.fromkeys(r["graph"] for r in runs))
     rows = []
     for name, extractor in dict.fromkeys(_key(r)[:2] for r in runs):
         layout, label = _split_variant(name)
         if layout == reference:
             continue
-        graphs = [*dict.fromkeys(r["graph"] for r in runs), "both graphs"]
-        for graph in graphs:
-            keys = [k for k in by_key if k[:2] == (name, extractor)
-                    and (graph == "both graphs" or k[2] == graph)
-                    and (reference + label, extractor, *k[2:]) in by_key]  # fmt: skip
-            if not keys:
-                continue
-            mine = [by_key[k]["ratio"] for k in keys]
-            theirs = [by_key[(reference + label, extractor, *k[2:])]["ratio"] for k in keys]
-            area = compare_pairs(np.mean(mine, axis=1), np.mean(theirs, axis=1))
-            final = compare_pairs([c[-1] for c in mine], [c[-1] for c in theirs])
-            against = reference + label
-            rows.append({"variant": name, "against": against, "extractor": extractor,
-                         "graph": graph.split(":")[-1], "pairs": area.pairs,
-                         "curve mean ratio": _interval(area),
-                         "better / worse": f"{area.wins} / {area.losses}",
-                         "final ratio": _interval(final),
-                         "verdict (curve mean)": area.verdict(name, against)})  # fmt: skip
+        against = reference + label
+        for graph, pairs in _pairs_by_graph(by_key, (name, extractor), against, graphs).items():
+            rows.append(_paired_row(name, against, extractor, graph, pairs))
     return rows
+
+
+def _pairs_by_graph(by_key: dict[tuple[str, str, str, int], Run], variant: tuple[str, str],
+                    against: str, graphs: list[str]) -> dict[str, list[tuple[Run, Run]]]:
+    """(run, reference run) pairs of ``variant`` (name, extractor) per graph that has any,
+    and over all of them where there are several."""
+    pairs = {}
+    for graph in graphs:
+        mine = [(run, by_key[(against, *key[1:])]) for key, run in by_key.items()
+                if key[:3] == (*variant, graph) and (against, *key[1:]) in by_key]
+        for run, reference_run in mine:  # steps may differ by a few within a rollout
+            schedules = [(len(r["steps"]), r["steps"][-1]) for r in (run, reference_run)]
+            if schedules[0] != schedules[1]:
+                raise ValueError(f"{_key(run)} and its reference were evaluated at different "
+                                 f"steps ({schedules[0][0]} evaluations to step "
+                                 f"{schedules[0][1]} against {schedules[1][0]} to "
+                                 f"{schedules[1][1]}): their curves do not compare")  # fmt: skip
+        if mine:
+            pairs[graph] = mine
+    if len(pairs) > 1:
+        pairs["all graphs"] = [pair for mine in pairs.values() for pair in mine]
+    return pairs
+
+
+def _paired_row(name: str, against: str, extractor: str, graph: str,
+                pairs: list[tuple[Run, Run]]) -> dict[str, Any]:
+    mine = [run["ratio"] for run, _ in pairs]
+    theirs = [reference_run["ratio"] for _, reference_run in pairs]
+    area = compare_pairs(np.mean(mine, axis=1), np.mean(theirs, axis=1))
+    final = compare_pairs([c[-1] for c in mine], [c[-1] for c in theirs])
+    return {"variant": name, "against": against, "extractor": extractor,
+            "graph": graph.split(":")[-1], "pairs": area.pairs,
+            "curve mean ratio": _interval(area), "better / worse": f"{area.wins} / {area.losses}",
+            "final ratio": _interval(final),
+            "verdict (curve mean)": area.verdict(name, against)}  # fmt: skip
 
 
 def _interval(comparison) -> str:

@@ -43,9 +43,9 @@ from placerl.errors import ConfigError
 #: SB3's learning rate 3e-4 and an entropy bonus of 0.01, 1.091 at 3e-4 without the bonus,
 #: 1.013 at 1e-3 with it and 1.002 at 1e-3 without it; on the sanity problems the bonus kept
 #: PPO in the alternating local optimum of ``branches`` for all three seeds. Two epochs at
-#: twice that rate (4 at 1e-3 before) learn as much per env step, 16 seeds per graph and
-#: extractor (curve means 0.961x for the GNN, 1.012x for the LSTM, no difference detectable),
-#: in about two thirds of the training time (README "Learning per env step").
+#: twice that rate replaced 4 at 1e-3: over 16 seeds per graph and extractor no difference in
+#: learning per env step was detectable (curve means 0.961x for the GNN, 1.012x for the
+#: LSTM), in 0.57x to 0.80x the training time (README "Learning per env step").
 PPO_DEFAULTS: dict[str, Any] = {
     "learning_rate": 2e-3,
     "n_steps": 256,
