@@ -3,9 +3,11 @@
 import contextlib
 import importlib.util
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -21,3 +23,15 @@ def benchmark_module(name: str) -> Iterator[ModuleType]:
         yield module
     finally:
         del sys.modules[name]
+
+
+def module_fixture(name: str) -> Callable[[], Iterator[ModuleType]]:
+    """A module-scoped fixture giving ``benchmarks/<name>.py`` to a test file's tests
+    (``bench = module_fixture("bench_recipes")``)."""
+
+    @pytest.fixture(scope="module")
+    def module() -> Iterator[ModuleType]:
+        with benchmark_module(name) as loaded:
+            yield loaded
+
+    return module

@@ -6,13 +6,9 @@ import pytest
 pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 pytest.importorskip("scipy", reason="the paired test needs scipy")
 
-from tests.bench_modules import benchmark_module
+from tests.bench_modules import module_fixture
 
-
-@pytest.fixture(scope="module")
-def bench():
-    with benchmark_module("bench_learning_per_step") as module:
-        yield module
+bench = module_fixture("bench_learning_per_step")
 
 
 def _run(variant, graph, seed, ratio, extractor="gnn", steps=(0, 1000, 2000)):

@@ -9,13 +9,9 @@ pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 from placerl.baselines import solve
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
-from tests.bench_modules import benchmark_module
+from tests.bench_modules import module_fixture
 
-
-@pytest.fixture(scope="module")
-def bench():
-    with benchmark_module("bench_recipes") as module:
-        yield module
+bench = module_fixture("bench_recipes")
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,9 @@ import pytest
 pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 
 from placerl.agents.factory import PPO_DEFAULTS
-from tests.bench_modules import benchmark_module
+from tests.bench_modules import module_fixture
 
-
-@pytest.fixture(scope="module")
-def bench():
-    with benchmark_module("bench_training_speed") as module:
-        yield module
+bench = module_fixture("bench_training_speed")
 
 
 def test_the_epoch_switch_keeps_the_epochs_total_step(bench):

@@ -5,13 +5,9 @@ import json
 
 import pytest
 
-from tests.bench_modules import benchmark_module
+from tests.bench_modules import module_fixture
 
-
-@pytest.fixture(scope="module")
-def bench():
-    with benchmark_module("bench_baselines") as module:
-        yield module
+bench = module_fixture("bench_baselines")
 
 
 def test_writes_csv_markdown_and_json(bench, tmp_path, capsys):
