@@ -45,8 +45,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "8x128": {"n_envs": 8, "hyperparams": {"n_steps": 128, **_PPO}},
     "16x64": {"n_envs": 16, "hyperparams": {"n_steps": 64, **_PPO}},
     "32x32": {"n_envs": 32, "hyperparams": {"n_steps": 32, **_PPO}},
-    "8x128_3ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, "n_epochs": 3,
-                                                "batch_size": 256, "learning_rate": 1e-3}},
+    "8x128_3ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, **_PPO, "n_epochs": 3}},
     # half the update work: two epochs at twice the learning rate (the placeto recipe's tuning
     # chose 2 epochs at 2.5e-3)
     "8x128_2ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, "n_epochs": 2,

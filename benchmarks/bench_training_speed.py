@@ -198,7 +198,7 @@ def main() -> None:
     apply_run_options(args)
     devices = [resolve_device(d) for d in args.devices.split(",")]
     env_counts = [int(n) for n in args.n_envs.split(",")]
-    epoch_counts = [int(e) for e in args.epochs.split(",")]
+    epoch_counts = [int(e) if e.strip().isdigit() else 0 for e in args.epochs.split(",")]
     if min(epoch_counts) < 1:
         parser.error(f"--epochs must be counts of at least 1, got {args.epochs}")
     if args.busy:
