@@ -2,19 +2,34 @@
 
 A ratio of 1.000 means the placer is proven optimal there: no placement, learned or not, can
 beat it. Per graph and cluster: the lower bound (``placerl.sim.lower_bound``), single device,
-HEFT, the best constructive placer, ``best_of`` and ``local_search`` from ``best_of`` at
-``--evaluations`` simulator evaluations. Usage: ``python benchmarks/bench_lower_bounds.py``
-(about 3 minutes; ``--quick``: two graphs).
+HEFT, the best constructive placer, ``best_of``, ``local_search`` from ``best_of`` at
+``--evaluations`` simulator evaluations, and the strongest classic searches from the best
+constructive placer's placement: hill climbing to its local optimum and iterated local search
+given ``--ils-seconds``.
+
+``--cases held_out`` measures the held-out graphs of ``bench_recipes.py`` (the cell families'
+seeds 1 and 24-26 on four NVLink GPUs, the zoo models its ``--held-out-cases`` run placed) and
+summarizes each family over the best constructive placer, the bar of the zero-shot target: how
+far below it the bound and those searches get, i.e. what a zero-shot placer can hope for.
+
+    python benchmarks/bench_lower_bounds.py                   # zoo and synthetic graphs, ~4 min
+    python benchmarks/bench_lower_bounds.py --cases held_out  # the recipes' held-out graphs
+    python benchmarks/bench_lower_bounds.py --quick           # two graphs
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
 from pathlib import Path
 
-from _common import markdown_table, write_results
+import numpy as np
 from rich.progress import track
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import markdown_table, write_results
 
 from placerl.baselines import solve
 from placerl.sim import CostModel, lower_bound
@@ -25,44 +40,113 @@ GRAPHS = ["zoo:inception_v3?max_nodes=200", "zoo:resnet50?max_nodes=200",
           "synthetic:cifar10?seed=0", "synthetic:ptb?seed=0", "synthetic:nmt?seed=0"]  # fmt: skip
 CLUSTERS = ["gpu8_nvlink?n_devices=4", "placeto?n_devices=4"]
 CONSTRUCTIVE = ["heft", "m_etf", "m_sct"]
+#: The zoo models ``bench_recipes.py``'s ``--held-out-cases`` run placed
+#: (``recipes_improve_cases.md``), each on its cluster.
+ZOO_HELD_OUT = [
+    ("zoo:inception_v3?max_nodes=100", "placeto?n_devices=4"), ("zoo:resnet50", "gpu4_pcie"),
+    ("zoo:transformer", "gpu4_pcie"), ("zoo:transformer?training=true&max_nodes=100", "gpu4_pcie"),
+    ("zoo:inception_v3", "placeto?n_devices=4"),
+]  # fmt: skip
 
 
-def measure(graph: str, cluster: str, evaluations: int) -> dict:
+def held_out_cases() -> list[tuple[str, str]]:
+    """``bench_recipes.py``'s held-out graphs: the cell families' (its ``FAMILIES``, imported
+    here alone: it needs the rl extra), then the zoo models."""
+    from bench_recipes import FAMILIES
+
+    cells = [(graph, FAMILIES[name].cluster) for name in ("cifar10", "ptb", "nmt")
+             for graph in FAMILIES[name].held_out_graphs()]  # fmt: skip
+    return cells + ZOO_HELD_OUT
+
+
+CASES = {"default": lambda: [(g, c) for g in GRAPHS for c in CLUSTERS], "held_out": held_out_cases}
+
+
+def measure(graph: str, cluster: str, evaluations: int, ils_seconds: float) -> dict:
+    """One graph's row: runtimes over the bound, and the figures over the best constructive
+    placer that :func:`family_summary` averages."""
     bound = lower_bound(CostModel(graph, cluster))
-    runtime = {p: solve(p, graph, cluster).runtime for p in ["single_device", *CONSTRUCTIVE]}
+    runtime = {p: solve(p, graph, cluster) for p in ["single_device", *CONSTRUCTIVE]}
+    constructive = min((runtime[p] for p in CONSTRUCTIVE), key=lambda found: found.runtime)
     best_of = solve("best_of", graph, cluster)
     searched = solve("local_search", graph, cluster, init="best_of",
                      max_evaluations=evaluations)  # fmt: skip
-    constructive = min(runtime[p] for p in CONSTRUCTIVE)
+    climbed = solve("local_search", graph, cluster, init=constructive.placement,
+                    max_rounds=10**6, time_limit=1e6)  # fmt: skip
+    iterated = solve("local_search", graph, cluster, init=constructive.placement,
+                     max_rounds=10**6, time_limit=ils_seconds, restarts=10**6)  # fmt: skip
+    over_constructive = {"bound": bound, "climb": climbed.runtime, "ils": iterated.runtime}
     return {"graph": graph, "cluster": cluster, "lower bound (ms)": f"{bound * 1e3:.4g}",
-            "single device": f"{runtime['single_device'] / bound:.3f}",
-            "HEFT": f"{runtime['heft'] / bound:.3f}",
-            "best constructive": f"{constructive / bound:.3f}",
+            "single device": f"{runtime['single_device'].runtime / bound:.3f}",
+            "HEFT": f"{runtime['heft'].runtime / bound:.3f}",
+            "best constructive": f"{constructive.runtime / bound:.3f}",
             "best_of": f"{best_of.runtime / bound:.3f} ({best_of.info['chosen'].split('?')[0]})",
-            f"local_search(best_of) @{evaluations}": f"{searched.runtime / bound:.3f}"}  # fmt: skip
+            f"local_search(best_of) @{evaluations}": f"{searched.runtime / bound:.3f}",
+            "climb to optimum": f"{climbed.runtime / bound:.3f}",
+            f"iterated local search {ils_seconds:g} s": f"{iterated.runtime / bound:.3f}",
+            **{f"{key} / constructive": round(value / constructive.runtime, 4)
+               for key, value in over_constructive.items()}}  # fmt: skip
+
+
+def family(graph: str) -> str:
+    """The family a graph spec belongs to: the zoo, or the synthetic generator's name."""
+    source, _, rest = graph.partition(":")
+    return "zoo" if source == "zoo" else rest.split("?")[0]
+
+
+def family_summary(rows: list[dict]) -> list[dict]:
+    """Per family, the geometric mean over its graphs of the bound and the searches over the
+    best constructive placer, and the graphs where even the bound is above ``ZERO_SHOT_BAR``."""
+    out = []
+    for name in dict.fromkeys(family(row["graph"]) for row in rows):
+        mine = [row for row in rows if family(row["graph"]) == name]
+        summary = {"family": name, "graphs": len(mine)}
+        for key in ("bound", "climb", "ils"):
+            values = [row[f"{key} / constructive"] for row in mine]
+            summary[f"{key} / constructive"] = round(float(np.exp(np.mean(np.log(values)))), 3)
+        summary[f"graphs whose bound is above {ZERO_SHOT_BAR}"] = sum(
+            row["bound / constructive"] > ZERO_SHOT_BAR for row in mine
+        )
+        out.append(summary)
+    return out
+
+
+#: The zero-shot target of the learned-placers issue: at most this over the best constructive.
+ZERO_SHOT_BAR = 0.97
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cases", default="default", choices=CASES)
     parser.add_argument("--evaluations", type=int, default=2000)
+    parser.add_argument("--ils-seconds", type=float, default=5.0,
+                        help="seconds of iterated local search per graph")  # fmt: skip
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
-    graphs = GRAPHS[:1] + GRAPHS[5:6] if args.quick else GRAPHS
-    cases = [(g, c) for g in graphs for c in CLUSTERS]
+    cases = CASES[args.cases]()
+    cases = cases[:1] + cases[-1:] if args.quick else cases
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the DP's pair budget inside best_of
         for graph, cluster in track(cases, description="placers against the bound"):
-            rows.append(measure(graph, cluster, args.evaluations))
-    table = markdown_table(rows)
-    name = "lower_bounds_quick" if args.quick else "lower_bounds"
+            rows.append(measure(graph, cluster, args.evaluations, args.ils_seconds))
+    name = "lower_bounds" + ("" if args.cases == "default" else f"_{args.cases}")
+    name += "_quick" if args.quick else ""
     write_results(name, rows, args.out)
-    command = "python benchmarks/bench_lower_bounds.py" + (" --quick" if args.quick else "")
+    command = (f"python benchmarks/bench_lower_bounds.py --cases {args.cases}"
+               + (" --quick" if args.quick else ""))  # fmt: skip
+    tables = [markdown_table(rows), markdown_table(family_summary(rows))]
     (Path(args.out) / f"{name}.md").write_text(
         f"`{command}`: runtime over the objective's lower bound (`step_time`; 1.000: proven "
-        f"optimal).\n\n{table}\n")
-    print(table)
+        f"optimal); the searches start from the best constructive placer's placement (`climb "
+        f"to optimum`: `local_search` until no single move helps; iterated local search: "
+        f"kicks after each optimum for {args.ils_seconds:g} s). Per family, the geometric mean "
+        f"over its graphs of the bound and the searches over the best constructive placer "
+        f"(HEFT, m-ETF, m-SCT), the bar of the zero-shot target ({ZERO_SHOT_BAR}):\n\n"
+        f"{tables[0]}\n\n{tables[1]}\n"
+    )
+    print("\n\n".join(tables))
 
 
 if __name__ == "__main__":

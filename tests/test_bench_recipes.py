@@ -1,4 +1,6 @@
-"""bench_recipes.py's references at equal cost: evaluations and seconds."""
+"""bench_recipes.py's references at equal cost: evaluations and seconds, and its split."""
+
+import json
 
 import numpy as np
 import pytest
@@ -102,3 +104,20 @@ def test_equal_cost_references_give_search_the_policys_seconds(bench, case):
         optimum * 1.5 / _climb(graph, cluster, start, 1))
     assert refs["local_search_to_match"] == 1  # the start is already faster than the target
     assert refs["break_even_ms"] == np.inf  # search needs fewer evaluations
+
+
+@pytest.mark.parametrize("name", ["cifar10", "ptb", "nmt"])
+def test_held_out_cells_are_graphs_no_policy_trained_on(bench, name):
+    # ptb and nmt draw a few shapes per seed, so different seeds can give the same graph:
+    # the held-out ones must differ from seed 0's (shaping), the training ones and each other.
+    family = bench.FAMILIES[name]
+    seen = {_content(spec) for spec in family.graphs((0, *family.train))}
+    for spec in family.held_out_graphs():
+        assert _content(spec) not in seen, f"{spec} repeats a training, shaping or held-out graph"
+        seen.add(_content(spec))
+
+
+def _content(spec):
+    """A graph's ops and edges, without the name and meta that carry its seed."""
+    graph = load_graph(spec).to_dict()
+    return json.dumps([graph["nodes"], graph["edges"]], sort_keys=True, default=str)
