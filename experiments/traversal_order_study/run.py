@@ -11,8 +11,9 @@ the GNN and the LSTM; ``construct``, the nodes placed one by one in the order, G
 DOPPLER's dual env where the policy picks the next node itself (the learned order), GNN. The
 subsample: 9 orders x the cifar10-, ptb- and nmt-like families (2 graphs each, ``n=100``) x 5
 seeds, 50 episodes per run. ``--full``: Placeto's sizes (about 300-400 nodes) and 32 graphs per
-family. Extra arguments are Hydra overrides for every job. Finished jobs are skipped when the
-command runs again (a half-written result runs again); a failed one is listed in the report.
+family (nmt: its 16 distinct ones). Extra arguments are Hydra overrides for every job. Finished
+jobs are skipped when the command runs again (a half-written result runs again); a failed one is
+listed in the report.
 """
 
 from __future__ import annotations
@@ -33,11 +34,29 @@ SEEDS = 5
 
 
 def family_graphs(full: bool) -> list[str]:
-    """2 graphs per family at ``n=100`` (subsample) or Placeto's 32 per family at the
-    generators' default sizes (``full``); graph seed 0 shaped placerl's recipes and is left
-    out."""
+    """2 graphs per family at ``n=100`` (subsample) or up to Placeto's 32 per family at the
+    generators' default sizes (``full``). Graph seed 0 shaped placerl's recipes and is left
+    out, as is any seed whose graph repeats seed 0's or an earlier seed's: nmt's seed draws
+    only its shapes, so seeds 1-32 give 16 distinct nmt graphs (cifar10's and ptb's 32)."""
     seeds, size = (range(1, 33), "") if full else (range(1, 3), "n=100&")
-    return [f"synthetic:{family}?{size}seed={s}" for family in FAMILIES for s in seeds]
+    graphs = []
+    for family in FAMILIES:
+        specs = [f"synthetic:{family}?{size}seed={s}" for s in (0, *seeds)]
+        graphs += distinct_graphs(specs)[1:]  # seed 0's first: its repeats go with it
+    return graphs
+
+
+def distinct_graphs(specs: list[str]) -> list[str]:
+    """``specs`` without those whose graph (its ops and edges) an earlier one already gave."""
+    from placerl.graph import load_graph
+
+    seen, kept = set(), []
+    for spec in specs:
+        content = load_graph(spec).content_fingerprint()
+        if content not in seen:
+            seen.add(content)
+            kept.append(spec)
+    return kept
 
 
 def zoo_graphs(full: bool) -> list[str]:

@@ -81,7 +81,11 @@ def test_the_full_protocol_is_a_switch_and_runs_on_slurm(tmp_path):
     (sweep, _) = commands("--full", "--launcher", "slurm", "--arms", "refine", "--out",
                           str(tmp_path), "hydra.launcher.partition=gpu")
     graphs = next(a for a in sweep if a.startswith("graph.spec="))
-    assert graphs.count("synthetic:") == 96 and "n=100" not in graphs
+    assert "n=100" not in graphs
+    # nmt's seeds 1-32 give 16 distinct graphs (its seed draws only shapes): each runs once.
+    assert [graphs.count(f"synthetic:{family}?") for family in ("cifar10", "ptb", "nmt")] == [
+        32, 32, 16]
+    assert "nmt?seed=12'" in graphs and "nmt?seed=24'" not in graphs  # 24 is 12's graph
     assert "hydra/launcher=slurm" in sweep and sweep[-1] == "hydra.launcher.partition=gpu"
 
 
