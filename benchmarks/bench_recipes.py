@@ -464,7 +464,8 @@ def main() -> None:
     parser.add_argument("--override", action="append", default=[],
                         help="a further Hydra override of every recipe (repeatable), for "
                              "ablations (their results and kept policies get its name)")
-    parser.add_argument("--budget", type=int, default=240, help="simulator evaluations")
+    parser.add_argument("--budget", type=int, default=240,
+                        help="simulator evaluations of the local searches (0: to their optima)")
     parser.add_argument("--graphs", type=int, default=None, help="held-out graphs (all)")
     parser.add_argument("--held-out-cases", default=None,
                         help="place these graphs instead of the family's held-out ones: "
@@ -494,6 +495,9 @@ def main() -> None:
         parser.error(f"--select-on-validation: the {args.family} family has no validation graphs")
     if args.rollback_graphs < 0:
         parser.error(f"--rollback-graphs must be at least 0, got {args.rollback_graphs}")
+    if args.budget < 0:
+        parser.error(f"--budget must be at least 0 (0: the local searches run to their "
+                     f"optima), got {args.budget}")  # fmt: skip
     fixed = [o for o in args.override if o.lstrip("+~").split("=")[0] in FIXED_BY_BENCHMARK]
     if fixed:
         parser.error(f"--override {fixed[0]!r}: the benchmark sets "
@@ -655,11 +659,10 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
             "policy reaches its placement sooner (its own seconds over the evaluations it "
             "saves; where an evaluation is a measured run; `inf`: search needs no more "
             "evaluations); `local`: "
-            "policy-guided local "
-            f"search at {args.budget} simulator evaluations over `local_search` from `best_of` "
-            f"at the same budget (the geometric mean of its {LOCAL_SEARCH_SEEDS} visiting-order "
-            "seeds; recipe `classic`: each seed over the mean of the other seeds, whose spread "
-            "and worst case are the comparison's noise floor); "
+            f"policy-guided local search {_budget_words(args.budget)} over `local_search` from "
+            f"`best_of` given the same (the geometric mean of its {LOCAL_SEARCH_SEEDS} "
+            "visiting-order seeds; recipe `classic`: each seed over the mean of the other "
+            "seeds, whose spread and worst case are the comparison's noise floor); "
             "`local+best_of`: the search starts from the better of the policy's and "
             "`best_of`'s; `training-fit`: the greedy placement of "
             f"{FIT_GRAPHS} of the policy's own training graphs over the best constructive "
@@ -671,6 +674,13 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
             f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
     (Path(args.out) / f"{args.name}.md").write_text(text)
     print(f"\n{table}", flush=True)
+
+
+def _budget_words(budget: int) -> str:
+    """How far the ``local`` searches go: a budget of evaluations, or 0 for none."""
+    if budget == 0:
+        return "to its local optimum (`--budget 0`: no limit on evaluations)"
+    return f"at {budget} simulator evaluations"
 
 
 if __name__ == "__main__":

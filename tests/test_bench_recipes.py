@@ -114,3 +114,13 @@ def test_held_out_cells_are_graphs_no_policy_trained_on(bench, name):
         content = load_graph(spec).content_fingerprint()
         assert content not in seen, f"{spec} repeats a training, shaping or held-out graph"
         seen.add(content)
+
+
+def test_a_negative_budget_is_refused_and_zero_means_no_limit(bench, monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["bench_recipes.py", "--budget", "-1"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--budget must be at least 0 (0: the local searches run to their optima), got -1" in (
+        capsys.readouterr().err)
+    assert bench._budget_words(0).startswith("to its local optimum")
+    assert bench._budget_words(240) == "at 240 simulator evaluations"
