@@ -86,7 +86,7 @@ class Arm(NamedTuple):
 ARMS = {
     "refine": Arm("order_study", ["placeto_gnn", "placeto_lstm"], True, family_graphs),
     "construct": Arm("order_study_construct", ["placeto_gnn"], True, family_graphs),
-    "learned": Arm("order_study_learned", ["maskable_ppo_gnn"], False, family_graphs),
+    "learned": Arm("order_study_learned", ["placeto_gnn"], False, family_graphs),
     "zoo": Arm("order_study", ["placeto_gnn"], True, zoo_graphs),
     "msr": Arm("order_study_msr", ["placeto_gnn"], True, msr_graphs),
 }

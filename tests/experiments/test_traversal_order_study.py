@@ -36,6 +36,10 @@ def test_the_construct_and_learned_arms_share_the_episode_budget(experiment, kin
     run = compose(f"experiment={experiment}")
     assert run.env.kind == kind and run.total_steps == steps  # 50 episodes of ~100 nodes
     assert run.agent.warm_start is None and run.env.reference == "single_device"
+    # The same network and PPO settings: only the order differs between the arms.
+    construct = compose("experiment=order_study_construct")
+    assert (run.agent.extractor_kwargs, run.agent.hyperparams) == (
+        construct.agent.extractor_kwargs, construct.agent.hyperparams)
 
 
 def test_a_study_job_trains_and_records_its_best_placement(tmp_path):
