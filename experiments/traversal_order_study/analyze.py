@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import pandas as pd
 
-    refine = select_metric(load_runs([args.runs / "refine"]), "best")
+    refine = arm_runs(args.runs, args.out, "refine")
     features = _feature_table(_graph_specs(refine))
     text = ["# The order study's analyses (analyze.py)", "",
             "## Runtime over the best classic placer, per order (refine arm)", "",
@@ -149,9 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             "the held-out graphs of runtime (geometric mean over seeds) over the graph's best "
             "order's (1: the best order on every graph).", "",
             markdown(rule_on_held_out(refine, features)), ""]  # fmt: skip
-    if (args.runs / "construct").is_dir() and (args.runs / "learned").is_dir():
-        construct = select_metric(load_runs([args.runs / "construct"]), "best")
-        learned = select_metric(load_runs([args.runs / "learned"]), "best")
+    construct = arm_runs(args.runs, args.out, "construct", required=False)
+    learned = arm_runs(args.runs, args.out, "learned", required=False)
+    if construct is not None and learned is not None:
         both = pd.concat([construct, learned.assign(order="learned")])
         text += ["## The learned order (dual env) against the fixed orders (construct)", "",
                  markdown(learned_against_fixed(construct, learned)), "",
@@ -164,14 +164,40 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def arm_runs(runs: Path, results: Path, arm: str, *, required: bool = True) -> Any:
+    """One arm's runs at the ``best`` metric: from its run folder (``runs/<arm>``) where it is
+    there, else from the table ``placerl-report`` committed (``results/<arm>/runs.csv``), so
+    that the analyses regenerate from the committed results after re-running one arm alone.
+
+    Raises:
+        FileNotFoundError: A ``required`` arm has neither.
+    """
+    import pandas as pd
+
+    if (runs / arm).is_dir():
+        return select_metric(load_runs([runs / arm]), "best")
+    if (results / arm / "runs.csv").is_file():
+        return pd.read_csv(results / arm / "runs.csv")
+    if required:
+        table = results / arm / "runs.csv"
+        raise FileNotFoundError(f"the {arm} arm has neither {runs / arm} nor {table}: run "
+                                f"run.py --arms {arm}")  # fmt: skip
+    return None
+
+
 def _graph_specs(runs: Any) -> dict[str, str]:
-    """Graph name -> spec, from the runs' configs (``graph.spec`` of each job's config)."""
+    """Graph name -> spec: ``graph.spec`` of each job's config, or of its Hydra job folder's
+    name where the run folder is gone (runs read from ``runs.csv``)."""
     import json
+    import re
 
     specs = {}
     for run, graph in runs.drop_duplicates("graph")[["run", "graph"]].itertuples(index=False):
-        config = json.loads((Path(run) / "result.json").read_text())["config"]
-        specs[graph] = config["graph"]
+        result = Path(run) / "result.json"
+        if result.is_file():
+            specs[graph] = json.loads(result.read_text())["config"]["graph"]
+        else:
+            specs[graph] = re.search(r"graph\.spec='([^']+)'", str(run)).group(1)
     return specs
 
 

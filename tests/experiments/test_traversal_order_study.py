@@ -203,3 +203,19 @@ def test_improve_orders_runs_the_benchmark_only_for_missing_orders(tmp_path, mon
     assert len(commands) == 1
     assert commands[0][-4:] == ["--override", "order=bfs", "--models", "models"]
     assert commands[0][2:6] == ["--recipes", "improve", "--steps", "0"]
+
+
+def test_the_analyses_regenerate_from_the_committed_tables(tmp_path):
+    import shutil
+
+    for arm in ("refine", "construct", "learned"):  # the reports' runs.csv, no run folders
+        shutil.copytree(STUDY / "results" / arm, tmp_path / arm)
+    assert analyze.main(["--runs", str(tmp_path / "gone"), "--out", str(tmp_path)]) == 0
+    assert ((tmp_path / "analysis.md").read_text()
+            == (STUDY / "results" / "analysis.md").read_text())  # fmt: skip
+
+
+def test_an_arm_with_neither_runs_nor_a_table_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"the refine arm has neither .* run run\.py "
+                                                r"--arms refine"):  # fmt: skip
+        analyze.main(["--runs", str(tmp_path / "gone"), "--out", str(tmp_path)])
