@@ -169,6 +169,15 @@ def arm_runs(runs: Path, results: Path, arm: str, *, required: bool = True) -> A
     there, else from the table ``placerl-report`` committed (``results/<arm>/runs.csv``), so
     that the analyses regenerate from the committed results after re-running one arm alone.
 
+    Args:
+        runs: The study's run folders (``run.py``'s ``runs/``).
+        results: The study's results (``run.py``'s ``results/``).
+        arm: An arm of ``run.py`` (``refine``, ``construct``, ``learned``, ...).
+        required: Raise when the arm has neither; else return ``None``.
+
+    Returns:
+        One row per run, as ``placerl.report.select_metric`` gives them.
+
     Raises:
         FileNotFoundError: A ``required`` arm has neither.
     """
@@ -196,8 +205,11 @@ def _graph_specs(runs: Any) -> dict[str, str]:
         result = Path(run) / "result.json"
         if result.is_file():
             specs[graph] = json.loads(result.read_text())["config"]["graph"]
+        elif found := re.search(r"graph\.spec='([^']+)'", str(run)):
+            specs[graph] = found.group(1)
         else:
-            specs[graph] = re.search(r"graph\.spec='([^']+)'", str(run)).group(1)
+            raise ValueError(f"run {run} of graph {graph}: no result.json there and no "
+                             "graph.spec='...' in its Hydra job folder's name")  # fmt: skip
     return specs
 
 

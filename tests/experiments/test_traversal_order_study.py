@@ -219,3 +219,9 @@ def test_an_arm_with_neither_runs_nor_a_table_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"the refine arm has neither .* run run\.py "
                                                 r"--arms refine"):  # fmt: skip
         analyze.main(["--runs", str(tmp_path / "gone"), "--out", str(tmp_path)])
+
+
+def test_a_run_whose_graph_cannot_be_told_is_named():
+    runs = _frame([("gnn", "a", "a-s1", "topo", 0, 1.0)]).assign(run="/gone/job-7")
+    with pytest.raises(ValueError, match=r"run /gone/job-7 of graph a-s1: no result\.json"):
+        analyze._graph_specs(runs)
