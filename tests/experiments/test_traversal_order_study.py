@@ -205,14 +205,34 @@ def test_improve_orders_runs_the_benchmark_only_for_missing_orders(tmp_path, mon
     assert commands[0][2:6] == ["--recipes", "improve", "--steps", "0"]
 
 
-def test_the_analyses_regenerate_from_the_committed_tables(tmp_path):
+def test_the_analyses_regenerate_from_the_committed_tables(tmp_path, monkeypatch):
     import shutil
 
     for arm in ("refine", "construct", "learned"):  # the reports' runs.csv, no run folders
         shutil.copytree(STUDY / "results" / arm, tmp_path / arm)
+    # The searches against the learned order take a minute: tested on their own below.
+    monkeypatch.setattr(analyze, "learned_against_search", lambda learned: [])
     assert analyze.main(["--runs", str(tmp_path / "gone"), "--out", str(tmp_path)]) == 0
-    assert ((tmp_path / "analysis.md").read_text()
-            == (STUDY / "results" / "analysis.md").read_text())  # fmt: skip
+    search = "## The learned order against search"
+    assert ((tmp_path / "analysis.md").read_text().split(search)[0]
+            == (STUDY / "results" / "analysis.md").read_text().split(search)[0])  # fmt: skip
+
+
+def test_the_learned_order_is_set_against_search_from_best_of(monkeypatch):
+    monkeypatch.setattr(analyze, "SEARCH_EVALUATIONS", 300)
+    spec = "synthetic:layered?n=12&seed=1"
+    rows = [("gnn", "layered", "layered-s1", "topo", seed, ms) for seed, ms in ((0, 9.0), (1, 4.0))]
+    runs = _frame(rows).assign(run=f"/gone/graph.spec='{spec}',seed=0", steps=240,
+                               cluster="placeto?n_devices=3", objective="step_time")
+    (row,) = analyze.learned_against_search(runs)
+    assert row["episodes"] == 10  # 240 steps, two a node
+    from placerl.baselines import solve
+
+    best_of = solve("best_of", spec, "placeto?n_devices=3").runtime
+    assert row["learned"] == round(6e-3 / best_of, 3)  # the geometric mean of 9 and 4 ms
+    budgeted, optimum = row["local_search, as many evaluations"], row["local_search to its optimum"]
+    # All start from best_of's placement; the iterated search's first climb is the optimum's.
+    assert row["iterated local search, 300 evaluations"] <= optimum <= 1.0 and budgeted <= 1.0
 
 
 def test_an_arm_with_neither_runs_nor_a_table_is_named(tmp_path):
