@@ -62,7 +62,7 @@ def learned_against_fixed(construct: Any, learned: Any) -> list[dict[str, Any]]:
     return rows
 
 
-#: Simulator evaluations iterated local search gets in ``learned_against_search`` (about a
+#: Simulator evaluations iterated local search gets in ``learned_against_search`` (half a
 #: second at 100 nodes; counted, not timed, so that the table regenerates exactly).
 SEARCH_EVALUATIONS = 10_000
 
