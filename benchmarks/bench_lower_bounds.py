@@ -21,6 +21,7 @@ far below it the bound and those searches get, i.e. what a zero-shot placer can 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import warnings
 from pathlib import Path
@@ -76,10 +77,10 @@ def measure(graph: str, cluster: str, evaluations: int, ils_seconds: float) -> d
     # would count against the search's time limit.
     searched = solve("local_search", graph, cluster, init=best_of.placement,
                      max_evaluations=evaluations)  # fmt: skip
-    climbed = solve("local_search", graph, cluster, init=constructive.placement,
-                    max_rounds=10**6, time_limit=1e6)  # fmt: skip
-    iterated = solve("local_search", graph, cluster, init=constructive.placement,
-                     max_rounds=10**6, time_limit=ils_seconds, restarts=10**6)  # fmt: skip
+    climb = functools.partial(solve, "local_search", graph, cluster,
+                              init=constructive.placement, max_rounds=10**6)  # fmt: skip
+    climbed = climb(time_limit=1e6)
+    iterated = climb(time_limit=ils_seconds, restarts=10**6)
     over_constructive = {"bound": bound, "climb": climbed.runtime, "ils": iterated.runtime}
     return {"graph": graph, "cluster": cluster, "lower bound (ms)": f"{bound * 1e3:.4g}",
             "single device": f"{runtime['single_device'].runtime / bound:.3f}",
@@ -102,9 +103,11 @@ def family(graph: str) -> str:
 def family_summary(rows: list[dict]) -> list[dict]:
     """Per family, the geometric mean over its graphs of the bound and the searches over the
     best constructive placer, and the graphs where even the bound is above ``ZERO_SHOT_BAR``."""
+    families: dict[str, list[dict]] = {}
+    for row in rows:
+        families.setdefault(family(row["graph"]), []).append(row)
     out = []
-    for name in dict.fromkeys(family(row["graph"]) for row in rows):
-        mine = [row for row in rows if family(row["graph"]) == name]
+    for name, mine in families.items():
         summary = {"family": name, "graphs": len(mine)}
         for key in ("bound", "climb", "ils"):
             values = [row[f"{key} / constructive"] for row in mine]
