@@ -441,7 +441,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
         TimeBudget,
         TrackBest,
     )
-    from placerl.agents.episodes import best_rollout
+    from placerl.agents.episodes import GreedyEpisodes, best_rollout
     from placerl.agents.factory import ALGORITHMS, in_memory_logger, make_agent
     from placerl.agents.imitation import behaviour_clone
     from placerl.agents.threads import set_torch_threads
@@ -478,7 +478,9 @@ def train(config: TrainConfig | Mapping[str, Any], *,
             timings["warm_start"] = time.perf_counter() - start
     clock_start = time.perf_counter() - timings["train"]
     clock = lambda: time.perf_counter() - clock_start  # noqa: E731
-    evaluate = Evaluate(eval_env, config.eval_every, curve, best, clock, validation)
+    greedy = GreedyEpisodes(eval_env)  # shared: evaluations and checks run no weights twice
+    evaluate = Evaluate(greedy, config.eval_every, curve, best, clock,
+                        None if validation is None else GreedyEpisodes(validation))  # fmt: skip
     if state is not None and "keep_best" in state:
         evaluate.load_best(state["keep_best"], out / CHECKPOINT / state["files"]["best"])
 
@@ -496,7 +498,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
 
     remaining = config.total_steps - model.num_timesteps
     if remaining > 0:
-        guard = [Rollback(eval_env, config.rollback_graphs)] if config.rollback else []
+        guard = [Rollback(greedy, config.rollback_graphs)] if config.rollback else []
         progress = [Progress(remaining)] if config.progress_bar else []
         track = TrackBest(best, len(eval_env.graphs), best_curve)
         callbacks = [phases, *guard, *callbacks, track, evaluate,
@@ -516,10 +518,11 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     policy_step = evaluate.restore_best() if config.keep_best else trained_steps
     final_runs = []
     for g in range(len(eval_env.graphs)):
-        greedy, sampled = best_rollout(model, eval_env, graph=g, samples=config.eval_samples)
-        for rollout in (greedy, sampled):
+        final, sampled = best_rollout(model, eval_env, graph=g, samples=config.eval_samples,
+                                      greedy=greedy.rollouts(model, [g])[0])  # fmt: skip
+        for rollout in (final, sampled):
             best.offer(g, rollout.runtime, rollout.feasible, rollout.placement, trained_steps)
-        final_runs.append((greedy.runtime, sampled.runtime))
+        final_runs.append((final.runtime, sampled.runtime))
     found = [best.by_graph[g]["runtime"] for g in range(len(eval_env.graphs))]
     if not best_curve or best_curve[-1]["best"] != found:  # the final rollouts found better
         best_curve.append({"step": trained_steps, "best": found})

@@ -135,17 +135,46 @@ def test_rollback_keeps_the_greedy_curve_from_getting_worse(rollback):
     assert (result.graphs[0].final_runtime <= curve[0]) or not rollback
 
 
+def test_greedy_episodes_of_weights_seen_before_are_not_run_again(monkeypatch):
+    """The evaluations and the rollback checks share their greedy episodes: the run is the
+    one that runs every episode anew (every figure equal), with fewer episodes."""
+    from placerl.agents import episodes
+
+    made, original = [], episodes.GreedyEpisodes.__init__
+
+    def run(keep):
+        def init(self, env, keep_=8):
+            original(self, env, keep)
+            made.append(self)
+
+        made.clear()
+        monkeypatch.setattr(episodes.GreedyEpisodes, "__init__", init)
+        result = train({**SMALL, "extractor": "gnn", "total_steps": 256, "eval_every": 64,
+                        "hyperparams": {"n_steps": 32, "batch_size": 32,
+                                        "learning_rate": 3e-2}})  # fmt: skip
+        return result, made[0]
+
+    remembered, with_memory = run(8)
+    anew, without = run(0)
+    figures = lambda result: [{k: v for k, v in c.items() if k != "wall_s"}  # noqa: E731
+                              for c in result.curve]  # fmt: skip
+    assert figures(remembered) == figures(anew) and remembered.graphs == anew.graphs
+    assert remembered.policy_step == anew.policy_step
+    assert with_memory.runs + with_memory.reused == without.runs
+    assert with_memory.reused >= 5 and without.reused == 0
+
+
 def test_rollback_checks_only_its_share_of_the_graphs(monkeypatch):
-    from placerl.agents import callbacks
+    from placerl.agents.episodes import GreedyEpisodes
 
     checked = []
-    real = callbacks.greedy_score
+    real = GreedyEpisodes.score
 
-    def counting(model, env, indices=None):
+    def counting(self, model, indices=None):
         checked.append(None if indices is None else list(indices))
-        return real(model, env, indices)
+        return real(self, model, indices)
 
-    monkeypatch.setattr(callbacks, "greedy_score", counting)
+    monkeypatch.setattr(GreedyEpisodes, "score", counting)
     graphs = [f"synthetic:layered?n=8&seed={s}" for s in range(5)]
     train({**SMALL, "graph": graphs, "total_steps": 64, "eval_every": 0,
            "rollback_graphs": 2})  # fmt: skip
@@ -156,16 +185,16 @@ def test_rollback_checks_only_its_share_of_the_graphs(monkeypatch):
 def test_validation_graphs_choose_the_weights_keep_best_keeps(monkeypatch):
     """Every evaluation scores the policy on the validation graphs too, and the kept weights
     are those of the best validation score, not of the best training-graph score."""
-    from placerl.agents import callbacks
+    from placerl.agents.episodes import GreedyEpisodes
 
     scored = []
-    real = callbacks.greedy_score
+    real = GreedyEpisodes.score
 
-    def recording(model, env, indices=None):
-        scored.append([g.name for g in env.graphs])
-        return real(model, env, indices)
+    def recording(self, model, indices=None):
+        scored.append([g.name for g in self.env.graphs])
+        return real(self, model, indices)
 
-    monkeypatch.setattr(callbacks, "greedy_score", recording)
+    monkeypatch.setattr(GreedyEpisodes, "score", recording)
     validation = ["synthetic:layered?n=10&seed=7", "synthetic:layered?n=9&seed=8"]
     fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
     result = train({**SMALL, "total_steps": 256, "eval_every": 64, "hyperparams": fast,

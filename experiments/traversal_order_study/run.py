@@ -1,10 +1,16 @@
-"""Regenerate the traversal-order study: a Hydra multirun per arm, then ``placerl-report``.
+"""Regenerate the traversal-order study: a Hydra multirun per arm, ``placerl-report``, analyses.
 
     python experiments/traversal_order_study/run.py                  # the committed subsample
     python experiments/traversal_order_study/run.py --arms refine    # one arm
     python experiments/traversal_order_study/run.py --full --launcher slurm \\
         hydra.launcher.partition=gpu                                  # the whole protocol, SLURM
     python experiments/traversal_order_study/run.py --dry-run         # print the commands only
+
+After the arms, ``analyze.py`` writes ``results/analysis.md`` (the learned order, the
+graph-feature rule) when the run included an arm it reads (:data:`ANALYZED_ARMS`). Every
+command runs even if an earlier one failed (a sweep that dies as a whole still gets its report,
+which lists the jobs that finished and those that failed); the exit status is 1 if any failed,
+and each failure is named at the end.
 
 Arms (:data:`ARMS`): ``refine``, the study's setting (Placeto's refine env, StartFromBest), with
 the GNN and the LSTM; ``construct``, the nodes placed one by one in the order, GNN; ``learned``,
@@ -92,6 +98,9 @@ ARMS = {
 }
 #: The committed subsample's arms (about an hour on 2 cores); zoo and msr by ``--arms``.
 DEFAULT_ARMS = ["refine", "construct", "learned"]
+#: The arms ``analyze.py`` reads (from ``runs/`` or, where an arm was not re-run, from its
+#: committed ``results/<arm>/runs.csv``).
+ANALYZED_ARMS = ("refine", "construct", "learned")
 
 
 def sweep_command(args: argparse.Namespace, arm: str) -> list[str]:
@@ -115,8 +124,15 @@ def report_command(args: argparse.Namespace, arm: str) -> list[str]:
             str(args.out / "results" / arm), "--metric", "best"]  # fmt: skip
 
 
+def analysis_command(args: argparse.Namespace) -> list[str]:
+    """``analyze.py`` over the study's ``runs/`` into its ``results/``."""
+    return [sys.executable, str(HERE / "analyze.py"), "--runs", str(args.out / "runs"),
+            "--out", str(args.out / "results")]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run (or with ``--dry-run`` print) every chosen arm's sweep and report."""
+    """Run (or with ``--dry-run`` print) every chosen arm's sweep and report, then the
+    analyses; returns 1 if any command failed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arms", type=lambda text: text.split(","), default=DEFAULT_ARMS,
                         help=f"comma-separated arms of {', '.join(ARMS)} (default: "
@@ -132,15 +148,23 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.arms) - set(ARMS))
     if unknown:
         parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}")
-    commands = [c for arm in args.arms for c in (sweep_command(args, arm),
-                                                 report_command(args, arm))]  # fmt: skip
+    steps = {f"{arm} {kind}": command(args, arm) for arm in args.arms
+             for kind, command in (("sweep", sweep_command), ("report", report_command))}
+    if set(args.arms) & set(ANALYZED_ARMS):
+        steps["analysis"] = analysis_command(args)
     if args.dry_run:
-        print(*(" ".join(c) for c in commands), sep="\n")
+        print(*(" ".join(c) for c in steps.values()), sep="\n")
         return 0
-    for command in commands:
+    failed = []
+    for name, command in steps.items():
         executable = shutil.which(command[0]) or command[0]
-        subprocess.run([executable, *command[1:]], check=True)
-    return 0
+        code = subprocess.run([executable, *command[1:]], check=False).returncode
+        if code != 0:
+            failed.append(f"{name} (exit status {code})")
+    if failed:
+        print(f"{len(failed)} of {len(steps)} commands failed: {', '.join(failed)}",
+              file=sys.stderr)  # fmt: skip
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
-from placerl.agents.episodes import greedy_score, spread_graphs
+from placerl.agents.episodes import GreedyEpisodes, spread_graphs
 
 
 class BestPlacement:
@@ -119,12 +119,16 @@ class Evaluate(_Periodic):
     across a resumed run. With a ``validation`` env, the score is that of its graphs, kept out
     of training (recorded as the entry's ``validation`` and logged as ``eval/validation``):
     the weights kept are those that place unseen graphs best.
+
+    The greedy episodes come from ``episodes`` (and ``validation``): weights evaluated before,
+    by an earlier evaluation or by :class:`Rollback`, are not run again.
     """
 
-    def __init__(self, env: Any, every: int, curve: list[dict[str, Any]], best: BestPlacement,
-                 clock: Callable[[], float], validation: Any = None) -> None:  # fmt: skip
+    def __init__(self, episodes: GreedyEpisodes, every: int, curve: list[dict[str, Any]],
+                 best: BestPlacement, clock: Callable[[], float],
+                 validation: GreedyEpisodes | None = None) -> None:  # fmt: skip
         super().__init__(every)
-        self.env, self.curve, self.best, self.clock = env, curve, best, clock
+        self.episodes, self.curve, self.best, self.clock = episodes, curve, best, clock
         self.validation = validation
         self.best_score, self.best_step, self._best_weights = math.inf, 0, None
         self.last_score = math.inf
@@ -139,7 +143,7 @@ class Evaluate(_Periodic):
 
     def evaluate(self) -> list[float]:
         """Run the evaluation now; returns the greedy runtime per graph."""
-        results, self.last_score = greedy_score(self.model, self.env)
+        results, self.last_score = self.episodes.score(self.model)
         for g, result in enumerate(results):
             self.best.offer(g, result.runtime, result.feasible, result.placement,
                             self.num_timesteps)  # fmt: skip
@@ -147,7 +151,7 @@ class Evaluate(_Periodic):
         best = [self.best.by_graph[g]["runtime"] for g in range(len(results))]
         entry = {"step": int(self.num_timesteps), "runtimes": runtimes, "best": best}
         if self.validation is not None:
-            self.last_score = greedy_score(self.model, self.validation)[1]
+            self.last_score = self.validation.score(self.model)[1]
             entry["validation"] = self.last_score
         self.curve.append({**entry, "wall_s": round(self.clock(), 3)})
         if self.last_score < self.best_score:
@@ -205,7 +209,8 @@ class Rollback(BaseCallback):
     the weights it resumes with.
 
     Args:
-        env: The env whose graphs are checked.
+        episodes: The greedy episodes of the env whose graphs are checked (shared with
+            :class:`Evaluate`, so that neither runs weights the other ran).
         graphs: Check only this many of them, spread evenly over the list (0: all). Training
             on a family of hundreds of graphs, checking every one after every update costs
             tens of times the rollout's own policy steps.
@@ -216,16 +221,16 @@ class Rollback(BaseCallback):
         graph_indices: The graphs each check runs on.
     """
 
-    def __init__(self, env: Any, graphs: int = 0) -> None:
+    def __init__(self, episodes: GreedyEpisodes, graphs: int = 0) -> None:
         super().__init__()
-        self.env = env
-        self.graph_indices = spread_graphs(len(env.graphs), graphs)
+        self.episodes = episodes
+        self.graph_indices = spread_graphs(len(episodes.env.graphs), graphs)
         self.best_score, self._best_weights = math.inf, None
         self.rolled_back = self.checks = 0
 
     def check(self) -> None:
         """Evaluate now; keep the weights if best, restore the best if worse."""
-        _, score = greedy_score(self.model, self.env, self.graph_indices)
+        _, score = self.episodes.score(self.model, self.graph_indices)
         self.checks += 1
         if score <= self.best_score * (1 + 1e-12):  # better or a tie: the new point to keep
             self.best_score = min(score, self.best_score)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -220,9 +221,11 @@ def _recurrent_actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool],
 
 
 def best_rollout(model: Any, env: Any, *, graph: int | None = None, samples: int = 0,
-                 seed: int = 0) -> tuple[Rollout, Rollout]:  # fmt: skip
-    """The greedy rollout and the best of it and ``samples`` sampled ones (feasible first)."""
-    greedy = rollout(model, env, graph=graph, seed=seed)
+                 seed: int = 0, greedy: Rollout | None = None,
+                 ) -> tuple[Rollout, Rollout]:  # fmt: skip
+    """The greedy rollout and the best of it and ``samples`` sampled ones (feasible first);
+    ``greedy``: the greedy rollout, when it has run already."""
+    greedy = rollout(model, env, graph=graph, seed=seed) if greedy is None else greedy
     best = greedy
     for k in range(samples):
         candidate = rollout(model, env, graph=graph, deterministic=False, seed=seed + 1 + k)
@@ -298,15 +301,72 @@ def _sampled_one_by_one(model: Any, env: Any, count: int, graph: int, seed: int,
     return runs, base.simulations - start
 
 
+class GreedyEpisodes:
+    """The greedy episodes of ``env``, each run once per weights of the policy.
+
+    A greedy episode (reset seed 0, the most likely action at every step) is a function of the
+    policy's weights and the graph, on an env whose episodes depend on nothing else (not one
+    wrapped in :class:`~placerl.envs.StartFromBest`). Training asks for the same ones again:
+    the periodic evaluations between two PPO updates run the weights the rollback check ran
+    after the update, the weights a check restores ran before, and the final evaluation
+    repeats the last check: 8 of the 14 greedy episodes of an order-study job (5,000 steps,
+    an evaluation every 1,000). The episodes of the last ``keep`` weights are kept, by a
+    digest of the policy's state (``keep=0``: none, every call runs its episodes).
+
+    Attributes:
+        env: The env the episodes run on.
+        runs: Episodes run.
+        reused: Episodes answered from memory.
+    """
+
+    def __init__(self, env: Any, keep: int = 8) -> None:
+        self.env, self.keep = env, keep
+        self._by_weights: dict[bytes, dict[int, Rollout]] = {}  # oldest first
+        self.runs = self.reused = 0
+
+    def rollouts(self, model: Any,
+                 indices: Sequence[int] | np.ndarray | None = None) -> list[Rollout]:  # fmt: skip
+        """The greedy episode of ``model`` on every graph of the env (or those at ``indices``)."""
+        graphs = range(len(self.env.graphs)) if indices is None else indices
+        known = self._episodes_of(model)
+        results = []
+        for g in map(int, graphs):
+            if g in known:
+                self.reused += 1
+            else:
+                known[g] = rollout(model, self.env, graph=g, seed=0)
+                self.runs += 1
+            results.append(known[g])
+        return results
+
+    def score(self, model: Any, indices: Sequence[int] | np.ndarray | None = None,
+              ) -> tuple[list[Rollout], float]:  # fmt: skip
+        """:meth:`rollouts` and their mean runtime over the reference runtime (the score
+        evaluations and rollback compare)."""
+        results = self.rollouts(model, indices)
+        return results, float(np.mean([r.runtime / r.reference_runtime for r in results]))
+
+    def _episodes_of(self, model: Any) -> dict[int, Rollout]:
+        """The episodes known for ``model``'s weights (a fresh dict if none), now the newest."""
+        if self.keep <= 0:
+            return {}
+        digest = hashlib.blake2b(digest_size=16)
+        for tensor in model.policy.state_dict().values():
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        key = digest.digest()
+        known = self._by_weights.pop(key, {})
+        self._by_weights[key] = known
+        while len(self._by_weights) > self.keep:
+            del self._by_weights[next(iter(self._by_weights))]
+        return known
+
+
 def greedy_score(model: Any, env: Any,
                  indices: Sequence[int] | np.ndarray | None = None,
                  ) -> tuple[list[Rollout], float]:  # fmt: skip
     """The greedy episode on every graph of ``env`` (or on the graphs at ``indices``) and
-    their mean runtime over the reference runtime (the score evaluations and rollback
-    compare)."""
-    graphs = range(len(env.graphs)) if indices is None else indices
-    results = [rollout(model, env, graph=int(g), seed=0) for g in graphs]
-    return results, float(np.mean([r.runtime / r.reference_runtime for r in results]))
+    their mean runtime over the reference runtime, run now (see :class:`GreedyEpisodes`)."""
+    return GreedyEpisodes(env, keep=0).score(model, indices)
 
 
 def spread_graphs(count: int, chosen: int) -> np.ndarray:

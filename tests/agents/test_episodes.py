@@ -12,6 +12,7 @@ from stable_baselines3.common.distributions import CategoricalDistribution
 
 from placerl.agents import make_agent
 from placerl.agents.episodes import (
+    GreedyEpisodes,
     VisitedBest,
     _most_likely,
     greedy_score,
@@ -150,3 +151,35 @@ def test_greedy_score_on_a_subset_runs_and_averages_those_graphs_only():
     assert [r.runtime for r in some] == [every[0].runtime, every[2].runtime]
     assert subset == pytest.approx(np.mean([r.runtime / r.reference_runtime for r in some]))
     assert score == pytest.approx(np.mean([r.runtime / r.reference_runtime for r in every]))
+
+
+def test_greedy_episodes_run_each_weights_once_and_forget_the_oldest():
+    graphs = [f"synthetic:layered?n=10&seed={s}" for s in range(3)]
+    env = PlacementEnv(graphs, CLUSTER)
+    model = _untrained(env)
+    episodes = GreedyEpisodes(env, keep=2)
+    first, score = episodes.score(model)
+    again, subset = episodes.score(model, [2, 0])
+    assert (episodes.runs, episodes.reused) == (3, 2)
+    assert again == [first[2], first[0]] and score == greedy_score(model, env)[1]
+    assert subset == greedy_score(model, env, [2, 0])[1]
+    assert [r.runtime for r in first] == [r.runtime for r in greedy_score(model, env)[0]]
+    original = {k: v.clone() for k, v in model.policy.state_dict().items()}
+    for seed in (1, 2):  # two other weights: the first ones are the oldest of three
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            for parameter in model.policy.parameters():
+                parameter.add_(torch.randn_like(parameter))
+        episodes.rollouts(model, [0])
+    assert (episodes.runs, episodes.reused) == (5, 2)
+    model.policy.load_state_dict(original)
+    episodes.rollouts(model, [0])  # forgotten (keep=2): run again
+    assert (episodes.runs, episodes.reused) == (6, 2)
+
+
+def test_without_memory_every_call_runs_its_episodes():
+    env = PlacementEnv(GRAPH, CLUSTER)
+    model, episodes = _untrained(env), GreedyEpisodes(env, keep=0)
+    episodes.score(model)
+    episodes.score(model)
+    assert (episodes.runs, episodes.reused) == (2, 0)

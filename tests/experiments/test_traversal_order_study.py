@@ -52,21 +52,30 @@ def test_a_study_job_trains_and_records_its_best_placement(tmp_path):
     assert (tmp_path / "result.json").is_file()
 
 
-def commands(*argv):
-    """The commands ``run.py`` runs, recorded instead of run."""
+def commands(*argv, fails=None, status=0):
+    """The commands ``run.py`` runs, recorded instead of run; a command holding the word
+    ``fails`` exits with status 1. Asserts ``run.py``'s exit status."""
+    import subprocess
+
     lines = []
+
+    def run(command, check):
+        lines.append(command)
+        return subprocess.CompletedProcess(command, int(fails in command))
+
     original = run_py.subprocess.run
     try:
-        run_py.subprocess.run = lambda command, check: lines.append(command)
-        assert run_py.main([*argv]) == 0
+        run_py.subprocess.run = run
+        assert run_py.main([*argv]) == status
     finally:
         run_py.subprocess.run = original
     return lines
 
 
-def test_one_command_runs_every_arm_then_reports_it(tmp_path):
+def test_one_command_runs_every_arm_then_reports_it_then_the_analyses(tmp_path):
     lines = commands("--out", str(tmp_path))
-    sweeps, reports = lines[0::2], lines[1::2]
+    *arms, analysis = lines
+    sweeps, reports = arms[0::2], arms[1::2]
     assert [c[c.index("-m") + 3].split("=")[1] for c in sweeps] == [
         "order_study", "order_study_construct", "order_study_learned"]
     refine = sweeps[0]
@@ -79,10 +88,27 @@ def test_one_command_runs_every_arm_then_reports_it(tmp_path):
     assert f"hydra.sweep.dir={tmp_path}/runs/refine" in refine
     assert reports[0][1:] == [str(tmp_path / "runs" / "refine"), "--out",
                               str(tmp_path / "results" / "refine"), "--metric", "best"]
+    assert analysis[1:] == [str(STUDY / "analyze.py"), "--runs", str(tmp_path / "runs"),
+                            "--out", str(tmp_path / "results")]  # fmt: skip
+
+
+def test_a_failed_sweep_stops_nothing_and_is_named(tmp_path, capsys):
+    # The construct sweep dies as a whole (its jobs' own failures never stop a multirun):
+    # its report, the learned arm and the analyses still run, and the exit status says so.
+    lines = commands("--out", str(tmp_path), fails="experiment=order_study_construct",
+                     status=1)  # fmt: skip
+    assert len(lines) == 7 and lines[-1][1].endswith("analyze.py")
+    assert "experiment=order_study_learned" in lines[4]
+    assert "1 of 7 commands failed: construct sweep (exit status 1)" in capsys.readouterr().err
+
+
+def test_only_arms_the_analyses_read_are_followed_by_them(tmp_path):
+    lines = commands("--out", str(tmp_path), "--arms", "zoo")
+    assert len(lines) == 2 and not any("analyze.py" in word for word in lines[-1])
 
 
 def test_the_full_protocol_is_a_switch_and_runs_on_slurm(tmp_path):
-    (sweep, _) = commands("--full", "--launcher", "slurm", "--arms", "refine", "--out",
+    (sweep, _, _) = commands("--full", "--launcher", "slurm", "--arms", "refine", "--out",
                           str(tmp_path), "hydra.launcher.partition=gpu")
     graphs = next(a for a in sweep if a.startswith("graph.spec="))
     assert "n=100" not in graphs
