@@ -1,5 +1,6 @@
 """Packaging: every package is listed, and a built wheel carries the config tree."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,9 +30,15 @@ def test_wheel_in_a_fresh_venv_runs_the_apps_from_another_folder(tmp_path):
     pytest.importorskip("hydra", reason="the experiments extra is not installed")
     import site
 
-    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
+    wheels, venv, source = tmp_path / "wheels", tmp_path / "venv", tmp_path / "source"
+    # Built from a copy: setuptools writes build/ and *.egg-info/ beside the sources.
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for part in ("placerl", "configs"):
+        shutil.copytree(ROOT / part, source / part, ignore=skip)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-             "--no-build-isolation", "-w", str(wheels), str(ROOT)]  # fmt: skip
+             "--no-build-isolation", "-w", str(wheels), str(source)]  # fmt: skip
     subprocess.run(build, check=True, capture_output=True, cwd=tmp_path)
     (wheel,) = wheels.glob("placerl-*.whl")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

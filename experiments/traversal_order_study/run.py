@@ -7,9 +7,10 @@
     python experiments/traversal_order_study/run.py --dry-run         # print the commands only
 
 After the arms, ``analyze.py`` writes ``results/analysis.md`` (the learned order, the
-graph-feature rule) when the run included an arm it reads (:data:`ANALYZED_ARMS`). Every
-command runs even if an earlier one failed (a sweep that dies as a whole still gets its report,
-which lists the jobs that finished and those that failed); the exit status is 1 if any failed,
+graph-feature rule) when the run included an arm it reads (:data:`ANALYZED_ARMS`). A job that
+fails never stops its sweep (the report lists it). A sweep that dies as a whole stops no other
+arm; its report and the analyses are then left as they were (not rewritten from part of the
+runs), and running the same command again resumes it. The exit status is 1 if anything failed,
 and each failure is named at the end.
 
 Arms (:data:`ARMS`): ``refine``, the study's setting (Placeto's refine env, StartFromBest), with
@@ -124,6 +125,34 @@ def report_command(args: argparse.Namespace, arm: str) -> list[str]:
             str(args.out / "results" / arm), "--metric", "best"]  # fmt: skip
 
 
+def plan(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """The run's steps in order, named: each arm's sweep and report, then the analyses."""
+    steps = [(f"{arm} {kind}", command(args, arm)) for arm in args.arms
+             for kind, command in (("sweep", sweep_command), ("report", report_command))]
+    return steps + ([("analysis", analysis_command(args))] if analyzed(args) else [])
+
+
+def analyzed(args: argparse.Namespace) -> bool:
+    """Whether the run ends with ``analyze.py``: an arm it reads ran, and the refine arm it
+    always reads is there (run now, or its runs or committed table under ``--out``)."""
+    refine = ("refine" in args.arms or (args.out / "runs" / "refine").is_dir()
+              or (args.out / "results" / "refine" / "runs.csv").is_file())  # fmt: skip
+    return refine and bool(set(args.arms) & set(ANALYZED_ARMS))
+
+
+def run_step(name: str, command: list[str], failed: list[str]) -> bool:
+    """Run ``command``; on failure append ``name`` and why to ``failed``. True if it ran."""
+    executable = shutil.which(command[0]) or command[0]
+    try:
+        code = subprocess.run([executable, *command[1:]], check=False).returncode
+    except OSError as error:  # e.g. placerl-train not installed
+        failed.append(f"{name} ({error})")
+        return False
+    if code != 0:
+        failed.append(f"{name} (exit status {code})")
+    return code == 0
+
+
 def analysis_command(args: argparse.Namespace) -> list[str]:
     """``analyze.py`` over the study's ``runs/`` into its ``results/``."""
     return [sys.executable, str(HERE / "analyze.py"), "--runs", str(args.out / "runs"),
@@ -148,22 +177,22 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.arms) - set(ARMS))
     if unknown:
         parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}")
-    steps = {f"{arm} {kind}": command(args, arm) for arm in args.arms
-             for kind, command in (("sweep", sweep_command), ("report", report_command))}
-    if set(args.arms) & set(ANALYZED_ARMS):
-        steps["analysis"] = analysis_command(args)
+    steps = plan(args)
     if args.dry_run:
-        print(*(" ".join(c) for c in steps.values()), sep="\n")
+        print(*(" ".join(command) for _, command in steps), sep="\n")
         return 0
-    failed = []
-    for name, command in steps.items():
-        executable = shutil.which(command[0]) or command[0]
-        code = subprocess.run([executable, *command[1:]], check=False).returncode
-        if code != 0:
-            failed.append(f"{name} (exit status {code})")
+    failed: list[str] = []
+    broken: set[str] = set()  # arms whose sweep died as a whole
+    for name, command in steps:
+        arm, kind = name.split()[0], name.split()[-1]
+        if (kind == "report" and arm in broken) or (kind == "analysis" and broken):
+            continue  # left as they were, not rewritten from part of the runs
+        if not run_step(name, command, failed) and kind == "sweep":
+            broken.add(arm)
     if failed:
-        print(f"{len(failed)} of {len(steps)} commands failed: {', '.join(failed)}",
-              file=sys.stderr)  # fmt: skip
+        print(f"failed: {', '.join(failed)}" + ("; a failed sweep's report and the analyses "
+              "were left as they were: run the same command again to resume it"
+              if broken else ""), file=sys.stderr)  # fmt: skip
     return 1 if failed else 0
 
 

@@ -338,5 +338,8 @@ class PhaseThreads(BaseCallback):
     def _on_rollout_end(self) -> None:
         self.enter_update()
 
+    def _on_training_end(self) -> None:  # the last rollback check: an evaluation, as the rest
+        self.enter_rollout()
+
     def _on_step(self) -> bool:
         return True

@@ -103,6 +103,7 @@ class _RecordThreads(BaseCallback):
     def __init__(self):
         super().__init__()
         self.during_rollouts, self.during_updates = set(), set()
+        self.at_training_end = None
 
     def _on_step(self):
         self.during_rollouts.add(torch.get_num_threads())
@@ -110,6 +111,9 @@ class _RecordThreads(BaseCallback):
 
     def _on_rollout_end(self):  # runs after placerl's PhaseThreads switched to updates
         self.during_updates.add(torch.get_num_threads())
+
+    def _on_training_end(self):  # the last rollback check runs then: at rollout threads
+        self.at_training_end = torch.get_num_threads()
 
 
 def test_rollouts_and_updates_get_their_own_thread_counts():
@@ -121,7 +125,7 @@ def test_rollouts_and_updates_get_their_own_thread_counts():
                         "hyperparams": {"n_steps": 16, "batch_size": 16}, "baselines": [],
                         "threads": 3, "rollout_threads": 1}, callbacks=[record])  # fmt: skip
         assert record.during_rollouts == {1}
-        assert record.during_updates == {3}
+        assert record.during_updates == {3} and record.at_training_end == 1
         assert result.timings["torch_threads"] == 3
         assert torch.get_num_threads() == 3  # train() leaves the update count set
     finally:

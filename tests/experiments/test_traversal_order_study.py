@@ -92,19 +92,34 @@ def test_one_command_runs_every_arm_then_reports_it_then_the_analyses(tmp_path):
                             "--out", str(tmp_path / "results")]  # fmt: skip
 
 
-def test_a_failed_sweep_stops_nothing_and_is_named(tmp_path, capsys):
-    # The construct sweep dies as a whole (its jobs' own failures never stop a multirun):
-    # its report, the learned arm and the analyses still run, and the exit status says so.
+def test_a_failed_sweep_stops_no_other_arm_and_is_named(tmp_path, capsys):
+    # The construct sweep dies as a whole (its jobs' own failures never stop a multirun): the
+    # learned arm still runs; construct's report and the analyses are not rewritten from part
+    # of the runs; the exit status and the last line say so.
     lines = commands("--out", str(tmp_path), fails="experiment=order_study_construct",
                      status=1)  # fmt: skip
-    assert len(lines) == 7 and lines[-1][1].endswith("analyze.py")
-    assert "experiment=order_study_learned" in lines[4]
-    assert "1 of 7 commands failed: construct sweep (exit status 1)" in capsys.readouterr().err
+    ran = [next(w.split("=")[1] for w in c if w.startswith("experiment=")) if "-m" in c
+           else Path(c[1]).name for c in lines]  # fmt: skip
+    assert ran == ["order_study", "refine", "order_study_construct", "order_study_learned",
+                   "learned"]  # fmt: skip
+    error = capsys.readouterr().err
+    assert "failed: construct sweep (exit status 1); a failed sweep's report and the " in error
 
 
-def test_only_arms_the_analyses_read_are_followed_by_them(tmp_path):
-    lines = commands("--out", str(tmp_path), "--arms", "zoo")
-    assert len(lines) == 2 and not any("analyze.py" in word for word in lines[-1])
+def test_a_missing_executable_is_a_named_failure(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(run_py.shutil, "which", lambda name: None)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no placerl-train, no placerl-report
+    assert run_py.main(["--out", str(tmp_path), "--arms", "zoo"]) == 1
+    assert "failed: zoo sweep ([Errno 2] No such file or directory" in capsys.readouterr().err
+
+
+def test_the_analyses_follow_only_arms_they_read_with_the_refine_arm_there(tmp_path):
+    assert len(commands("--out", str(tmp_path), "--arms", "zoo")) == 2
+    assert len(commands("--out", str(tmp_path), "--arms", "learned")) == 2  # no refine arm
+    (tmp_path / "results" / "refine").mkdir(parents=True)
+    (tmp_path / "results" / "refine" / "runs.csv").write_text("run\n")
+    *_, analysis = commands("--out", str(tmp_path), "--arms", "learned")
+    assert analysis[1].endswith("analyze.py")
 
 
 def test_the_full_protocol_is_a_switch_and_runs_on_slurm(tmp_path):
