@@ -101,7 +101,7 @@ ARMS = {
 DEFAULT_ARMS = ["refine", "construct", "learned"]
 #: The arms ``analyze.py`` reads (from ``runs/`` or, where an arm was not re-run, from its
 #: committed ``results/<arm>/runs.csv``).
-ANALYZED_ARMS = ("refine", "construct", "learned")
+ANALYZED_ARMS = ("refine", "construct", "learned", "zoo")
 
 
 def sweep_command(args: argparse.Namespace, arm: str) -> list[str]:

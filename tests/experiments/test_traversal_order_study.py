@@ -181,6 +181,30 @@ def test_a_feature_rule_is_fitted_on_two_families_and_scored_on_the_third():
         " else bfs")
 
 
+def test_the_rule_fitted_on_every_family_is_scored_on_the_zoo_models():
+    import pandas as pd
+
+    # deep graphs want dfs, shallow ones bfs; only the agent both arms ran is scored
+    families = {"a-s1": ("a", 10), "b-s1": ("b", 2), "c-s1": ("c", 11), "c-s2": ("c", 1)}
+    zoo = {"resnet50": ("resnet50", 30), "transformer": ("transformer", 1.5)}
+    rows = []
+    for graph, (family, depth) in {**families, **zoo}.items():
+        deep = depth > 5
+        for order, runtime in (("dfs_preorder", 1.0 if deep else 2.0),
+                               ("bfs", 2.0 if deep else 1.0), ("topo", 1.2)):  # fmt: skip
+            rows += [("gnn", family, graph, order, seed, runtime) for seed in range(2)]
+            rows += [("lstm", family, graph, order, 0, runtime) for _ in range(graph in families)]
+    runs = _frame(rows)
+    features = pd.DataFrame({g: {f: float(d) for f in analyze.FEATURES}
+                             for g, (_, d) in {**families, **zoo}.items()}).T  # fmt: skip
+    on_families = runs[runs["graph"].isin(list(families))]
+    on_zoo = runs[runs["graph"].isin(list(zoo)) & (runs["agent"] == "gnn")]
+    (row,) = analyze.rule_on_zoo(on_families, on_zoo, features)
+    assert row["agent"] == "gnn" and row["graphs"] == 2
+    assert row["rule / best order"] == 1.0 and row["topo / best order"] == 1.2
+    assert row["rule"].startswith("dfs_preorder if ") and row["rule"].endswith(" else bfs")
+
+
 def test_zoo_and_msr_arms_are_opt_in_and_msr_places_each_graph_on_its_cluster(tmp_path):
     zoo, _, msr, _ = commands("--arms", "zoo,msr", "--out", str(tmp_path))
     assert "graph.spec='zoo:inception_v3?max_nodes=100','zoo:resnet50?max_nodes=100'," \
@@ -249,7 +273,7 @@ def test_improve_orders_runs_the_benchmark_only_for_missing_orders(tmp_path, mon
 def test_the_analyses_regenerate_from_the_committed_tables(tmp_path, monkeypatch):
     import shutil
 
-    for arm in ("refine", "construct", "learned"):  # the reports' runs.csv, no run folders
+    for arm in ("refine", "construct", "learned", "zoo"):  # the reports' runs.csv, no run folders
         shutil.copytree(STUDY / "results" / arm, tmp_path / arm)
     # The searches against the learned order take a minute: tested on their own below.
     monkeypatch.setattr(analyze, "learned_against_search", lambda learned: [])
