@@ -361,14 +361,6 @@ class GreedyEpisodes:
         return known
 
 
-def greedy_score(model: Any, env: Any,
-                 indices: Sequence[int] | np.ndarray | None = None,
-                 ) -> tuple[list[Rollout], float]:  # fmt: skip
-    """The greedy episode on every graph of ``env`` (or on the graphs at ``indices``) and
-    their mean runtime over the reference runtime, run now (see :class:`GreedyEpisodes`)."""
-    return GreedyEpisodes(env, keep=0).score(model, indices)
-
-
 def spread_graphs(count: int, chosen: int) -> np.ndarray:
     """``chosen`` graph indices spread evenly over ``0 .. count - 1`` (the first always, the
     last too when ``chosen`` is at least 2; all of them when ``chosen`` is 0 or at least
