@@ -117,9 +117,27 @@ def against_best_placer(runs: Any) -> Any:
 
 
 def order_runtimes(runs: Any) -> Any:
-    """Geometric-mean runtime over seeds per graph (rows) and order (columns), one agent."""
+    """Geometric-mean runtime over seeds per graph (rows) and order (columns), one agent.
+
+    Raises:
+        ValueError: A graph lacks runs of an order (a failed job): the rules compare every
+            order on every graph.
+    """
     logs = runs.assign(log=np.log(runs["runtime_ms"]))
-    return np.exp(logs.pivot_table(index="graph", columns="order", values="log", aggfunc="mean"))
+    table = logs.pivot_table(index="graph", columns="order", values="log", aggfunc="mean")
+    missing = [f"{graph} ({', '.join(table.columns[row.isna()])})"
+               for graph, row in table.iterrows() if row.isna().any()]  # fmt: skip
+    if missing:
+        raise ValueError(f"no runs of some orders on {'; '.join(missing)}: re-run the arm "
+                         "(run.py skips the finished jobs) before the analyses")  # fmt: skip
+    return np.exp(table)
+
+
+def most_wins(table: Any) -> str:
+    """The order best on most graphs of ``table``, each order tied for a graph's best winning
+    it (among orders with as many wins, the first by name)."""
+    wins = table.eq(table.min(axis=1), axis=0).sum()
+    return str(wins[wins == wins.max()].index.sort_values()[0])
 
 
 def fit_rule(table: Any, features: Any) -> tuple[str, float, str, str]:
@@ -173,7 +191,7 @@ def scored_rule(fit: Any, test: Any, features: Any) -> dict[str, Any]:
     feature, threshold, high, low = fit_rule(fit, features)
     chosen = np.where(features.loc[test.index, feature] > threshold, high, low)
     best = test.min(axis=1)
-    majority = fit.idxmin(axis=1).mode().iloc[0]
+    majority = most_wins(fit)
     mean = lambda ratios: round(float(np.mean(ratios)), 3)  # noqa: E731
     return {"rule": f"{high} if {feature} > {threshold:.3g} else {low}",
             "rule / best order": mean([test.loc[g, o] / best[g]
@@ -215,8 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         zoo_features = _feature_table(_graph_specs(zoo))
         text += ["## The rule on the zoo models (fitted on the three families)", "",
                  "Fitted on every graph of the three families, scored on the zoo arm's models "
-                 "(coarsened to 100 nodes, GNMT whole; the refine setting, 6 seeds): networks "
-                 "of another kind, with their own depths and widths.", "",
+                 f"({', '.join(sorted(set(zoo['graph'])))}; the refine setting, "
+                 f"{zoo['seed'].nunique()} seeds): networks of another kind, with their own "
+                 "depths and widths.", "",
                  zoo_features.round(3).to_markdown(), "",
                  markdown(rule_on_zoo(refine, zoo, pd.concat([features, zoo_features]))),
                  ""]  # fmt: skip

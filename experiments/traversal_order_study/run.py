@@ -7,11 +7,12 @@
     python experiments/traversal_order_study/run.py --dry-run         # print the commands only
 
 After the arms, ``analyze.py`` writes ``results/analysis.md`` (the learned order, the
-graph-feature rule) when the run included an arm it reads (:data:`ANALYZED_ARMS`). A job that
-fails never stops its sweep (the report lists it). A sweep that dies as a whole stops no other
-arm; its report and the analyses are then left as they were (not rewritten from part of the
-runs), and running the same command again resumes it. The exit status is 1 if anything failed,
-and each failure is named at the end.
+graph-feature rule) when the run included an arm it reads (:data:`ANALYZED_ARMS`) and the
+refine arm it always reads is there (:func:`analyzed`). A job that fails never stops its sweep
+(the report lists it). A sweep that dies as a whole stops no other arm; its report and the
+analyses are then left as they were (not rewritten from part of the runs), and running the same
+command again resumes it. The exit status is 1 if anything failed (a failed job within a sweep
+too), and each failure is named at the end.
 
 Arms (:data:`ARMS`): ``refine``, the study's setting (Placeto's refine env, StartFromBest), with
 the GNN and the LSTM; ``construct``, the nodes placed one by one in the order, GNN; ``learned``,
@@ -153,6 +154,12 @@ def run_step(name: str, command: list[str], failed: list[str]) -> bool:
     return code == 0
 
 
+def failed_jobs(sweep: Path) -> int:
+    """Jobs of ``sweep`` that failed (an ``error.txt`` and no ``result.json``): a multirun
+    goes on past them and exits 0."""
+    return sum(not (e.parent / "result.json").is_file() for e in sweep.rglob("error.txt"))
+
+
 def analysis_command(args: argparse.Namespace) -> list[str]:
     """``analyze.py`` over the study's ``runs/`` into its ``results/``."""
     return [sys.executable, str(HERE / "analyze.py"), "--runs", str(args.out / "runs"),
@@ -185,10 +192,16 @@ def main(argv: list[str] | None = None) -> int:
     broken: set[str] = set()  # arms whose sweep died as a whole
     for name, command in steps:
         arm, kind = name.split()[0], name.split()[-1]
-        if (kind == "report" and arm in broken) or (kind == "analysis" and broken):
+        if (kind == "report" and arm in broken) or (
+                kind == "analysis" and broken & set(ANALYZED_ARMS)):
             continue  # left as they were, not rewritten from part of the runs
         if not run_step(name, command, failed) and kind == "sweep":
             broken.add(arm)
+        elif kind == "sweep" and (jobs := failed_jobs(args.out / "runs" / arm)):
+            failed.append(f"{arm}: {jobs} failed job(s), tracebacks in their error.txt")
+    if set(args.arms) & set(ANALYZED_ARMS) and not analyzed(args):
+        print("analyze.py not run: it reads the refine arm, which is not under "
+              f"{args.out} (run.py --arms refine)", file=sys.stderr)  # fmt: skip
     if failed:
         print(f"failed: {', '.join(failed)}" + ("; a failed sweep's report and the analyses "
               "were left as they were: run the same command again to resume it"

@@ -106,6 +106,17 @@ def test_a_failed_sweep_stops_no_other_arm_and_is_named(tmp_path, capsys):
     assert "failed: construct sweep (exit status 1); a failed sweep's report and the " in error
 
 
+def test_failed_jobs_within_a_sweep_are_counted_and_fail_the_command(tmp_path, capsys):
+    job = tmp_path / "runs" / "zoo" / "agent=placeto_gnn,seed=0"
+    job.mkdir(parents=True)
+    (job / "error.txt").write_text("Traceback ...")
+    (tmp_path / "runs" / "zoo" / "finished").mkdir()
+    (tmp_path / "runs" / "zoo" / "finished" / "error.txt").write_text("from a past attempt")
+    (tmp_path / "runs" / "zoo" / "finished" / "result.json").write_text("{}")
+    commands("--out", str(tmp_path), "--arms", "zoo", status=1)
+    assert "failed: zoo: 1 failed job(s), tracebacks in their error.txt" in capsys.readouterr().err
+
+
 def test_a_missing_executable_is_a_named_failure(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(run_py.shutil, "which", lambda name: None)
     monkeypatch.setenv("PATH", str(tmp_path))  # no placerl-train, no placerl-report
@@ -120,6 +131,7 @@ def test_the_analyses_follow_only_arms_they_read_with_the_refine_arm_there(tmp_p
     (tmp_path / "results" / "refine" / "runs.csv").write_text("run\n")
     *_, analysis = commands("--out", str(tmp_path), "--arms", "learned")
     assert analysis[1].endswith("analyze.py")
+    assert len(commands("--out", str(tmp_path), "--arms", "msr")) == 2  # msr is not read
 
 
 def test_the_full_protocol_is_a_switch_and_runs_on_slurm(tmp_path):
@@ -202,7 +214,23 @@ def test_the_rule_fitted_on_every_family_is_scored_on_the_zoo_models():
     (row,) = analyze.rule_on_zoo(on_families, on_zoo, features)
     assert row["agent"] == "gnn" and row["graphs"] == 2
     assert row["rule / best order"] == 1.0 and row["topo / best order"] == 1.2
-    assert row["rule"].startswith("dfs_preorder if ") and row["rule"].endswith(" else bfs")
+    assert row["rule"] == "dfs_preorder if depth > 2 else bfs"  # fitted on the families only
+    assert row["most wins on fit"] == "bfs" and row["it / best order"] == 1.5  # 2 of 4, first
+
+
+def test_an_order_missing_on_a_graph_is_named_not_averaged_away():
+    rows = [("gnn", "a", g, o, 0, 1.0) for g in ("a-s1", "a-s2") for o in ("bfs", "topo")]
+    with pytest.raises(ValueError, match=r"no runs of some orders on a-s2 \(topo\): re-run"):
+        analyze.order_runtimes(_frame(rows[:-1]))
+
+
+def test_ties_for_a_graph_s_best_order_count_as_wins_for_each():
+    import pandas as pd
+
+    table = pd.DataFrame({"alpha": [2.0, 1.0, 3.0], "topo": [1.0, 1.0, 1.0],
+                          "bfs": [1.0, 2.0, 1.0]})  # fmt: skip
+    assert analyze.most_wins(table) == "topo"  # 3 wins, ties included; bfs 2, alpha 1
+    assert analyze.most_wins(table.drop(columns="topo")) == "bfs"
 
 
 def test_zoo_and_msr_arms_are_opt_in_and_msr_places_each_graph_on_its_cluster(tmp_path):
