@@ -154,6 +154,25 @@ def run_step(name: str, command: list[str], failed: list[str]) -> bool:
     return code == 0
 
 
+def run_steps(steps: list[tuple[str, list[str]]], runs: Path) -> tuple[list[str], set[str]]:
+    """Run ``steps`` in order; returns what failed, and the arms whose sweep died as a whole.
+    A dead sweep's report, and after a dead sweep of an arm they read the analyses, are left
+    as they were rather than rewritten from part of the runs."""
+    failed: list[str] = []
+    broken: set[str] = set()
+    for name, command in steps:
+        arm, kind = name.split()[0], name.split()[-1]
+        if (kind == "report" and arm in broken) or (
+                kind == "analysis" and broken & set(ANALYZED_ARMS)):
+            continue
+        ran = run_step(name, command, failed)
+        if kind == "sweep" and not ran:
+            broken.add(arm)
+        elif kind == "sweep" and (jobs := failed_jobs(runs / arm)):
+            failed.append(f"{arm}: {jobs} failed job(s), tracebacks in their error.txt")
+    return failed, broken
+
+
 def failed_jobs(sweep: Path) -> int:
     """Jobs of ``sweep`` that failed (an ``error.txt`` and no ``result.json``): a multirun
     goes on past them and exits 0."""
@@ -188,24 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(*(" ".join(command) for _, command in steps), sep="\n")
         return 0
-    failed: list[str] = []
-    broken: set[str] = set()  # arms whose sweep died as a whole
-    for name, command in steps:
-        arm, kind = name.split()[0], name.split()[-1]
-        if (kind == "report" and arm in broken) or (
-                kind == "analysis" and broken & set(ANALYZED_ARMS)):
-            continue  # left as they were, not rewritten from part of the runs
-        if not run_step(name, command, failed) and kind == "sweep":
-            broken.add(arm)
-        elif kind == "sweep" and (jobs := failed_jobs(args.out / "runs" / arm)):
-            failed.append(f"{arm}: {jobs} failed job(s), tracebacks in their error.txt")
+    failed, broken = run_steps(steps, args.out / "runs")
     if set(args.arms) & set(ANALYZED_ARMS) and not analyzed(args):
         print("analyze.py not run: it reads the refine arm, which is not under "
               f"{args.out} (run.py --arms refine)", file=sys.stderr)  # fmt: skip
     if failed:
-        print(f"failed: {', '.join(failed)}" + ("; a failed sweep's report and the analyses "
-              "were left as they were: run the same command again to resume it"
-              if broken else ""), file=sys.stderr)  # fmt: skip
+        print(f"failed: {', '.join(failed)}" + ("; a failed sweep's report was left as it "
+              "was, and so were the analyses if they read its arm: run the same command "
+              "again to resume it" if broken else ""), file=sys.stderr)  # fmt: skip
     return 1 if failed else 0
 
 

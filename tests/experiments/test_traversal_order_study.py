@@ -103,7 +103,7 @@ def test_a_failed_sweep_stops_no_other_arm_and_is_named(tmp_path, capsys):
     assert ran == ["order_study", "refine", "order_study_construct", "order_study_learned",
                    "learned"]  # fmt: skip
     error = capsys.readouterr().err
-    assert "failed: construct sweep (exit status 1); a failed sweep's report and the " in error
+    assert "failed: construct sweep (exit status 1); a failed sweep's report was left " in error
 
 
 def test_failed_jobs_within_a_sweep_are_counted_and_fail_the_command(tmp_path, capsys):
