@@ -238,6 +238,8 @@ def test_zoo_and_msr_arms_are_opt_in_and_msr_places_each_graph_on_its_cluster(tm
     assert "graph.spec='zoo:inception_v3?max_nodes=100','zoo:resnet50?max_nodes=100'," \
            "'zoo:transformer?max_nodes=100','zoo:gnmt'" in zoo
     assert "experiment=order_study_msr" in msr
+    (full, _) = commands("--arms", "zoo", "--full", "--out", str(tmp_path))[:2]
+    assert "graph.spec='zoo:inception_v3','zoo:resnet50','zoo:transformer','zoo:gnmt'" in full
     run = compose("experiment=order_study_msr", "graph.spec=msr:resnet50_inference")
     assert run.cluster.spec == "msr:resnet50_inference" and run.env.objective == "pipeline"
     assert run.env.kind == "refine" and "tarnawski_dp" in run.baselines
