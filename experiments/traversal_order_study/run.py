@@ -127,11 +127,23 @@ def report_command(args: argparse.Namespace, arm: str) -> list[str]:
             str(args.out / "results" / arm), "--metric", "best"]  # fmt: skip
 
 
-def plan(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """The run's steps in order, named: each arm's sweep and report, then the analyses."""
-    steps = [(f"{arm} {kind}", command(args, arm)) for arm in args.arms
+class Step(NamedTuple):
+    """One command of the run: an arm's ``sweep`` or ``report``, or the ``analysis``."""
+
+    arm: str  # "" for the analysis, which reads every arm
+    kind: str
+    command: list[str]
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm} {self.kind}".strip()
+
+
+def plan(args: argparse.Namespace) -> list[Step]:
+    """The run's steps in order: each arm's sweep and report, then the analyses."""
+    steps = [Step(arm, kind, command(args, arm)) for arm in args.arms
              for kind, command in (("sweep", sweep_command), ("report", report_command))]
-    return steps + ([("analysis", analysis_command(args))] if analyzed(args) else [])
+    return steps + ([Step("", "analysis", analysis_command(args))] if analyzed(args) else [])
 
 
 def analyzed(args: argparse.Namespace) -> bool:
@@ -155,29 +167,25 @@ def run_step(name: str, command: list[str], failed: list[str]) -> bool:
     return code == 0
 
 
-def run_steps(steps: list[tuple[str, list[str]]], runs: Path) -> tuple[list[str], set[str]]:
+def run_steps(steps: list[Step], runs: Path) -> tuple[list[str], set[str]]:
     """Run ``steps`` in order; returns what failed, and the arms whose sweep died as a whole.
     A dead sweep's report, and after a dead sweep of an arm they read the analyses, are left
     as they were rather than rewritten from part of the runs."""
+    from placerl.report import unfinished_jobs
+
     failed: list[str] = []
     broken: set[str] = set()
-    for name, command in steps:
-        arm, kind = name.split()[0], name.split()[-1]
-        if (kind == "report" and arm in broken) or (
-                kind == "analysis" and broken & set(ANALYZED_ARMS)):
+    for step in steps:
+        if (step.kind == "report" and step.arm in broken) or (
+                step.kind == "analysis" and broken & set(ANALYZED_ARMS)):
             continue
-        ran = run_step(name, command, failed)
-        if kind == "sweep" and not ran:
-            broken.add(arm)
-        elif kind == "sweep" and (jobs := failed_jobs(runs / arm)):
-            failed.append(f"{arm}: {jobs} failed job(s), tracebacks in their error.txt")
+        ran = run_step(step.name, step.command, failed)
+        if step.kind == "sweep" and not ran:
+            broken.add(step.arm)
+        elif step.kind == "sweep" and (jobs := len(unfinished_jobs([runs / step.arm]))):
+            # a multirun goes on past a failed job and exits 0
+            failed.append(f"{step.arm}: {jobs} failed job(s), tracebacks in their error.txt")
     return failed, broken
-
-
-def failed_jobs(sweep: Path) -> int:
-    """Jobs of ``sweep`` that failed (an ``error.txt`` and no ``result.json``): a multirun
-    goes on past them and exits 0."""
-    return sum(not (e.parent / "result.json").is_file() for e in sweep.rglob("error.txt"))
 
 
 def analysis_command(args: argparse.Namespace) -> list[str]:
@@ -206,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARMS)}")
     steps = plan(args)
     if args.dry_run:
-        print(*(" ".join(command) for _, command in steps), sep="\n")
+        print(*(" ".join(step.command) for step in steps), sep="\n")
         return 0
     failed, broken = run_steps(steps, args.out / "runs")
     if set(args.arms) & set(ANALYZED_ARMS) and not analyzed(args):
