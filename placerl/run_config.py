@@ -112,7 +112,9 @@ class AgentGroup:
             policy starts from the best classic placement of the graph, and rollback keeps it
             from losing it (on the main job PPO then improved the clone's 25.03 ms to HEFT's
             24.82 and held it; from scratch it stopped at 27.57).
-        warm_start_epochs: Cloning epochs.
+        warm_start_epochs: Cloning epochs (of each fit).
+        warm_start_rounds: DAgger rounds after the first fit: the clone plays the graphs,
+            the expert labels the states it reaches, and it is fitted again on all samples.
         rollback: Undo PPO updates that make the greedy placements worse
             (:attr:`placerl.train.TrainConfig.rollback`).
         rollback_graphs: Graphs each rollback check runs on (0: all;
@@ -126,6 +128,7 @@ class AgentGroup:
     hyperparams: dict[str, Any] = field(default_factory=dict)
     warm_start: str | None = "best_of"
     warm_start_epochs: int = 100
+    warm_start_rounds: int = 0
     rollback: bool = True
     rollback_graphs: int = 0
 
@@ -211,7 +214,8 @@ def to_train_config(run: RunConfig, out_dir: str | None) -> TrainConfig:
         extractor_kwargs=dict(agent.extractor_kwargs), hyperparams=dict(agent.hyperparams),
         total_steps=run.total_steps, time_limit_s=run.time_limit_s, n_envs=run.n_envs,
         vec_env=run.vec_env, seed=run.seed, warm_start=agent.warm_start,
-        warm_start_epochs=agent.warm_start_epochs, rollback=agent.rollback,
+        warm_start_epochs=agent.warm_start_epochs, warm_start_rounds=agent.warm_start_rounds,
+        rollback=agent.rollback,
         rollback_graphs=agent.rollback_graphs,
         eval_every=run.eval_every,
         keep_best=run.keep_best, validation_graphs=list(run.validation_graphs),

@@ -78,7 +78,10 @@ class TrainConfig:
         warm_start: A placer spec to clone before RL, or a state expert of
             :data:`placerl.envs.experts.STATE_EXPERTS` (``best_move``, refine only;
             ``None``: no warm start).
-        warm_start_epochs: Cloning epochs.
+        warm_start_epochs: Cloning epochs (of each fit).
+        warm_start_rounds: DAgger rounds after the first fit
+            (:func:`~placerl.agents.imitation.behaviour_clone`'s ``rounds``): the clone also
+            learns the expert's actions in the states its own greedy episodes reach.
         rollback: After each PPO update, run the greedy policy on every graph and undo the
             update if its placements got worse (:class:`~placerl.agents.callbacks.Rollback`):
             the policy keeps what it learned, from a warm start or from scratch. Costs one
@@ -130,6 +133,7 @@ class TrainConfig:
     seed: int = 0
     warm_start: str | None = None
     warm_start_epochs: int = 100
+    warm_start_rounds: int = 0
     rollback: bool = True
     rollback_graphs: int = 0
     eval_every: int = 2_000
@@ -147,8 +151,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("total_steps", "n_envs", "eval_every", "eval_samples", "checkpoint_every",
-                     "warm_start_epochs", "rollback_graphs", "seed", "threads",
-                     "rollout_threads"):  # fmt: skip
+                     "warm_start_epochs", "warm_start_rounds", "rollback_graphs", "seed",
+                     "threads", "rollout_threads"):  # fmt: skip
             at_least_one = name in ("n_envs", "warm_start_epochs")
             check_int(getattr(self, name), name, minimum=1 if at_least_one else 0)
         limit = self.time_limit_s
@@ -473,7 +477,8 @@ def train(config: TrainConfig | Mapping[str, Any], *,
         if config.warm_start is not None:
             start = time.perf_counter()
             report = behaviour_clone(model, eval_env, config.warm_start,
-                                     epochs=config.warm_start_epochs, seed=config.seed)  # fmt: skip
+                                     epochs=config.warm_start_epochs, seed=config.seed,
+                                     rounds=config.warm_start_rounds)  # fmt: skip
             warm = dataclasses.asdict(report)
             timings["warm_start"] = time.perf_counter() - start
     clock_start = time.perf_counter() - timings["train"]

@@ -102,21 +102,32 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
             (:func:`one_episode`: the same embeddings up to floating-point order, so the same
             actions but for near-ties); ``False`` recomputes everything at every step.
     """
-    act = _recurrent_actor(model) if _is_recurrent(model) else _actor(model)
     options = None if graph is None else {"graph": graph}
     obs, info = env.reset(seed=seed, options=options)
     visited = VisitedBest(env)
     visited.see(info)
     total, done = 0.0, False
-    model.policy.set_training_mode(False)
-    reuse = one_episode(model.policy) if incremental else contextlib.nullcontext()
-    # inference mode: no autograd bookkeeping at all (6% of a greedy step at 300 nodes)
-    with torch.inference_mode(), unchecked_distributions(), reuse:
+    with playing(model, incremental=incremental) as act:
         while not done:
             obs, reward, terminated, truncated, info = env.step(act(obs, env, deterministic))
             visited.see(info)
             total, done = total + reward, terminated or truncated
     return visited.outcome(Rollout.ended(info, total))
+
+
+@contextlib.contextmanager
+def playing(model: Any, *, incremental: bool = True,
+            ) -> Iterator[Callable[[dict[str, np.ndarray], Any, bool], Any]]:  # fmt: skip
+    """A block in which ``model`` plays one episode: yields ``act(obs, env, deterministic)``,
+    its action in ``env``'s current state (masked where the algorithm masks; a recurrent
+    model carries its state from call to call). With ``incremental`` its extractors may reuse
+    what they computed at the last step (:func:`one_episode`)."""
+    act = _recurrent_actor(model) if _is_recurrent(model) else _actor(model)
+    model.policy.set_training_mode(False)
+    reuse = one_episode(model.policy) if incremental else contextlib.nullcontext()
+    # inference mode: no autograd bookkeeping at all (6% of a greedy step at 300 nodes)
+    with torch.inference_mode(), unchecked_distributions(), reuse:
+        yield act
 
 
 @contextlib.contextmanager

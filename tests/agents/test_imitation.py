@@ -1,16 +1,27 @@
-"""Behaviour cloning's demonstrations: placer experts, the ``best_move`` state expert, and the
-weights that balance keeping a node against moving it."""
+"""Behaviour cloning's demonstrations: placer experts, the ``best_move`` state expert, the
+weights that balance keeping a node against moving it, and DAgger's rounds."""
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from placerl.agents.imitation import balanced_weights, expert_episodes
+from placerl.agents import imitation, make_agent
+from placerl.agents.episodes import playing, rollout
+from placerl.agents.imitation import balanced_weights, behaviour_clone, expert_episodes
 from placerl.baselines import solve
 from placerl.envs import PlacementEnv, PlacementRefineEnv
 
 GRAPH, CLUSTER = "synthetic:layered?n=12&seed=1", "placeto?n_devices=3"
+TWO = [GRAPH, "synthetic:layered?n=12&seed=2"]
+
+
+def refine_env(initial: str = "m_topo") -> PlacementRefineEnv:
+    return PlacementRefineEnv(graph=TWO, cluster=CLUSTER, initial=initial, undo_worse=True)
+
+
+def untrained(env: PlacementRefineEnv):
+    return make_agent("maskable_ppo", env, "gnn", seed=0, n_steps=32)
 
 
 @given(st.lists(st.booleans(), min_size=1, max_size=50))
@@ -62,3 +73,69 @@ def test_a_placer_expert_refining_another_start_is_balanced_too():
     keeps = heft[order] == 0  # the nodes HEFT leaves on the start's device
     assert 0 < keeps.sum() < len(keeps)
     np.testing.assert_allclose(demos.weights, balanced_weights(keeps))
+
+
+def test_dagger_samples_are_the_policys_states_labelled_by_the_expert():
+    env = refine_env()
+    model = untrained(env)
+    demos = expert_episodes(env, "best_move", model)
+    greedy = [rollout(model, env, graph=g, seed=0).runtime for g in range(2)]
+    assert demos.runtimes == pytest.approx(greedy)  # the policy played, greedily
+    replay, differs = refine_env(), 0
+    for g in range(2):
+        obs, _ = replay.reset(seed=0, options={"graph": g})
+        with playing(model) as act:
+            for t in range(12):
+                label, played = replay.best_move(), act(obs, replay, True)
+                assert demos.actions[12 * g + t] == label
+                np.testing.assert_array_equal(demos.observations["nodes"][12 * g + t],
+                                              obs["nodes"])  # fmt: skip
+                differs += label != played
+                obs, *_ = replay.step(played)
+    assert differs > 0  # the untrained policy strays from the expert: other states
+
+
+def test_demonstrations_add_up_with_weights_balanced_over_both():
+    first = expert_episodes(refine_env(), "best_move")
+    second = expert_episodes(refine_env("single_device"), "best_move")
+    both = first + second
+    np.testing.assert_array_equal(both.actions, np.concatenate([first.actions, second.actions]))
+    for key, rows in both.observations.items():
+        np.testing.assert_array_equal(
+            rows, np.concatenate([first.observations[key], second.observations[key]]))
+    np.testing.assert_array_equal(both.returns, np.concatenate([first.returns, second.returns]))
+    np.testing.assert_allclose(both.weights,
+                               balanced_weights(np.concatenate([first.keeps, second.keeps])))
+    assert both.runtimes == first.runtimes + second.runtimes
+
+
+def test_without_rounds_cloning_fits_the_experts_episodes_once():
+    env = refine_env()
+    report = behaviour_clone(untrained(env), env, "best_move", epochs=2)
+    assert (report.samples, report.rounds, report.kept_round) == (24, 0, 0)
+    assert report.round_runtimes == (report.policy_runtime,)
+
+
+def test_dagger_rounds_add_the_clones_states_and_keep_the_fastest_weights():
+    env = refine_env()
+    model = untrained(env)
+    report = behaviour_clone(model, env, "best_move", epochs=3, rounds=2)
+    assert report.samples == 3 * 24  # the expert's episodes, then the clone's in each round
+    assert len(report.round_runtimes) == 3
+    assert report.kept_round == int(np.argmin(report.round_runtimes))
+    assert report.policy_runtime == min(report.round_runtimes)
+    kept = np.mean([rollout(model, env, graph=g, seed=0).runtime for g in range(2)])
+    assert kept == pytest.approx(report.policy_runtime)
+
+
+def test_dagger_restores_an_earlier_fit_when_the_last_is_slower(monkeypatch):
+    """The last fit is scored by ``rollout`` (made to report it slowest here); the earlier
+    ones by the episodes they played in the next round."""
+    env = refine_env()
+    model = untrained(env)
+    slowest = lambda *args, **kwargs: type("Run", (), {"runtime": np.inf})()  # noqa: E731
+    monkeypatch.setattr(imitation, "rollout", slowest)
+    report = behaviour_clone(model, env, "best_move", epochs=3, rounds=2)
+    assert report.round_runtimes[-1] == np.inf and report.kept_round < 2
+    kept = np.mean([rollout(model, env, graph=g, seed=0).runtime for g in range(2)])
+    assert kept == pytest.approx(report.round_runtimes[report.kept_round])
