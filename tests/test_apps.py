@@ -124,6 +124,9 @@ def test_agent_options_reach_the_train_config():
                              out_dir=None)  # fmt: skip
     assert (config.rollback, config.rollback_graphs) == (True, 24)
     assert to_train_config(_compose(), out_dir=None).rollback_graphs == 0  # all graphs
+    assert to_train_config(_compose(), out_dir=None).warm_start_rounds == 0  # plain cloning
+    dagger = to_train_config(_compose("agent.warm_start_rounds=2"), out_dir=None)
+    assert dagger.warm_start_rounds == 2
     held = to_train_config(_compose("validation_graphs=['synthetic:cifar10?seed=1']"),
                            out_dir=None)  # fmt: skip
     assert list(held.validation_graphs) == ["synthetic:cifar10?seed=1"]

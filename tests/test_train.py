@@ -108,6 +108,16 @@ def test_warm_start_clones_the_placer():
     assert result.timings["warm_start"] > 0
 
 
+def test_warm_start_rounds_run_dagger_after_the_clone():
+    result = train({**SMALL, "env": "refine", "total_steps": 0, "eval_every": 0,
+                    "env_kwargs": {"initial": "m_topo", "undo_worse": True},
+                    "warm_start": "best_move", "warm_start_epochs": 2, "warm_start_rounds": 1})
+    report = result.warm_start
+    assert report["rounds"] == 1 and len(report["round_runtimes"]) == 2
+    assert report["samples"] == 2 * 12  # the expert's pass and the clone's, over 12 nodes
+    assert report["policy_runtime"] == min(report["round_runtimes"])
+
+
 @pytest.mark.parametrize("keep_best", [True, False])
 def test_keep_best_ends_with_the_best_evaluation(keep_best):
     result = train({**SMALL, "total_steps": 512, "eval_every": 64, "keep_best": keep_best,
