@@ -1,0 +1,34 @@
+"""recipes_paired.py: two bench_recipes runs compared row for row."""
+
+import pytest
+
+from tests.bench_modules import module_fixture
+
+bench = module_fixture("recipes_paired")
+
+
+def row(seed, graph, method, runtime, recipe="improve"):
+    return {"recipe": recipe, "seed": seed, "graph": graph, "method": method,
+            "runtime": runtime}  # fmt: skip
+
+
+def test_each_method_pairs_the_rows_both_runs_hold(bench):
+    reference = [row(s, g, "zero-shot", 1.0) for s in range(3) for g in ("a", "b")]
+    reference += [row(0, "a", "training-fit", 2.0), row(0, "c", "training-fit", 2.0),
+                  row(0, "a", "zero-shot", 9.0, recipe="classic")]  # fmt: skip
+    candidate = [row(s, g, "zero-shot", 0.9 if g == "a" else 1.1) for s in range(3)
+                 for g in ("a", "b")]  # fmt: skip
+    candidate += [row(0, "a", "training-fit", 1.0), row(1, "a", "training-fit", 1.0),
+                  row(5, "z", "validation", 1.0)]  # fmt: skip
+    table = bench.paired(candidate, reference, "improve")
+    assert [r["method"] for r in table] == ["zero-shot", "training-fit"]
+    zero, fit = table
+    assert (zero["pairs"], zero["faster"], zero["slower"], zero["equal"]) == (6, 3, 3, 0)
+    assert zero["ratio"] == pytest.approx((0.9 * 1.1) ** 0.5, abs=1e-4)
+    assert (fit["pairs"], fit["ratio"], fit["faster"]) == (1, 0.5, 1)  # only seed 0's "a"
+
+
+def test_runs_without_common_rows_are_refused(bench):
+    with pytest.raises(SystemExit, match=r"share no .* row of recipe 'improve'"):
+        bench.paired([row(0, "a", "zero-shot", 1.0)], [row(1, "a", "zero-shot", 1.0)],
+                     "improve")  # fmt: skip
