@@ -54,9 +54,9 @@ def paired(candidate: list[dict[str, Any]], reference: list[dict[str, Any]],
         result = compare_pairs([ours[k] for k in keys], [theirs[k] for k in keys])
         table.append({
             "method": method, "pairs": result.pairs, "ratio": round(result.ratio, 4),
-            "ci95": f"{result.ci_low:.4f}-{result.ci_high:.4f}",
+            "ci95": result.ci_note or f"{result.ci_low:.4f}-{result.ci_high:.4f}",
             "faster": result.wins, "slower": result.losses, "equal": result.ties,
-            "p": f"{result.p_value:.2g}",
+            "p": result.p_note or f"{result.p_value:.2g}",  # the note says why there is none
         })  # fmt: skip
     return table
 

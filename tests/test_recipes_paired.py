@@ -26,6 +26,9 @@ def test_each_method_pairs_the_rows_both_runs_hold(bench):
     assert (zero["pairs"], zero["faster"], zero["slower"], zero["equal"]) == (6, 3, 3, 0)
     assert zero["ratio"] == pytest.approx((0.9 * 1.1) ** 0.5, abs=1e-4)
     assert (fit["pairs"], fit["ratio"], fit["faster"]) == (1, 0.5, 1)  # only seed 0's "a"
+    assert fit["ci95"] == "one pair: no interval"  # a missing statistic says why
+    assert fit["p"].startswith("1 pairs: the signed-rank test needs")
+    assert float(zero["p"]) > 0.05 and "-" in zero["ci95"]
 
 
 def test_runs_without_common_rows_are_refused(bench):
