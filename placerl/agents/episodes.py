@@ -118,10 +118,18 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
 @contextlib.contextmanager
 def playing(model: Any, *, incremental: bool = True,
             ) -> Iterator[Callable[[dict[str, np.ndarray], Any, bool], Any]]:  # fmt: skip
-    """A block in which ``model`` plays one episode: yields ``act(obs, env, deterministic)``,
-    its action in ``env``'s current state (masked where the algorithm masks; a recurrent
-    model carries its state from call to call). With ``incremental`` its extractors may reuse
-    what they computed at the last step (:func:`one_episode`)."""
+    """A block in which ``model`` plays one episode, in torch's inference mode.
+
+    Args:
+        model: An SB3 model.
+        incremental: Let its extractors reuse what they computed at the last step
+            (:func:`one_episode`).
+
+    Yields:
+        ``act(obs, env, deterministic)``: the model's action in ``env``'s current state
+        (masked where the algorithm masks; a recurrent model carries its state from call to
+        call).
+    """
     act = _recurrent_actor(model) if _is_recurrent(model) else _actor(model)
     model.policy.set_training_mode(False)
     reuse = one_episode(model.policy) if incremental else contextlib.nullcontext()

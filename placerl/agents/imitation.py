@@ -11,13 +11,13 @@ best-improvement local search, so that the clone learns which moves improve a pl
 The policy is fitted to those actions by cross-entropy over its masked
 distribution, with the actions that keep a node where it is and those that move it weighted
 to equal shares (refining, most expert actions keep: unweighted, a clone learns to keep every
-node), and its value head to the expert episode's returns, so that PPO's first updates start
-from the expert's behaviour and a value scale that matches it.
+node), and its value head to the returns of the episodes played, so that PPO's first updates
+start from the expert's behaviour and a value scale that matches it.
 
 A clone that errs once reaches states the expert's episodes never show, and errs more there.
 DAgger (Ross, Gordon & Bagnell, AISTATS 2011) adds those states: in each ``round`` the clone
 plays every graph greedily, the expert labels each state it visits, and the policy is fitted
-again on all samples so far.
+again on all samples so far (one Adam optimizer throughout: a round refines the last fit).
 """
 
 from __future__ import annotations
@@ -44,13 +44,15 @@ class CloneReport:
     """What behaviour cloning did.
 
     Attributes:
-        samples: Expert (observation, action) pairs.
-        epochs: Passes over them.
-        loss: Cross-entropy of the expert actions at the end.
+        samples: (observation, expert action) pairs fitted at the end: the expert's
+            episodes' and, with DAgger rounds, those of the clone's episodes.
+        epochs: Passes over the samples in each fit.
+        loss: Cross-entropy of the expert actions over all samples, at the end.
         accuracy: Share of samples where the greedy action is the expert's, at the end (a
             device-equivariant policy scores identical devices alike, so where the expert
             picks one of several identical devices this can be below 1 for a perfect clone).
-        expert_runtime: Mean runtime of the expert's episodes (seconds).
+        expert_runtime: Mean runtime of the expert's episodes (seconds; on the refine env
+            the best placement an episode passed through, as for the policy).
         policy_runtime: Mean runtime of the kept weights' greedy episodes (seconds).
         rounds: DAgger rounds after the first fit.
         round_runtimes: Mean greedy runtime after the first fit and after each round.
@@ -106,10 +108,15 @@ class Demonstrations:
 
 
 def expert_episodes(env: Any, expert: str, model: Any | None = None) -> Demonstrations:
-    """Label one episode per graph of ``env`` with ``expert``'s actions: a placer's placement,
-    or a state expert (:data:`placerl.envs.experts.STATE_EXPERTS`). The expert plays; with
-    ``model``, the model plays greedily instead and the expert labels the states it visits
-    (DAgger's samples).
+    """Label one episode per graph of ``env`` with ``expert``'s actions.
+
+    Args:
+        env: A placement env (not a vector env).
+        expert: A placer spec (its placement's device for each node), or a state expert
+            (:data:`placerl.envs.experts.STATE_EXPERTS`).
+        model: ``None``: the expert plays. A model: it plays greedily instead (reset seed 0,
+            as :func:`~placerl.agents.episodes.rollout`) and the expert labels the states it
+            visits (DAgger's samples).
 
     Raises:
         ConfigError: A state expert the env cannot answer
@@ -188,7 +195,7 @@ def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
         rounds: DAgger rounds after the first fit: the clone plays every graph greedily, the
             expert labels the states it visits, and the policy is fitted again on all samples
             so far. The weights kept are those of the fit whose greedy episodes were fastest
-            on ``env``'s graphs (mean runtime).
+            on ``env``'s graphs (mean runtime in seconds: slower graphs weigh more).
 
     Raises:
         ConfigError: A recurrent model (its LSTM state would need whole sequences); epochs or

@@ -104,6 +104,7 @@ def test_demonstrations_add_up_with_weights_balanced_over_both():
         np.testing.assert_array_equal(
             rows, np.concatenate([first.observations[key], second.observations[key]]))
     np.testing.assert_array_equal(both.returns, np.concatenate([first.returns, second.returns]))
+    np.testing.assert_array_equal(both.masks, np.concatenate([first.masks, second.masks]))
     np.testing.assert_allclose(both.weights,
                                balanced_weights(np.concatenate([first.keeps, second.keeps])))
     assert both.runtimes == first.runtimes + second.runtimes
@@ -111,9 +112,12 @@ def test_demonstrations_add_up_with_weights_balanced_over_both():
 
 def test_without_rounds_cloning_fits_the_experts_episodes_once():
     env = refine_env()
-    report = behaviour_clone(untrained(env), env, "best_move", epochs=2)
+    model = untrained(env)
+    report = behaviour_clone(model, env, "best_move", epochs=2)
     assert (report.samples, report.rounds, report.kept_round) == (24, 0, 0)
     assert report.round_runtimes == (report.policy_runtime,)
+    greedy = np.mean([rollout(model, env, graph=g, seed=0).runtime for g in range(2)])
+    assert report.policy_runtime == pytest.approx(greedy)  # the fit's own greedy episodes
 
 
 def test_dagger_rounds_add_the_clones_states_and_keep_the_fastest_weights():
