@@ -1,6 +1,8 @@
 """Behaviour cloning's demonstrations: placer experts, the ``best_move`` state expert, the
 weights that balance keeping a node against moving it, and DAgger's rounds."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -137,8 +139,8 @@ def test_dagger_restores_an_earlier_fit_when_the_last_is_slower(monkeypatch):
     ones by the episodes they played in the next round."""
     env = refine_env()
     model = untrained(env)
-    slowest = lambda *args, **kwargs: type("Run", (), {"runtime": np.inf})()  # noqa: E731
-    monkeypatch.setattr(imitation, "rollout", slowest)
+    slowest = SimpleNamespace(runtime=np.inf)
+    monkeypatch.setattr(imitation, "rollout", lambda *args, **kwargs: slowest)
     report = behaviour_clone(model, env, "best_move", epochs=3, rounds=2)
     assert report.round_runtimes[-1] == np.inf and report.kept_round < 2
     kept = np.mean([rollout(model, env, graph=g, seed=0).runtime for g in range(2)])
