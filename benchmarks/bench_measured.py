@@ -2,7 +2,8 @@
 
 For each model: calibrate the simulator on this machine (:func:`placerl.measure.calibrate`),
 then run 50 random placements and 10 heuristic ones (placers run on the uncalibrated model)
-for real on CPU workers, and compare the measured runtimes with the simulated ones before and
+for real on the cluster's devices (CPU worker processes, or threads for the host CPU and
+GPUs), and compare the measured runtimes with the simulated ones before and
 after calibration: mean absolute percentage error and Spearman rank correlation.
 
 A shared machine drifts in speed by tens of percent within minutes, so every placement is
@@ -11,8 +12,11 @@ median: drift then moves all placements alike instead of whichever ran during a 
 
     python benchmarks/bench_measured.py            # two zoo models, 2 CPU workers
     python benchmarks/bench_measured.py --quick    # 10 random placements each
+    python benchmarks/bench_measured.py --cluster 'cpu_gpu?n_gpus=1' --name measured_cpu_gpu
+                                                    # the host CPU and a GPU (threads executor)
 
-Writes ``results/measured.{json,md}`` and a scatter plot ``results/measured.png``.
+Writes ``results/measured.{json,md}`` and a scatter plot ``results/measured.png`` (``--name``
+names them otherwise).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ MODELS = {
 }
 #: The heuristic placements: (label, placer spec, objective the placer runs with).
 HEURISTICS = (
-    ("single_device:0", "single_device", "step_time"),
+    ("single_device", "single_device", "step_time"),  # the fastest device (simulated)
     ("heft", "heft", "step_time"),
     ("m_etf", "m_etf", "step_time"),
     ("m_sct", "m_sct", "step_time"),
@@ -148,6 +152,8 @@ def main() -> None:
         help="calibrate op costs on one idle device, not all devices at once",
     )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--name", help="results' file name (default: measured, or "
+                                       "measured_quick with --quick)")  # fmt: skip
     args = parser.parse_args()
     count = 10 if args.quick else 50
     rows, points = [], []
@@ -157,7 +163,7 @@ def main() -> None:
         rows.append(row)
         points += mine
         print(markdown_table([row]), flush=True)
-    name = "measured_quick" if args.quick else "measured"
+    name = args.name or ("measured_quick" if args.quick else "measured")
     out = Path(args.out)
     write_results(name, [{"machine": platform.processor() or platform.machine(),
                           "rows": rows, "points": points}], out)  # fmt: skip
