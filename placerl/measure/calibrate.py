@@ -4,7 +4,10 @@
 
 1. It runs the whole graph on every device at once (or on one device of each kind alone) and
    keeps every node's median step time as its ``costs[kind]``: the executor's own overhead per
-   node is in the cost, so ``op_gap`` becomes 0.
+   node is in the cost, so ``op_gap`` becomes 0. Profiling synchronizes a GPU after every
+   step, while a run queues its launches ahead of the GPU; so a kind whose steps run
+   asynchronously (:data:`ASYNCHRONOUS`) has its costs scaled by one factor, that which makes
+   the whole graph's simulated runtime on one such device its measured one.
 2. It times round trips of a few message sizes between every pair of devices (one clock, so no
    skew between processes) and fits ``time = 2 latency + bytes / bandwidth`` to every sample
    with the Theil-Sen estimator (the median of pairwise slopes): a transfer stalled by a busy
@@ -27,6 +30,10 @@ from placerl.measure.measurer import Measurer
 from placerl.sim import CostModel
 
 __all__ = ["TRANSFER_SIZES", "calibrate"]
+
+#: Torch device types whose steps a run launches asynchronously: their profiled step times
+#: (each one synchronized) add up to more than a whole run, and :func:`calibrate` scales them.
+ASYNCHRONOUS = ("cuda",)
 
 #: Message sizes (bytes) timed on every link: from latency-bound to bandwidth-bound.
 TRANSFER_SIZES = (1 << 10, 1 << 14, 1 << 17, 1 << 19, 1 << 20, 1 << 21, 1 << 22)
@@ -66,8 +73,9 @@ def calibrate(
 
     Returns:
         ``(graph, cluster)``: each node's ``costs[kind]`` measured on a device of that kind
-        (``meta["calibrated"]`` says how); latency and bandwidth fitted per link among the
-        devices this machine has, ``op_gap`` and ``transfer_gap`` 0.
+        (``meta["calibrated"]`` says how, ``run_scales`` the factor of each asynchronous
+        kind); latency and bandwidth fitted per link among the devices this machine has,
+        ``op_gap`` and ``transfer_gap`` 0.
 
     Raises:
         GraphError: The graph has no module to run or does not match it.
@@ -84,13 +92,12 @@ def calibrate(
         costs = _node_costs(measurer, together)
         bandwidth, latency, fits = _links(measurer, list(sizes), repeats)
         g = measurer.graph
-        nodes = [{**node.to_dict(), "costs": {**node.costs, **{k: float(c[v])
-                                                               for k, c in costs.items()}}}
-                 for v, node in enumerate(g.nodes)]  # fmt: skip
-        graph = CompGraph(nodes, g.edges, name=g.name, meta=g.meta)
         base = measurer.cluster
         cluster = Cluster(base.devices, bandwidth=bandwidth, latency=latency,
                           comm_model=base.comm_model, name=f"{base.name}+calibrated")  # fmt: skip
+        scales = _run_scales(measurer, _with_costs(g, costs), cluster)
+        costs = {kind: c * scales.get(kind, 1.0) for kind, c in costs.items()}
+        graph = _with_costs(g, costs)
         extra = _in_run_latency(measurer, graph, cluster, runs, seed)
     finally:
         if own:
@@ -98,16 +105,48 @@ def calibrate(
     cluster = _with_latency(cluster, measurer.available, extra)
     meta = {**g.meta, "calibrated": {"cluster": base.name, "kinds": sorted(costs),
                                      "repeats": repeats, "together": together, "links": fits,
-                                     "in_run_latency": extra, "runs": runs}}  # fmt: skip
-    return CompGraph(nodes, g.edges, name=g.name, meta=meta), cluster
+                                     "run_scales": scales, "in_run_latency": extra,
+                                     "runs": runs}}  # fmt: skip
+    return _with_costs(g, costs, meta), cluster
+
+
+def _with_costs(graph: CompGraph, costs: dict[str, np.ndarray],
+                meta: dict | None = None) -> CompGraph:  # fmt: skip
+    """``graph`` with each node's ``costs[kind]`` replaced by ``costs[kind][node]``."""
+    nodes = [{**node.to_dict(), "costs": {**node.costs, **{k: float(c[v])
+                                                           for k, c in costs.items()}}}
+             for v, node in enumerate(graph.nodes)]  # fmt: skip
+    return CompGraph(nodes, graph.edges, name=graph.name,
+                     meta=graph.meta if meta is None else meta)  # fmt: skip
+
+
+def _kinds(measurer: Measurer) -> dict[str, list[int]]:
+    """The devices this machine has, by kind."""
+    kinds: dict[str, list[int]] = {}
+    for d in measurer.available:
+        kinds.setdefault(measurer.cluster.devices[d].kind, []).append(d)
+    return kinds
+
+
+def _run_scales(measurer: Measurer, graph: CompGraph, cluster: Cluster) -> dict[str, float]:
+    """Per asynchronous kind: the whole graph's measured runtime on its first device over the
+    runtime ``graph``'s profiled costs simulate (on a GPU alone 10.5 ms measured against
+    16.0 ms simulated for a small Inception-v3, ``benchmarks/results/measured_cpu_gpu.md``)."""
+    scales = {}
+    for kind, devices in _kinds(measurer).items():
+        d = devices[0]
+        if not measurer.devices[d].startswith(ASYNCHRONOUS):
+            continue
+        placement = np.full(graph.num_nodes, d, dtype=np.int64)
+        simulated = CostModel(graph, cluster).runtime(placement, check=False)
+        scales[kind] = float(measurer.measure(placement).runtime / simulated)
+    return scales
 
 
 def _node_costs(measurer: Measurer, together: bool) -> dict[str, np.ndarray]:
     """Step seconds of every node per device kind: the median over the kind's devices, all
     running at once (``together``), or the first device of the kind alone."""
-    kinds: dict[str, list[int]] = {}
-    for d in measurer.available:
-        kinds.setdefault(measurer.cluster.devices[d].kind, []).append(d)
+    kinds = _kinds(measurer)
     if not together:
         return {kind: measurer.profile(ds[:1])[0] for kind, ds in kinds.items()}
     everyone = [d for ds in kinds.values() for d in ds]

@@ -1,12 +1,17 @@
 """calibrate(): measured op costs and fitted links, in a graph and cluster the simulator reads."""
 
+import sys
+
 import numpy as np
 import pytest
+import torch
 
+from placerl.cluster import load_cluster
 from placerl.errors import GraphError
-from placerl.measure import calibrate
+from placerl.measure import Measurer, calibrate
 from placerl.measure.calibrate import IN_RUN_LATENCIES
 from placerl.sim import CostModel
+from tests.measure.conftest import RESNET
 
 
 def test_calibration_writes_measured_costs_and_fitted_links(resnet_measurer, resnet):
@@ -19,6 +24,7 @@ def test_calibration_writes_measured_costs_and_fitted_links(resnet_measurer, res
     assert not np.allclose(costs, [n.costs["cpu"] for n in resnet.nodes])
     info = graph.meta["calibrated"]
     assert info["kinds"] == ["cpu"] and info["together"]
+    assert info["run_scales"] == {}  # CPU workers' steps are timed as they run
     assert info["in_run_latency"] in IN_RUN_LATENCIES
     assert {(f["src"], f["dst"]) for f in info["links"]} == {(0, 1), (1, 0)}
     for src, dst in ((0, 1), (1, 0)):
@@ -31,3 +37,37 @@ def test_calibration_writes_measured_costs_and_fitted_links(resnet_measurer, res
 def test_calibrating_a_graph_without_a_module_fails_clearly():
     with pytest.raises(GraphError, match="not imported from a PyTorch module"):
         calibrate("synthetic:chain?n=5")
+
+
+def test_asynchronous_kinds_are_scaled_to_their_measured_whole_run(resnet_measurer, resnet,
+                                                                   monkeypatch):  # fmt: skip
+    """As on a GPU, whose profiled steps are each synchronized: the kind's costs are scaled so
+    that the whole graph on one device simulates to the runtime measured for it."""
+    # the module, not the function placerl.measure re-exports under its name
+    monkeypatch.setattr(sys.modules["placerl.measure.calibrate"], "ASYNCHRONOUS", ("cpu",))
+    measured = []
+    measure = resnet_measurer.measure
+
+    def recording(placement, **options):
+        result = measure(placement, **options)
+        measured.append((np.asarray(placement).copy(), result.runtime))
+        return result
+
+    monkeypatch.setattr(resnet_measurer, "measure", recording)
+    graph, cluster = calibrate(resnet, measurer=resnet_measurer, repeats=2, runs=0,
+                               sizes=(1 << 10, 1 << 20))  # fmt: skip
+    single, runtime = measured[0]  # the first measurement: the whole graph on device 0
+    assert np.all(single == 0) and len(measured) == 1
+    assert graph.meta["calibrated"]["run_scales"]["cpu"] > 0
+    assert CostModel(graph, cluster).runtime(single) == pytest.approx(runtime)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_gpus_calibrated_costs_add_up_to_its_measured_run():
+    cluster = load_cluster("cpu_gpu?n_gpus=1")
+    with Measurer(RESNET, cluster, warmup=2, repeats=5) as measurer:
+        graph, calibrated = calibrate(RESNET, measurer=measurer, runs=2)
+        on_gpu = np.ones(graph.num_nodes, dtype=np.int64)
+        again = measurer.measure(on_gpu).runtime
+    assert set(graph.meta["calibrated"]["run_scales"]) == {"gpu"}
+    assert CostModel(graph, calibrated).runtime(on_gpu) == pytest.approx(again, rel=0.25)
