@@ -3,9 +3,12 @@
 
 For an ablation whose policies share their seeds with a reference run (an ``--override`` the
 same seeds trained without): the pairs differ only in the setting, so a paired comparison
-detects effects that the two runs' intervals over graphs and seeds hide. The statistics are
-placerl's (:func:`placerl.comparison.compare_pairs`): geometric-mean ratio of runtimes with a
-bootstrap 95% interval over the pairs, wins and losses, and the Wilcoxon signed-rank p-value.
+detects effects that the two runs' intervals over graphs and seeds hide. The results files do
+not hold the runs' other settings (family, cluster, start placer: the ``.md`` beside each
+names its command), so that they differ only in the setting is the caller's to check. The
+statistics are placerl's (:func:`placerl.comparison.compare_pairs`): geometric-mean ratio
+of runtimes with a bootstrap 95% interval over the pairs, wins and losses, and the Wilcoxon
+signed-rank p-value.
 
     python benchmarks/recipes_paired.py benchmarks/results/recipes_improve_cifar10_X.json \\
         benchmarks/results/recipes_improve_cifar10.json --recipe improve
@@ -28,10 +31,26 @@ from placerl.comparison import compare_pairs
 Key = tuple[int, str, str]  # seed, graph, method
 
 
+FIELDS = ("recipe", "seed", "graph", "method", "runtime")
+
+
 def runtimes(rows: list[dict[str, Any]], recipe: str) -> dict[Key, float]:
-    """``recipe``'s runtime per (seed, graph, method) in a results file's rows."""
-    return {(r["seed"], r["graph"], r["method"]): float(r["runtime"])
-            for r in rows if r["recipe"] == recipe}  # fmt: skip
+    """``recipe``'s runtime per (seed, graph, method) in a results file's rows.
+
+    Raises:
+        SystemExit: A row lacks one of :data:`FIELDS` (not a ``bench_recipes.py`` result), or
+            two rows share a (seed, graph, method).
+    """
+    found: dict[Key, float] = {}
+    for r in rows:
+        missing = [field for field in FIELDS if field not in r]
+        if missing:
+            raise SystemExit(f"not a bench_recipes.py result: a row lacks {', '.join(missing)}")
+        key = (r["seed"], r["graph"], r["method"])
+        if r["recipe"] == recipe and found.setdefault(key, float(r["runtime"])) != r["runtime"]:
+            raise SystemExit(f"two rows of recipe {recipe!r} for seed {key[0]}, graph {key[1]!r}, "
+                             f"method {key[2]!r}")  # fmt: skip
+    return found
 
 
 def paired(candidate: list[dict[str, Any]], reference: list[dict[str, Any]],

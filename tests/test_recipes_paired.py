@@ -35,3 +35,14 @@ def test_runs_without_common_rows_are_refused(bench):
     with pytest.raises(SystemExit, match=r"share no .* row of recipe 'improve'"):
         bench.paired([row(0, "a", "zero-shot", 1.0)], [row(1, "a", "zero-shot", 1.0)],
                      "improve")  # fmt: skip
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ([{"seed": 0, "graph": "a", "method": "zero-shot", "runtime": 1.0}],
+     "not a bench_recipes.py result: a row lacks recipe"),
+    ([row(0, "a", "zero-shot", 1.0), row(0, "a", "zero-shot", 2.0)],
+     "two rows of recipe 'improve' for seed 0, graph 'a', method 'zero-shot'"),
+])
+def test_rows_that_cannot_be_paired_are_refused(bench, rows, message):
+    with pytest.raises(SystemExit, match=message):
+        bench.paired(rows, [row(0, "a", "zero-shot", 1.0)], "improve")

@@ -184,7 +184,8 @@ def run_steps(steps: list[Step], runs: Path) -> tuple[list[str], set[str]]:
             broken.add(step.arm)
         elif step.kind == "sweep" and (jobs := len(unfinished_jobs([runs / step.arm]))):
             # a multirun goes on past a failed job and exits 0
-            failed.append(f"{step.arm}: {jobs} failed job(s), tracebacks in their error.txt")
+            failed.append(f"{step.arm}: {jobs} unfinished job(s) (a failed one's traceback "
+                          "is in its error.txt)")
     return failed, broken
 
 

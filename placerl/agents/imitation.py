@@ -44,8 +44,9 @@ class CloneReport:
     """What behaviour cloning did.
 
     Attributes:
-        samples: (observation, expert action) pairs fitted at the end: the expert's
-            episodes' and, with DAgger rounds, those of the clone's episodes.
+        samples: (observation, expert action) pairs of the last fit: the expert's episodes'
+            and, with DAgger rounds, those of the clone's episodes (a kept earlier fit saw
+            fewer; ``loss`` and ``accuracy`` are over all of them).
         epochs: Passes over the samples in each fit.
         loss: Cross-entropy of the expert actions over all samples, at the end.
         accuracy: Share of samples where the greedy action is the expert's, at the end (a

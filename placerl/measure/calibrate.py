@@ -7,7 +7,11 @@
    node is in the cost, so ``op_gap`` becomes 0. Profiling synchronizes a GPU after every
    step, while a run queues its launches ahead of the GPU; so a kind whose steps run
    asynchronously (:data:`ASYNCHRONOUS`) has its costs scaled by one factor, that which makes
-   the whole graph's simulated runtime on one such device its measured one.
+   the whole graph's simulated runtime on one such device, running alone, its measured one
+   (with ``together`` the factor so also takes out what the other devices cost its steps
+   while they were profiled). CPU workers' steps are timed as they run and are not scaled:
+   their factor would only add noise (0.98-0.99 on an idle 2-core machine, 1.2 to 2.3 with
+   other work on it).
 2. It times round trips of a few message sizes between every pair of devices (one clock, so no
    skew between processes) and fits ``time = 2 latency + bytes / bandwidth`` to every sample
    with the Theil-Sen estimator (the median of pairwise slopes): a transfer stalled by a busy

@@ -35,6 +35,8 @@ TRAIN = [
     ({"warm_start": "heft?depth=2"}, "unknown option.*depth for placer 'heft'"),
     ({"warm_start_epochs": 0}, "warm_start_epochs must be an integer >= 1, got 0"),
     ({"warm_start_rounds": -1}, "warm_start_rounds must be an integer >= 0, got -1"),
+    ({"warm_start_rounds": 2, "warm_start": None},
+     "warm_start_rounds=2 needs a warm_start expert to label the rounds, got warm_start=None"),
     ({"hyperparams": [1]}, r"hyperparams must be a mapping of option names to values, got \[1\]"),
     ({"env_kwargs": "reward"}, "env_kwargs must be a mapping of option names to values"),
     ({"extractor_kwargs": 3}, "extractor_kwargs must be a mapping"),

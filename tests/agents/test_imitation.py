@@ -1,10 +1,13 @@
 """Behaviour cloning's demonstrations: placer experts, the ``best_move`` state expert, the
 weights that balance keeping a node against moving it, and DAgger's rounds."""
 
+import copy
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -145,3 +148,28 @@ def test_dagger_restores_an_earlier_fit_when_the_last_is_slower(monkeypatch):
     assert report.round_runtimes[-1] == np.inf and report.kept_round < 2
     kept = np.mean([rollout(model, env, graph=g, seed=0).runtime for g in range(2)])
     assert kept == pytest.approx(report.round_runtimes[report.kept_round])
+
+
+def test_dagger_restores_the_first_fit_when_every_later_one_is_slower(monkeypatch):
+    env = refine_env()
+    model = untrained(env)
+    expert_episodes_of = imitation.expert_episodes
+    first_fit = {}
+
+    def episodes(env, expert, model=None):  # the second fit's episodes made slowest
+        played = expert_episodes_of(env, expert, model)
+        if model is not None and not first_fit:
+            first_fit.update(copy.deepcopy(model.policy.state_dict()))
+            return played
+        return played if model is None else dataclasses.replace(
+            played, runtimes=[np.inf] * len(played.runtimes))
+
+    monkeypatch.setattr(imitation, "expert_episodes", episodes)
+    monkeypatch.setattr(imitation, "rollout", lambda *args, **kwargs: SimpleNamespace(
+        runtime=np.inf))
+    report = behaviour_clone(model, env, "best_move", epochs=3, rounds=2)
+    assert report.kept_round == 0 and report.round_runtimes[1:] == (np.inf, np.inf)
+    kept = model.policy.state_dict()
+    assert kept.keys() == first_fit.keys()
+    for name, tensor in first_fit.items():
+        assert torch.equal(kept[name], tensor), name

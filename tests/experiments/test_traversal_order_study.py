@@ -114,7 +114,8 @@ def test_failed_jobs_within_a_sweep_are_counted_and_fail_the_command(tmp_path, c
     (tmp_path / "runs" / "zoo" / "finished" / "error.txt").write_text("from a past attempt")
     (tmp_path / "runs" / "zoo" / "finished" / "result.json").write_text("{}")
     commands("--out", str(tmp_path), "--arms", "zoo", status=1)
-    assert "failed: zoo: 1 failed job(s), tracebacks in their error.txt" in capsys.readouterr().err
+    assert ("failed: zoo: 1 unfinished job(s) (a failed one's traceback is in its error.txt)"
+            in capsys.readouterr().err)
 
 
 def test_a_missing_executable_is_a_named_failure(tmp_path, capsys, monkeypatch):

@@ -43,8 +43,8 @@ def test_asynchronous_kinds_are_scaled_to_their_measured_whole_run(resnet_measur
                                                                    monkeypatch):  # fmt: skip
     """As on a GPU, whose profiled steps are each synchronized: the kind's costs are scaled so
     that the whole graph on one device simulates to the runtime measured for it."""
-    # the module, not the function placerl.measure re-exports under its name
-    monkeypatch.setattr(sys.modules["placerl.measure.calibrate"], "ASYNCHRONOUS", ("cpu",))
+    module = sys.modules["placerl.measure.calibrate"]  # not the function re-exported as its name
+    monkeypatch.setattr(module, "ASYNCHRONOUS", ("cpu",))
     measured = []
     measure = resnet_measurer.measure
 
@@ -54,12 +54,18 @@ def test_asynchronous_kinds_are_scaled_to_their_measured_whole_run(resnet_measur
         return result
 
     monkeypatch.setattr(resnet_measurer, "measure", recording)
-    graph, cluster = calibrate(resnet, measurer=resnet_measurer, repeats=2, runs=0,
+    fitted = []
+    in_run_latency = module._in_run_latency
+    monkeypatch.setattr(module, "_in_run_latency", lambda measurer, graph, *args: (
+        fitted.append(graph) or in_run_latency(measurer, graph, *args)))
+    graph, cluster = calibrate(resnet, measurer=resnet_measurer, repeats=2, runs=1,
                                sizes=(1 << 10, 1 << 20))  # fmt: skip
     single, runtime = measured[0]  # the first measurement: the whole graph on device 0
-    assert np.all(single == 0) and len(measured) == 1
+    assert np.all(single == 0) and len(measured) == 2  # then the latency fit's placement
     assert graph.meta["calibrated"]["run_scales"]["cpu"] > 0
     assert CostModel(graph, cluster).runtime(single) == pytest.approx(runtime)
+    # the latency is fitted to the scaled costs
+    assert [n.costs for n in fitted[0].nodes] == [n.costs for n in graph.nodes]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
