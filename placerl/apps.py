@@ -134,6 +134,8 @@ def summary_table(result: TrainResult) -> str:
         # a policy's result is the best placement its run found (best_placement.json), which
         # the search recipes report; the greedy pass of its weights is a row of its own
         title = f"placerl-train: {result.steps} steps, {result.timings['train']:.0f} s of training"
+        if result.timings.get("warm_start"):
+            title += f" after {result.timings['warm_start']:.0f} s of warm start"
         mine, result_of = "policy", "the best placement the policy found"
     table = Table(title=title, caption=f"{mine} speedup: each row's runtime over {result_of} "
                   f"(above 1x: the {mine} is faster)")  # fmt: skip
@@ -176,11 +178,23 @@ class SweepSummary(Callback):
             print(f"sweep {sweep}: no finished job" + (f"; failed: {', '.join(failed)}"
                                                        if failed else ""))  # fmt: skip
             return
-        columns = ["graph", "order", "agent", "seeds", "runtime_ms", "runtime_ci95_low",
-                   "runtime_ci95_high", "speedup_vs_best"]  # fmt: skip
         print(f"\nsweep {sweep}: mean over seeds, 95% CI ({len(failed)} failed job(s)"
               + (f": {', '.join(failed)})" if failed else ")"))
-        print(summary[columns].to_markdown(index=False, floatfmt=".4g"))
+        print(sweep_table(summary).to_markdown(index=False, floatfmt=".4g"))
+
+
+def sweep_table(summary: Any) -> Any:
+    """The columns of a sweep's summary worth a glance (``placerl.report.summarize``'s
+    frame); a sweep of placers (``placerl-eval``: no order, the placer in ``agent``) shows
+    them as ``placer``."""
+    from placerl.report_figures import NO_ORDER
+
+    columns = ["graph", "order", "agent", "seeds", "runtime_ms", "runtime_ci95_low",
+               "runtime_ci95_high", "speedup_vs_best"]  # fmt: skip
+    if (summary["order"] == NO_ORDER).all():
+        columns.remove("order")
+        return summary[columns].rename(columns={"agent": "placer"})
+    return summary[columns]
 
 
 def _last_weights(result: TrainResult, graph: int) -> dict[str, float]:

@@ -182,7 +182,7 @@ def summarize(runs: Any) -> Any:
     if "steps_to_5pct" in runs:
         table["steps_to_5pct"] = grouped["steps_to_5pct"].mean()
     for column, prefix in (("runtime_ms", "runtime_ci95"), ("speedup_vs_best", "speedup_ci95")):
-        bounds = grouped[column].apply(t_interval)
+        bounds = grouped[column].apply(t_interval, floor=0.0)  # both are positive
         table[f"{prefix}_low"] = [low for low, _ in bounds]
         table[f"{prefix}_high"] = [high for _, high in bounds]
     return table.reset_index()
@@ -345,7 +345,8 @@ METRIC_LABELS = {"final": "greedy runtime (ms)", "best": "best runtime found (ms
 METRIC_WORDS = {"final": "the greedy placement of the weights each run kept (`--metric final`)",
                 "best": "the best placement each run found while training (`--metric best`)"}
 SUMMARY_LEGEND = ("`jobs`: result files pooled; `runtime_ci95_low/high`: Student-t 95% "
-                  "interval of the mean over seeds (blank with one seed: no interval); "
+                  "interval of the mean over seeds, cut at 0 (blank with one seed: no "
+                  "interval); "
                   "`steps`: env steps trained; `variant`: a hash of the config besides the "
                   "seed (runs of different variants are never pooled).")
 ORDERS_LEGEND = ("`ratio`: geometric mean of runtime over the reference's on the same graph "

@@ -100,7 +100,9 @@ class TrainConfig:
             point where it places others best. They take the training env's padding.
         eval_samples: At the end, also the best of this many sampled rollouts per graph.
         checkpoint_every: Checkpoint every this many steps (0: only at the end).
-        baselines: Placer specs to compare with at the end.
+        baselines: Placer specs to compare with at the end; ``{steps}`` in one stands for the
+            env steps the run trained (rounded up to whole rollouts), e.g. a search's
+            ``max_evaluations={steps}`` for an equal budget.
         out_dir: Where files go (``None``: nowhere).
         resume: Continue from ``out_dir/checkpoint`` if there is one.
         device: Torch device.
@@ -200,7 +202,7 @@ class TrainConfig:
         from placerl.envs.experts import check_expert, is_state_expert
 
         check_spec_list(self.baselines, "baselines")
-        placers = list(self.baselines)
+        placers = [with_steps(spec, 1) for spec in self.baselines]
         if is_state_expert(self.warm_start):
             check_expert(env_class(self.env), self.warm_start)
         elif self.warm_start:
@@ -537,7 +539,7 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     timings["evaluate"] = time.perf_counter() - start
     phases.enter_update()
     start = time.perf_counter()
-    baselines = [_baselines(graph, eval_env, config) for graph in eval_env.graphs]
+    baselines = [_baselines(graph, eval_env, config, trained_steps) for graph in eval_env.graphs]
     bounds = [lower_bound(eval_env.graph_case(g).model) for g in range(len(eval_env.graphs))]
     timings["baselines"] = time.perf_counter() - start
     timings["steps_per_s"] = (trained_steps / timings["train"]) if timings["train"] > 0 else 0.0
@@ -561,12 +563,23 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     return result
 
 
-def _baselines(graph: Any, env: Any, config: TrainConfig) -> dict[str, float]:
-    """Each baseline placer's (penalized) runtime on ``graph``, from the shared cache."""
+#: Stands for the trained env steps in a baseline spec (see ``TrainConfig.baselines``).
+STEPS = "{steps}"
+
+
+def with_steps(spec: str, steps: int) -> str:
+    """``spec`` with :data:`STEPS` replaced by ``steps``."""
+    return spec.replace(STEPS, str(steps))
+
+
+def _baselines(graph: Any, env: Any, config: TrainConfig, steps: int) -> dict[str, float]:
+    """Each baseline placer's (penalized) runtime on ``graph``, from the shared cache, under
+    its spec with the trained ``steps`` filled in."""
     from placerl.baselines.references import reference
 
+    specs = [with_steps(spec, steps) for spec in config.baselines]
     return {spec: reference(graph, env.cluster, config.objective, spec).score
-            for spec in config.baselines}  # fmt: skip
+            for spec in specs}  # fmt: skip
 
 
 #: The folder of a run's checkpoint (``state.json`` and the files it names).

@@ -125,7 +125,8 @@ def test_agent_options_reach_the_train_config():
     assert (config.rollback, config.rollback_graphs) == (True, 24)
     assert to_train_config(_compose(), out_dir=None).rollback_graphs == 0  # all graphs
     assert to_train_config(_compose(), out_dir=None).warm_start_rounds == 0  # plain cloning
-    dagger = to_train_config(_compose("agent.warm_start_rounds=2"), out_dir=None)
+    dagger = to_train_config(_compose("agent.warm_start_rounds=2", "agent.warm_start=best_of"),
+                             out_dir=None)  # fmt: skip
     assert dagger.warm_start_rounds == 2
     held = to_train_config(_compose("validation_graphs=['synthetic:cifar10?seed=1']"),
                            out_dir=None)  # fmt: skip
@@ -370,6 +371,10 @@ def test_the_table_names_the_weights_it_shows_and_the_last_ones_beside_them():
     last = TrainResult({"graph": "g"}, [outcome], curve, 4096, {"train": 3.0}, policy_step=4096)
     assert "last weights" not in summary_table(last)
     assert "lower bound" not in text  # none given
+    assert "4096 steps, 3 s of training" in text and "warm start" not in text
+    cloned = TrainResult({"graph": "g"}, [outcome], curve, 4096,
+                         {"train": 3.0, "warm_start": 108.4}, policy_step=4096)  # fmt: skip
+    assert "4096 steps, 3 s of training after 108 s of warm start" in summary_table(cloned)
 
 
 def test_the_table_shows_the_lower_bound_first():
@@ -383,3 +388,18 @@ def test_the_table_shows_the_lower_bound_first():
                                      policy_step=64))  # fmt: skip
     rows = [line for line in text.splitlines() if "│ g" in line]
     assert LOWER_BOUND_ROW in rows[0] and "0.800" in rows[0] and "0.800x" in rows[0]
+
+
+def test_a_sweep_of_placers_shows_placers_not_orders():
+    import pandas as pd
+
+    from placerl.apps import sweep_table
+
+    row = {"graph": "g", "seeds": 1, "runtime_ms": 1.0, "runtime_ci95_low": float("nan"),
+           "runtime_ci95_high": float("nan"), "speedup_vs_best": 1.0}  # fmt: skip
+    placers = pd.DataFrame([{**row, "order": "none", "agent": "m_etf"}])
+    assert list(sweep_table(placers).columns) == ["graph", "placer", "seeds", "runtime_ms",
+                                                  "runtime_ci95_low", "runtime_ci95_high",
+                                                  "speedup_vs_best"]  # fmt: skip
+    trained = pd.DataFrame([{**row, "order": "bfs", "agent": "gnn"}])
+    assert list(sweep_table(trained).columns)[:3] == ["graph", "order", "agent"]

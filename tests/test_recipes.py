@@ -53,9 +53,11 @@ def test_excursions_are_short_refine_episodes_without_a_clone():
 
 
 def test_excursions_compare_with_iterated_local_search_at_the_runs_budget():
+    """``{steps}``: the steps trained, ``total_steps`` rounded up to whole rollouts (the
+    train tests check that it is filled in)."""
     config = to_train_config(_compose("experiment=excursions", "total_steps=3000"), out_dir=None)
     assert "local_search?init=best_of" in config.baselines
-    assert any("restarts=" in b and "max_evaluations=3000&" in b for b in config.baselines)
+    assert any("restarts=" in b and "max_evaluations={steps}&" in b for b in config.baselines)
 
 
 def test_another_env_drops_the_excursions_and_brings_the_clone_back():

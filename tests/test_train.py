@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 
 from placerl.agents.factory import ALGORITHMS
+from placerl.baselines import solve
 from placerl.envs.case import OBSERVATION_VERSION
 from placerl.errors import ConfigError
 from placerl.sim import CostModel, lower_bound
@@ -53,6 +54,20 @@ def test_train_writes_a_complete_result(tmp_path):
     assert versions["git_revision"] is None or len(versions["git_revision"]) >= 40
     best = json.loads((tmp_path / "best_placement.json").read_text())["0"]
     assert len(best["placement"]) == 12
+
+
+def test_a_baselines_steps_stand_for_the_steps_trained():
+    """``total_steps=100`` trains two rollouts of 64: the search gets 128 evaluations."""
+    search = "local_search?init=heft&restarts=1000&max_evaluations={steps}&time_limit=60"
+    result = train({**SMALL, "total_steps": 100, "eval_every": 0, "baselines": [search]})
+    assert result.steps == 128
+    (outcome,) = result.graphs
+    resolved = search.replace("{steps}", "128")
+    assert list(outcome.baselines) == [resolved]
+    budgeted = solve("local_search", SMALL["graph"], SMALL["cluster"], init="heft",
+                     restarts=1000, max_evaluations=128, time_limit=60)  # fmt: skip
+    assert budgeted.info["evaluations"] == 128
+    assert outcome.baselines[resolved] == budgeted.runtime
 
 
 def test_resume_continues_steps_curve_and_best(tmp_path):

@@ -51,7 +51,8 @@ def local_search(
         problem: The problem.
         init: A placer name whose placement to start from, or a placement.
         max_rounds: Rounds over all units at most.
-        time_limit: Seconds at most (the round in progress finishes its current unit).
+        time_limit: Seconds of search at most, counted once ``init``'s placement is there
+            (the round in progress finishes its current unit).
         max_evaluations: Simulator evaluations at most, the start's included (0: no limit):
             the budget at which searches are compared (``policy?search=local&budget=...``).
         seed: Seed of the visiting order (and of the kicks).
@@ -64,9 +65,10 @@ def local_search(
     restarts = _checks.non_negative_int(_NAME, "restarts", restarts)
     kick = _checks.positive_int(_NAME, "kick", kick)
     rng = np.random.default_rng(_checks.seed(_NAME, seed))
-    deadline = time.perf_counter() + time_limit
-    best = hill_climb(problem, _initial(problem, init), rng=rng, max_rounds=max_rounds,
-                      deadline=deadline, max_evaluations=max_evaluations)  # fmt: skip
+    start = _initial(problem, init)
+    deadline = time.perf_counter() + time_limit  # from here: init's placer is not the search
+    best = hill_climb(problem, start, rng=rng, max_rounds=max_rounds, deadline=deadline,
+                      max_evaluations=max_evaluations)  # fmt: skip
     spent, kicks = best.info["evaluations"], 0
     limit = max_evaluations or np.inf
     while kicks < restarts and spent < limit and time.perf_counter() < deadline:

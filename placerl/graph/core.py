@@ -564,8 +564,11 @@ class CompGraph:
         return cls.from_dict(read_json_file(path))
 
     def to_networkx(self) -> nx.DiGraph:
-        """A ``networkx.DiGraph`` keyed by node name with the attributes of the design card."""
-        g = nx.DiGraph(name=self.name, meta=dict(self.meta))
+        """A ``networkx.DiGraph`` keyed by node name with the attributes of the design card;
+        ``graph["edge_order"]`` keeps this graph's edge order (networkx lists edges by
+        source), so that :meth:`from_networkx` gives back an equal graph."""
+        g = nx.DiGraph(name=self.name, meta=dict(self.meta),
+                       edge_order=[(edge.src, edge.dst) for edge in self._edges])
         for node in self._nodes:
             attrs = node.to_dict()
             del attrs["name"]
@@ -578,7 +581,9 @@ class CompGraph:
 
     @classmethod
     def from_networkx(cls, graph: nx.DiGraph, *, name: str | None = None) -> CompGraph:
-        """Build from a ``networkx.DiGraph``; node order is the graph's insertion order.
+        """Build from a ``networkx.DiGraph``; node order is the graph's insertion order, edge
+        order that of ``graph.graph["edge_order"]`` where it lists exactly the graph's edges
+        (as :meth:`to_networkx` writes it), else networkx's.
 
         A node's name is its ``name`` attribute if present (it must then be a string), else
         ``str(key)``. Attributes are checked as :class:`CompGraph` checks them.
@@ -591,7 +596,9 @@ class CompGraph:
             raise GraphError(f"from_networkx needs a networkx.DiGraph, got {type(graph).__name__}")
         names = {key: attrs.get("name", str(key)) for key, attrs in graph.nodes(data=True)}
         nodes = [{**attrs, "name": names[key]} for key, attrs in graph.nodes(data=True)]
-        edges = [(names[u], names[v], attrs) for u, v, attrs in graph.edges(data=True)]
+        order = graph.graph.get("edge_order")
+        keys = order if order is not None and sorted(order) == sorted(graph.edges) else graph.edges
+        edges = [(names[u], names[v], graph.edges[u, v]) for u, v in keys]
         label = name if name is not None else graph.graph.get("name") or "graph"
         return cls(nodes, edges, name=label, meta=graph.graph.get("meta"))
 

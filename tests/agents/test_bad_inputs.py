@@ -32,6 +32,8 @@ def model(env):
 TRAIN = [
     ({"baselines": ["nope"]}, "unknown placer 'nope'; known: best_of"),
     ({"baselines": "heft"}, "baselines must be a list of specs, got 'heft'"),
+    ({"baselines": ["local_search?max_evaluations={steps}&depth=2"]},
+     "unknown option.*depth for placer 'local_search'"),
     ({"warm_start": "heft?depth=2"}, "unknown option.*depth for placer 'heft'"),
     ({"warm_start_epochs": 0}, "warm_start_epochs must be an integer >= 1, got 0"),
     ({"warm_start_rounds": -1}, "warm_start_rounds must be an integer >= 0, got -1"),

@@ -1,9 +1,11 @@
 """local_search: hill climbing on the simulator."""
 
+import time
+
 import numpy as np
 import pytest
 
-from placerl.baselines import solve
+from placerl.baselines import PLACERS, register_placer, solve
 from placerl.cluster import Cluster
 from placerl.errors import ConfigError
 from placerl.graph import CompGraph, load_graph
@@ -16,6 +18,20 @@ def test_never_worse_than_its_start(init, objective):
     start = solve(init, graph, cluster, objective).runtime
     result = solve("local_search", graph, cluster, objective, init=init, time_limit=5.0)
     assert result.runtime <= start
+    assert result.info["evaluations"] > 1
+
+
+def test_the_time_limit_counts_the_search_not_the_placer_it_starts_from():
+    """A start slower than the whole time limit (``best_of`` on a large graph, on a slow
+    machine) still leaves the climb its seconds."""
+    graph, cluster = load_graph("synthetic:cifar10?n=60&seed=0"), Cluster.preset("gpu4_pcie")
+    with PLACERS.scope():
+        @register_placer("slow_round_robin")
+        def slow_round_robin(problem):
+            time.sleep(0.3)
+            return np.arange(problem.graph.num_nodes) % problem.num_devices
+
+        result = solve("local_search", graph, cluster, init="slow_round_robin", time_limit=0.2)
     assert result.info["evaluations"] > 1
 
 

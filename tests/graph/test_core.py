@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 
 from placerl.errors import GraphError
-from placerl.graph import CompGraph, Edge, Node
+from placerl.graph import CompGraph, Edge, Node, load_graph
 from placerl.graph.synthetic import generate
 from tests.strategies import dags
 
@@ -86,6 +86,16 @@ def test_csr_matches_networkx(g):
 @given(dags(with_kinds=True))
 def test_networkx_round_trip(g):
     assert CompGraph.from_networkx(g.to_networkx()) == g
+
+
+def test_networkx_round_trip_keeps_an_edge_order_networkx_would_not():
+    g = load_graph("msr:bert24_training")  # the README's example: edges not listed by source
+    assert [(e.src, e.dst) for e in g.edges] != list(g.to_networkx().edges)
+    back = CompGraph.from_networkx(g.to_networkx())
+    assert back == g and back.fingerprint() == g.fingerprint()
+    nxg = g.to_networkx()
+    nxg.remove_edge(*next(iter(nxg.edges)))  # an edited graph: its own edge order
+    assert CompGraph.from_networkx(nxg).num_edges == g.num_edges - 1
 
 
 @given(g=dags(with_kinds=True))
