@@ -112,6 +112,8 @@ def run_model(name: str, spec: str, cluster: str, count: int, repeats: int, roun
         "link 0->1: pinged": f"{links[0]['latency'] * 1e6:.0f} us, "
         f"{links[0]['bandwidth'] / 1e9:.1f} GB/s",
         "+ in-run latency": f"{extra * 1e6:.0f} us",
+        "run scales": ", ".join(f"{kind} {scale:.2f}"
+                                for kind, scale in info["run_scales"].items()) or "-",
         "calibrate (s)": f"{calibration_s:.0f}",
         "measure (s)": f"{measure_s:.0f}",
     }
