@@ -171,7 +171,7 @@ class TrainConfig:
             )
         if self.resume and self.out_dir is None:
             raise ConfigError("resume=True needs an out_dir to resume from")
-        if self.warm_start_rounds and self.warm_start is None:  # rounds of a clone that is not
+        if self.warm_start_rounds and self.warm_start is None:  # no expert, no clone to refit
             raise ConfigError(f"warm_start_rounds={self.warm_start_rounds} needs a warm_start "
                               "expert to label the rounds, got warm_start=None")  # fmt: skip
         for name in ("env_kwargs", "extractor_kwargs", "hyperparams"):
