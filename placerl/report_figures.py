@@ -39,9 +39,7 @@ def report_figures(runs: Any, orders: Any, out: Path, *, metric_label: str) -> l
     for name, column, label in (("runtime_per_order", "runtime_ms", metric_label),
                                 ("speedup_vs_best", "speedup_vs_best",
                                  "speedup over the best baseline")):  # fmt: skip
-        stats = labelled.groupby(["group", "series"])[column].agg(["mean", _half_width])
-        means = stats["mean"].unstack()
-        errors = np.nan_to_num(stats["_half_width"].unstack().reindex_like(means).to_numpy().T)
+        means, errors = error_bars(labelled, column)
         ax = means.plot.bar(figsize=(max(8, 1.2 * len(means) * math.sqrt(means.shape[1])), 4.5),
                             rot=0, yerr=errors, capsize=2)  # fmt: skip
         ax.set_ylabel(f"{label}\nmean over graphs and seeds, 95% CI")
@@ -66,10 +64,24 @@ def _series(runs: Any) -> Any:
     return label.where(trained, runs["agent"])
 
 
-def _half_width(values: Any) -> float:
-    """Half the Student-t 95% interval of the mean (``nan`` for one value)."""
-    low, high = t_interval(values)
-    return (high - low) / 2
+def error_bars(runs: Any, column: str) -> tuple[Any, np.ndarray]:
+    """Means of ``column`` per group (rows) and series (columns), and their Student-t 95%
+    intervals as pandas' asymmetric error bars ``(series, 2, groups)``: below and above each
+    mean, cut at 0 as the report's tables cut them (runtimes and speedups are positive); 0
+    where a bar has one value."""
+    stats = runs.groupby(["group", "series"])[column].agg(["mean", _low, _high])
+    means = stats["mean"].unstack()
+    below = (stats["mean"] - stats["_low"]).unstack().reindex_like(means).to_numpy().T
+    above = (stats["_high"] - stats["mean"]).unstack().reindex_like(means).to_numpy().T
+    return means, np.nan_to_num(np.stack([below, above], axis=1))
+
+
+def _low(values: Any) -> float:
+    return t_interval(values, floor=0.0)[0]
+
+
+def _high(values: Any) -> float:
+    return t_interval(values, floor=0.0)[1]
 
 
 def _plot_curves(runs: Any, path: Path, metric_label: str) -> bool:

@@ -270,3 +270,23 @@ def test_the_paired_table_gives_each_order_s_learning_speed(sweep):
     assert row["steps_to_5pct"] == 100 and row["reference_steps_to_5pct"] == 100
     (raw,) = compare_orders(load_runs([sweep])).to_dict("records")
     assert np.isnan(raw["steps_to_5pct"])
+
+
+def test_error_bars_stop_at_zero_and_are_the_tables_intervals():
+    import pandas as pd
+
+    from placerl.comparison import t_interval
+    from placerl.report_figures import error_bars
+
+    runs = pd.DataFrame({"group": ["g"] * 5, "series": ["topo", "topo", "bfs", "bfs", "dfs"],
+                         "runtime_ms": [0.7, 4.0, 2.0, 2.2, 3.0]})  # fmt: skip
+    means, errors = error_bars(runs, "runtime_ms")
+    assert errors.shape == (3, 2, 1)  # series, below and above, groups
+    column = list(means.columns).index("topo")
+    below, above = errors[column, :, 0]
+    assert below == pytest.approx(2.35)  # down to 0, not to the plain interval's -18.6
+    assert above == pytest.approx(t_interval([0.7, 4.0])[1] - 2.35)
+    bfs = list(means.columns).index("bfs")
+    low, high = t_interval([2.0, 2.2])
+    assert errors[bfs, :, 0] == pytest.approx([2.1 - max(low, 0), high - 2.1])
+    assert list(errors[list(means.columns).index("dfs"), :, 0]) == [0, 0]  # one value
