@@ -221,6 +221,7 @@ def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
     (finished,) = [d for d in sweep.iterdir() if "seed=0" in d.name]
     assert "unknown graph family 'nope'" in (failed / "error.txt").read_text()
     assert (finished / "result.json").is_file() and not (finished / "error.txt").exists()
+    assert not list(finished.glob("*.log"))  # logging to the console only: no empty log file
     summary = done.stdout[done.stdout.index(f"sweep {sweep}: mean over seeds"):]
     assert f"(1 failed job(s): {failed.name})" in summary and "| layered-n12-s0 |" in summary
     before = (finished / "result.json").stat().st_mtime_ns
@@ -246,6 +247,7 @@ def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
     result = json.loads((out / "result.json").read_text())
     assert result["config"]["placer"] == "random?seed=1"
     assert set(result["graphs"][0]["baselines"]) == {"single_device", "heft"}
+    assert not list(out.glob("*.log"))
     again = _app(tmp_path, "eval_app", *job)
     assert "already holds result.json; skipped" in again.stdout
 
