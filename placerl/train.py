@@ -101,8 +101,10 @@ class TrainConfig:
         eval_samples: At the end, also the best of this many sampled rollouts per graph.
         checkpoint_every: Checkpoint every this many steps (0: only at the end).
         baselines: Placer specs to compare with at the end; ``{steps}`` in one stands for the
-            env steps the run trained (rounded up to whole rollouts), e.g. a search's
-            ``max_evaluations={steps}`` for an equal budget.
+            env steps the run trained, at least 1 (``total_steps`` rounded up to whole
+            rollouts, or fewer where ``time_limit_s`` stopped it), e.g. a search's
+            ``max_evaluations={steps}`` for an equal budget. Results keep the spec as
+            written (the same key in every run of a config; ``steps`` says the number).
         out_dir: Where files go (``None``: nowhere).
         resume: Continue from ``out_dir/checkpoint`` if there is one.
         device: Torch device.
@@ -568,18 +570,19 @@ STEPS = "{steps}"
 
 
 def with_steps(spec: str, steps: int) -> str:
-    """``spec`` with :data:`STEPS` replaced by ``steps``."""
-    return spec.replace(STEPS, str(steps))
+    """``spec`` with :data:`STEPS` replaced by ``steps``, at least 1 (a run that trained
+    nothing must not give a search ``max_evaluations=0``, which means no limit)."""
+    return spec.replace(STEPS, str(max(steps, 1)))
 
 
 def _baselines(graph: Any, env: Any, config: TrainConfig, steps: int) -> dict[str, float]:
-    """Each baseline placer's (penalized) runtime on ``graph``, from the shared cache, under
-    its spec with the trained ``steps`` filled in."""
+    """Each baseline placer's (penalized) runtime on ``graph``, from the shared cache, keyed
+    by its spec as written and computed with the trained ``steps`` filled in."""
     from placerl.baselines.references import reference
 
-    specs = [with_steps(spec, steps) for spec in config.baselines]
-    return {spec: reference(graph, env.cluster, config.objective, spec).score
-            for spec in specs}  # fmt: skip
+    return {spec: reference(graph, env.cluster, config.objective,
+                            with_steps(spec, steps)).score
+            for spec in config.baselines}  # fmt: skip
 
 
 #: The folder of a run's checkpoint (``state.json`` and the files it names).

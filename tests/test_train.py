@@ -62,12 +62,20 @@ def test_a_baselines_steps_stand_for_the_steps_trained():
     result = train({**SMALL, "total_steps": 100, "eval_every": 0, "baselines": [search]})
     assert result.steps == 128
     (outcome,) = result.graphs
-    resolved = search.replace("{steps}", "128")
-    assert list(outcome.baselines) == [resolved]
+    assert list(outcome.baselines) == [search]  # the same key in every run of the config
     budgeted = solve("local_search", SMALL["graph"], SMALL["cluster"], init="heft",
                      restarts=1000, max_evaluations=128, time_limit=60)  # fmt: skip
     assert budgeted.info["evaluations"] == 128
-    assert outcome.baselines[resolved] == budgeted.runtime
+    assert outcome.baselines[search] == budgeted.runtime
+
+
+def test_a_run_that_trained_nothing_gives_a_steps_search_one_evaluation():
+    """``max_evaluations=0`` would mean no limit: the search gets its start only."""
+    search = "local_search?init=heft&restarts=1000&max_evaluations={steps}&time_limit=60"
+    result = train({**SMALL, "total_steps": 0, "eval_every": 0, "baselines": [search]})
+    assert result.steps == 0
+    heft = solve("heft", SMALL["graph"], SMALL["cluster"]).runtime
+    assert result.graphs[0].baselines[search] == heft
 
 
 def test_resume_continues_steps_curve_and_best(tmp_path):

@@ -596,9 +596,7 @@ class CompGraph:
             raise GraphError(f"from_networkx needs a networkx.DiGraph, got {type(graph).__name__}")
         names = {key: attrs.get("name", str(key)) for key, attrs in graph.nodes(data=True)}
         nodes = [{**attrs, "name": names[key]} for key, attrs in graph.nodes(data=True)]
-        order = graph.graph.get("edge_order")
-        keys = order if order is not None and sorted(order) == sorted(graph.edges) else graph.edges
-        edges = [(names[u], names[v], graph.edges[u, v]) for u, v in keys]
+        edges = [(names[u], names[v], graph.edges[u, v]) for u, v in _edge_order(graph)]
         label = name if name is not None else graph.graph.get("name") or "graph"
         return cls(nodes, edges, name=label, meta=graph.graph.get("meta"))
 
@@ -647,3 +645,19 @@ class CompGraph:
         state = dict(self.__dict__)
         state.pop("arrays", None)
         return state
+
+
+def _edge_order(graph: nx.DiGraph) -> list[tuple[Any, Any]]:
+    """``graph.graph["edge_order"]`` (pairs, as lists too after a JSON round trip) where it
+    lists each of the graph's edges once, else networkx's order (an edited graph's)."""
+    listed = graph.graph.get("edge_order")
+    if isinstance(listed, list | tuple):
+        pairs = [tuple(pair) for pair in listed if isinstance(pair, list | tuple)]
+        try:
+            if len(pairs) == len(listed) == graph.number_of_edges() and set(pairs) == set(
+                    graph.edges):  # fmt: skip
+                return pairs
+        except TypeError:  # an unhashable key: not a list to_networkx wrote
+            pass
+    return list(graph.edges)
+

@@ -1,3 +1,4 @@
+import json
 import math
 import pickle
 
@@ -96,6 +97,17 @@ def test_networkx_round_trip_keeps_an_edge_order_networkx_would_not():
     nxg = g.to_networkx()
     nxg.remove_edge(*next(iter(nxg.edges)))  # an edited graph: its own edge order
     assert CompGraph.from_networkx(nxg).num_edges == g.num_edges - 1
+
+
+def test_the_edge_order_survives_json_and_is_ignored_where_it_does_not_fit():
+    g = load_graph("msr:bert24_training")
+    data = json.loads(json.dumps(nx.node_link_data(g.to_networkx(), edges="edges")))
+    assert CompGraph.from_networkx(nx.node_link_graph(data, edges="edges")) == g  # lists
+    mixed = CompGraph([{"name": "a", "cost": 1.0}, {"name": "b", "cost": 1.0}],
+                      [("a", "b")]).to_networkx()
+    mixed.add_node(3, name="c", cost=1.0)
+    mixed.add_edge("b", 3)
+    assert CompGraph.from_networkx(mixed).num_edges == 2  # str and int keys: networkx's order
 
 
 @given(g=dags(with_kinds=True))
