@@ -16,8 +16,9 @@ from pathlib import Path
 from placerl._options import check_out_dir, check_spec_list
 from placerl._provenance import provenance
 from placerl.baselines import solve
-from placerl.baselines.references import parse_placer, reference
+from placerl.baselines.references import STEPS, parse_placer, reference
 from placerl.cluster import load_cluster
+from placerl.errors import ConfigError
 from placerl.graph import load_graph
 from placerl.sim import CostModel, lower_bound, penalized_runtime
 from placerl.train import GraphOutcome, TrainResult, write_result
@@ -39,11 +40,16 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
 
     Raises:
         ConfigError: An unknown placer or option, graph or cluster spec; no graphs; baselines
-            that are not a list; an ``out_dir`` that is a file (all before any work).
+            that are not a list or hold ``{steps}`` (a training run's); an ``out_dir`` that
+            is a file (all before any work).
     """
     name, options = parse_placer(placer)
     specs = [graphs] if isinstance(graphs, str) else check_spec_list(graphs, "graphs", empty=False)
     for spec in check_spec_list(baselines, "baselines"):
+        if STEPS in spec:
+            raise ConfigError(f"baseline {spec!r}: {STEPS} stands for the steps a training run "
+                              "trained (placerl-train); an evaluation trains none, so give a "
+                              "number")  # fmt: skip
         parse_placer(spec)
     check_out_dir(out_dir)
     devices = load_cluster(cluster)

@@ -200,7 +200,7 @@ class TrainConfig:
     def _check_placers(self) -> None:
         """The baselines and the warm start name placers (or, the warm start, a state expert
         this env answers), checked now, not after training."""
-        from placerl.baselines.references import parse_placer
+        from placerl.baselines.references import parse_placer, with_steps
         from placerl.envs.experts import check_expert, is_state_expert
 
         check_spec_list(self.baselines, "baselines")
@@ -565,20 +565,10 @@ def train(config: TrainConfig | Mapping[str, Any], *,
     return result
 
 
-#: Stands for the trained env steps in a baseline spec (see ``TrainConfig.baselines``).
-STEPS = "{steps}"
-
-
-def with_steps(spec: str, steps: int) -> str:
-    """``spec`` with :data:`STEPS` replaced by ``steps``, at least 1 (a run that trained
-    nothing must not give a search ``max_evaluations=0``, which means no limit)."""
-    return spec.replace(STEPS, str(max(steps, 1)))
-
-
 def _baselines(graph: Any, env: Any, config: TrainConfig, steps: int) -> dict[str, float]:
     """Each baseline placer's (penalized) runtime on ``graph``, from the shared cache, keyed
     by its spec as written and computed with the trained ``steps`` filled in."""
-    from placerl.baselines.references import reference
+    from placerl.baselines.references import reference, with_steps
 
     return {spec: reference(graph, env.cluster, config.objective,
                             with_steps(spec, steps)).score

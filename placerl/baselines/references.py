@@ -42,6 +42,9 @@ from .api import PLACERS, InfeasiblePlacementWarning, solve
 #: Bump when the meaning of a cached reference changes, to invalidate old files.
 CACHE_FORMAT = 1
 
+#: In a training run's baseline spec, the env steps it trained (``TrainConfig.baselines``).
+STEPS = "{steps}"
+
 _memory: dict[tuple[str, Any], Reference] = {}
 
 
@@ -121,6 +124,12 @@ class Reference:
                 f"the reference ({self.placer}, {self.objective}) was computed for another "
                 f"{' and '.join(wrong)} than {graph.name!r} on {cluster.name!r} under {objective!r}"
             )
+
+
+def with_steps(spec: str, steps: int) -> str:
+    """``spec`` with :data:`STEPS` replaced by ``steps``, at least 1 (a run that trained
+    nothing must not give a search ``max_evaluations=0``, which means no limit)."""
+    return spec.replace(STEPS, str(max(steps, 1)))
 
 
 def parse_placer(spec: str) -> tuple[str, dict[str, Any]]:
