@@ -69,19 +69,14 @@ def error_bars(runs: Any, column: str) -> tuple[Any, np.ndarray]:
     intervals as pandas' asymmetric error bars ``(series, 2, groups)``: below and above each
     mean, cut at 0 as the report's tables cut them (runtimes and speedups are positive); 0
     where a bar has one value."""
-    stats = runs.groupby(["group", "series"])[column].agg(["mean", _low, _high])
-    means = stats["mean"].unstack()
-    below = (stats["mean"] - stats["_low"]).unstack().reindex_like(means).to_numpy().T
-    above = (stats["_high"] - stats["mean"]).unstack().reindex_like(means).to_numpy().T
-    return means, np.nan_to_num(np.stack([below, above], axis=1))
-
-
-def _low(values: Any) -> float:
-    return t_interval(values, floor=0.0)[0]
-
-
-def _high(values: Any) -> float:
-    return t_interval(values, floor=0.0)[1]
+    grouped = runs.groupby(["group", "series"])[column]
+    means = grouped.mean()
+    bounds = grouped.apply(t_interval, floor=0.0)  # one interval per bar, as in the tables
+    below = means - bounds.map(lambda bound: bound[0])
+    above = bounds.map(lambda bound: bound[1]) - means
+    table = means.unstack()
+    bars = [part.unstack().reindex_like(table).to_numpy().T for part in (below, above)]
+    return table, np.nan_to_num(np.stack(bars, axis=1))
 
 
 def _plot_curves(runs: Any, path: Path, metric_label: str) -> bool:
