@@ -1,6 +1,6 @@
 """placerl: reinforcement-learning device placement over graph traversal orders.
 
-Importing the package registers the Gymnasium ids (``placerl/Placement-v0``, ...) by string
+Importing the package registers the Gymnasium ids (``placerl/Placement-v1``, ...) by string
 entry point and stays light: the simulator, numba, torch and the envs load on first use.
 """
 

@@ -4,6 +4,10 @@
 simulator and numba): Gymnasium imports an env's module only when ``gymnasium.make`` builds it.
 The ``Measured`` ids are the same envs with ``objective="measured"`` on this machine's CPU
 workers (:mod:`placerl.measure`); Gymnasium marks them nondeterministic.
+
+Only the current version of each id is registered: Gymnasium refuses an older one with a
+``DeprecatedEnv`` error naming the current id (``placerl/Placement-v0`` -> use
+``placerl/Placement-v1``).
 """
 
 from __future__ import annotations
@@ -12,34 +16,42 @@ import importlib
 
 from gymnasium.envs.registration import register, registry
 
+#: The version of every id. v1: the envs' ``invalid_action`` option (what an action the mask
+#: rules out does), the refine env's ``init`` (was ``initial``), observations of version 2.
+VERSION = 1
+
+#: The placement MDPs, one row per kind: ``kind: (id, entry point)``. One naming rule holds
+#: them together: kind ``k`` (snake_case; ``construct`` is the plain one) <-> id
+#: ``placerl/Placement<K>-v1`` <-> class ``Placement<K>Env``, ``<K>`` the kind in CamelCase
+#: (``one_shot`` -> ``PlacementOneShot-v1``, ``PlacementOneShotEnv``). The kind is a run
+#: config's ``env.kind`` and the ``env`` of a policy's saved settings.
+PLACEMENT_ENVS: dict[str, tuple[str, str]] = {
+    "construct": (f"placerl/Placement-v{VERSION}", "placerl.envs.placement:PlacementEnv"),
+    "refine": (f"placerl/PlacementRefine-v{VERSION}", "placerl.envs.refine:PlacementRefineEnv"),
+    "dual": (f"placerl/PlacementDual-v{VERSION}", "placerl.envs.dual:PlacementDualEnv"),
+    "one_shot": (f"placerl/PlacementOneShot-v{VERSION}",
+                 "placerl.envs.one_shot:PlacementOneShotEnv"),
+    "hierarchical": (f"placerl/PlacementHierarchical-v{VERSION}",
+                     "placerl.envs.hierarchical:PlacementHierarchicalEnv"),
+}  # fmt: skip
+
+#: The env id of each MDP kind.
+ENV_KINDS: dict[str, str] = {kind: env_id for kind, (env_id, _) in PLACEMENT_ENVS.items()}
+
+_SANITY = "placerl.envs.sanity:make_sanity_env"
 #: Defaults of the measured ids: a small zoo model on this machine's two CPU workers.
 _MEASURED = {"objective": "measured", "cluster": "local", "graph": "zoo:resnet50?variant=small"}
 
 #: ``(id, entry point, fixed kwargs)`` of every environment placerl provides.
 ENV_IDS: tuple[tuple[str, str, dict[str, str]], ...] = (
-    ("placerl/Placement-v0", "placerl.envs.placement:PlacementEnv", {}),
-    ("placerl/PlacementRefine-v0", "placerl.envs.refine:PlacementRefineEnv", {}),
-    ("placerl/PlacementDual-v0", "placerl.envs.dual:DualPlacementEnv", {}),
-    ("placerl/PlacementOneShot-v0", "placerl.envs.one_shot:OneShotPlacementEnv", {}),
-    ("placerl/PlacementHierarchical-v0", "placerl.envs.hierarchical:HierarchicalPlacementEnv",
-     {}),
-    ("placerl/PlacementMeasured-v0", "placerl.envs.placement:PlacementEnv", _MEASURED),
-    ("placerl/PlacementRefineMeasured-v0", "placerl.envs.refine:PlacementRefineEnv", _MEASURED),
-    ("placerl/Parallelize-v0", "placerl.envs.parallelize:ParallelizeEnv", {}),
-    ("placerl/SanityChain-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "chain"}),
-    ("placerl/SanityBranches-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "branches"}),
-    ("placerl/SanityMemory-v0", "placerl.envs.sanity:make_sanity_env", {"problem": "memory"}),
-)
-
-
-#: The env id of each MDP kind: ``TrainConfig.env`` and the ``env`` of a policy's saved settings.
-ENV_KINDS: dict[str, str] = {
-    "construct": "placerl/Placement-v0",
-    "refine": "placerl/PlacementRefine-v0",
-    "dual": "placerl/PlacementDual-v0",
-    "one_shot": "placerl/PlacementOneShot-v0",
-    "hierarchical": "placerl/PlacementHierarchical-v0",
-}
+    *((env_id, entry, {}) for env_id, entry in PLACEMENT_ENVS.values()),
+    (f"placerl/PlacementMeasured-v{VERSION}", PLACEMENT_ENVS["construct"][1], _MEASURED),
+    (f"placerl/PlacementRefineMeasured-v{VERSION}", PLACEMENT_ENVS["refine"][1], _MEASURED),
+    (f"placerl/Parallelize-v{VERSION}", "placerl.envs.parallelize:ParallelizeEnv", {}),
+    (f"placerl/SanityChain-v{VERSION}", _SANITY, {"problem": "chain"}),
+    (f"placerl/SanityBranches-v{VERSION}", _SANITY, {"problem": "branches"}),
+    (f"placerl/SanityMemory-v{VERSION}", _SANITY, {"problem": "memory"}),
+)  # fmt: skip
 
 
 def env_class(kind: str) -> type:
@@ -50,10 +62,9 @@ def env_class(kind: str) -> type:
     """
     from placerl.errors import ConfigError
 
-    if kind not in ENV_KINDS:
-        raise ConfigError(f"env must be one of {', '.join(ENV_KINDS)}, got {kind!r}")
-    entry = next(entry for env_id, entry, _ in ENV_IDS if env_id == ENV_KINDS[kind])
-    module, name = entry.split(":")
+    if kind not in PLACEMENT_ENVS:
+        raise ConfigError(f"env must be one of {', '.join(PLACEMENT_ENVS)}, got {kind!r}")
+    module, name = PLACEMENT_ENVS[kind][1].split(":")
     return getattr(importlib.import_module(module), name)
 
 

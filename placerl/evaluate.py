@@ -1,8 +1,9 @@
-"""``evaluate``: any placer, a trained policy included, on graphs, in the training result schema.
+"""``evaluate``: any placer, a trained policy included, on graphs, in the result schema.
 
-A baseline placer and a trained policy (``placer="policy?path=model.zip"``) end in the same
-:class:`~placerl.train.TrainResult` as :func:`~placerl.train.train` (no steps, no curve), so
-that ``result.json`` files from training and evaluation runs compare side by side. Infeasible
+A baseline placer and a trained policy (``placer="policy?path=model.zip"``) end in an
+:class:`~placerl.results.EvalResult`, whose per-graph outcomes are those of
+:func:`~placerl.train.train`'s result, so that ``result.json`` files from training and
+evaluation runs compare side by side. Infeasible
 placements are penalized as the envs do with their default reference (single device); an env
 trained with another ``reference`` penalizes against that one, so the two can differ there.
 """
@@ -16,17 +17,22 @@ from pathlib import Path
 from placerl._options import check_out_dir, check_spec_list
 from placerl._provenance import provenance
 from placerl.baselines import solve
-from placerl.baselines.references import STEPS, parse_placer, reference
+from placerl.baselines.references import parse_placer, reference, resolve_steps
 from placerl.cluster import load_cluster
-from placerl.errors import ConfigError
 from placerl.graph import load_graph
-from placerl.sim import CostModel, lower_bound, penalized_runtime
-from placerl.train import GraphOutcome, TrainResult, write_result
+from placerl.results import (
+    EvalResult,
+    GraphOutcome,
+    placement_by_op,
+    why_infeasible,
+    write_result,
+)
+from placerl.sim import CostModel, lower_bound, penalized_runtime, simulate
 
 
 def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
              objective: str = "step_time", baselines: Sequence[str] = ("single_device",),
-             out_dir: str | None = None) -> TrainResult:  # fmt: skip
+             out_dir: str | None = None) -> EvalResult:  # fmt: skip
     """Place every graph with ``placer`` and compare with ``baselines``.
 
     Args:
@@ -45,11 +51,7 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
     """
     name, options = parse_placer(placer)
     specs = [graphs] if isinstance(graphs, str) else check_spec_list(graphs, "graphs", empty=False)
-    for spec in check_spec_list(baselines, "baselines"):
-        if STEPS in spec:
-            raise ConfigError(f"baseline {spec!r}: {STEPS} stands for the steps a training run "
-                              "trained (placerl-train); an evaluation trains none, so give a "
-                              "number")  # fmt: skip
+    for spec in resolve_steps(check_spec_list(baselines, "baselines"), None):
         parse_placer(spec)
     check_out_dir(out_dir)
     devices = load_cluster(cluster)
@@ -59,17 +61,20 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
         result = solve(name, graph, devices, objective, **options)
         single = reference(graph, devices, objective, "single_device").score
         runtime = penalized_runtime(result.simulation, single)
-        compared = {b: reference(graph, devices, objective, b).score for b in baselines}
+        compared = {b: reference(graph, devices, objective, b) for b in baselines}
         bound = lower_bound(CostModel(graph, devices, objective))
         outcomes.append(GraphOutcome(
             graph=graph.name, final_runtime=runtime, sampled_runtime=runtime,
             best_runtime=runtime, best_placement=result.placement.tolist(),
-            baselines=compared, lower_bound=bound))  # fmt: skip
+            best_placement_by_op=placement_by_op(graph, devices, result.placement),
+            baselines={b: ref.score for b, ref in compared.items()},
+            infeasible={b: why_infeasible(simulate(graph, ref.placement, devices, objective))
+                        for b, ref in compared.items() if not ref.feasible},
+            best_feasible=bool(result.simulation.feasible), lower_bound=bound))  # fmt: skip
     config = {"graph": graphs if isinstance(graphs, str) else specs, "cluster": cluster,
               "objective": objective, "placer": placer, "baselines": list(baselines)}  # fmt: skip
-    evaluation = TrainResult(config, outcomes, curve=[], steps=0,
-                             timings={"evaluate": time.perf_counter() - start},
-                             out_dir=out_dir, provenance=provenance())  # fmt: skip
+    evaluation = EvalResult(config, outcomes, timings={"evaluate": time.perf_counter() - start},
+                            out_dir=out_dir, provenance=provenance())  # fmt: skip
     if out_dir is not None:
         write_result(evaluation, Path(out_dir))
     return evaluation

@@ -93,13 +93,11 @@ def plot_best_placement(result: TrainResult, path: str | Path, *, graph: int = 0
         The PNG's path.
     """
     from placerl.envs.render import render_rgb
+    from placerl.run_config import RunConfig
     from placerl.train import make_env
 
-    config = result.config
-    arguments = {"graph": config["graph"], "cluster": config["cluster"],
-                 "order": config["order"], "objective": config["objective"],
-                 **config["env_kwargs"]}  # fmt: skip
-    env = make_env(arguments, config["env"])
+    run = RunConfig.from_dict(result.config)
+    env = make_env(run.env_arguments(evaluation=True), run.env.kind)
     env.reset(seed=0, options={"graph": graph})
     placement = np.asarray(result.graphs[graph].best_placement, dtype=np.int64)
     image = render_rgb(env.case, placement, env.cluster)

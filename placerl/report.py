@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import re
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,31 +33,21 @@ from placerl._options import check_out_dir
 from placerl.comparison import compare_pairs, t_interval
 from placerl.errors import ConfigError
 from placerl.report_figures import NO_ORDER, report_figures
-from placerl.train import is_evaluation
+from placerl.results import flat_config, result_kind
+from placerl.train import CHECKPOINT
 
 KEYS = ["graph", "cluster", "objective", "order", "agent", "variant"]
 #: The order the others face unless ``--reference-order`` says otherwise.
 DEFAULT_REFERENCE_ORDER = "topo"
 
-#: Config fields that do not make runs different experiments: the seed and the bookkeeping.
+#: Config fields (dotted, as :func:`placerl.results.flat_config` names them) that do not make
+#: runs different experiments: what the rows show apart, the seed and the bookkeeping.
 NOT_VARIANT = {
-    "graph",
-    "cluster",
-    "objective",
-    "order",
-    "algo",
-    "extractor",
-    "seed",
-    "placer",
-    "out_dir",
-    "resume",
-    "device",
-    "progress_bar",
-    "baselines",
-    "eval_every",
-    "eval_samples",
-    "checkpoint_every",
-}
+    "graph", "cluster", "objective", "placer", "graph.spec", "cluster.spec", "env.objective",
+    "order.name", "agent.algo", "agent.extractor", "seed", "resume", "device", "progress_bar",
+    "force", "baselines", "eval_every", "eval_samples", "checkpoint_every", "logger.kind",
+    "logger.project", "logger.entity", "logger.mode",
+}  # fmt: skip
 
 
 def load_runs(folders: Sequence[str | Path]) -> Any:
@@ -101,18 +93,20 @@ def graph_group(name: str) -> str:
 
 
 def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
-    config = result["config"]
-    if is_evaluation(config):
+    config = flat_config(result["config"])
+    if result_kind(result, run / "result.json") == "eval":
         order, agent, seed = NO_ORDER, config["placer"], 0
+        cluster, objective = config["cluster"], config["objective"]
     else:
-        order, seed = config["order"], config["seed"]
-        agent = f"{config['algo']}_{config['extractor']}"
+        order, seed = config["order.name"], config["seed"]
+        agent = f"{config['agent.algo']}_{config['agent.extractor']}"
+        cluster, objective = config["cluster.spec"], config["env.objective"]
     rows, label, settings = [], variant(config), _settings(config)
     for g, outcome in enumerate(result["graphs"]):
         best = min(outcome["baselines"].values()) if outcome["baselines"] else np.nan
         rows.append({
             "run": str(run), "graph": outcome["graph"], "group": graph_group(outcome["graph"]),
-            "cluster": config["cluster"], "objective": config["objective"], "order": order,
+            "cluster": cluster, "objective": objective, "order": order,
             "agent": agent, "variant": label, "settings": settings, "seed": seed,
             "runtime_ms": 1e3 * outcome["final_runtime"],
             "best_seen_ms": 1e3 * outcome["best_runtime"],
@@ -268,24 +262,85 @@ def _differing_keys(settings: list[dict[str, Any]]) -> list[str]:
                   if len({json.dumps(s.get(k), default=str) for s in settings}) > 1)  # fmt: skip
 
 
-def unfinished_jobs(folders: Sequence[str | Path]) -> list[str]:
-    """Job folders without a ``result.json``: failed ones (``error.txt``, with its last line)
-    and ones that never finished (a Hydra job folder, ``.hydra/``, with neither file)."""
-    lines = []
+@dataclass(frozen=True)
+class OpenJob:
+    """A job folder without a ``result.json``.
+
+    Attributes:
+        folder: The job's run directory.
+        status: ``failed`` (its ``error.txt`` holds the traceback), ``unfinished`` (it holds a
+            checkpoint and no error: re-running resumes it) or ``no result`` (neither).
+        detail: The error (exception type and message), or where the job stands.
+    """
+
+    folder: Path
+    status: str
+    detail: str
+
+    def line(self) -> str:
+        """The job as a line of the report."""
+        return f"{self.folder}: {self.status}: {self.detail}"
+
+
+def open_jobs(folders: Sequence[str | Path]) -> list[OpenJob]:
+    """The job folders under ``folders`` without a ``result.json``: Hydra job folders
+    (``.hydra/``) and any folder with an ``error.txt`` or a checkpoint, sorted by path."""
+    jobs = []
     for folder in map(Path, folders):
-        jobs = {p.parent for p in folder.rglob("error.txt")}
-        jobs |= {p.parent for p in folder.rglob(".hydra") if p.is_dir()}
-        for job in sorted(jobs):
-            if (job / "result.json").is_file():
-                continue
-            error = job / "error.txt"
-            if error.is_file():
-                last = (error.read_text().strip().splitlines() or ["(empty error.txt)"])[-1]
-                lines.append(f"{job}: failed: {last}")
-            elif not any(job.rglob("result.json")):  # a sweep folder holds finished jobs
-                lines.append(f"{job}: unfinished (no result.json; re-running the sweep resumes "
-                             "it)")  # fmt: skip
-    return lines
+        found = {p.parent for p in folder.rglob("error.txt")}
+        found |= {p.parent for p in folder.rglob(".hydra") if p.is_dir()}
+        found |= {p.parent.parent for p in folder.rglob(f"{CHECKPOINT}/state.json")}
+        jobs += [_open_job(job) for job in sorted(found) if not (job / "result.json").is_file()]
+    return [job for job in jobs if job is not None]
+
+
+def _open_job(job: Path) -> OpenJob | None:
+    """Why ``job`` has no result (``None``: a folder of finished jobs, such as a sweep's)."""
+    error = job / "error.txt"
+    if error.is_file():
+        return OpenJob(job, "failed", f"{error_summary(error.read_text(errors='replace'))} "
+                       f"(traceback in {error})")  # fmt: skip
+    state = job / CHECKPOINT / "state.json"
+    if state.is_file():
+        return OpenJob(job, "unfinished", f"{_checkpoint_progress(state)}; re-running the same "
+                       "command resumes it")  # fmt: skip
+    if any(job.rglob("result.json")):
+        return None
+    return OpenJob(job, "no result", "no result.json, checkpoint or error.txt: it stopped (or "
+                   "is still running) before its first checkpoint, or failed before its job "
+                   "began, as on a bad override, whose error the command printed; re-running "
+                   "starts it afresh")  # fmt: skip
+
+
+def error_summary(text: str) -> str:
+    """The exception an ``error.txt`` ends with, type and message: the lines after the last
+    traceback frame (a message may span lines), or the last line of other text."""
+    lines = text.strip().splitlines()
+    if not lines:
+        return "(empty error.txt)"
+    block = list(itertools.takewhile(_exception_line, reversed(lines)))
+    return " ".join(reversed(block)) if block else lines[-1].strip()
+
+
+def _exception_line(line: str) -> bool:
+    """Whether a line of a traceback may be its exception's: not blank, not a frame's (those
+    are indented) and not the ``Traceback`` heading."""
+    return bool(line) and not line[0].isspace() and not line.startswith("Traceback")
+
+
+def _checkpoint_progress(state: Path) -> str:
+    """``checkpoint at step N of M``, from a checkpoint's ``state.json``."""
+    try:
+        saved = json.loads(state.read_text())
+        steps, total = int(saved["steps"]), int(saved["config"]["total_steps"])
+    except (ValueError, KeyError, TypeError):  # half-written or from another version
+        return f"a checkpoint ({state} is unreadable)"
+    return f"checkpoint at step {steps:,} of {total:,}"
+
+
+def unfinished_jobs(folders: Sequence[str | Path]) -> list[str]:
+    """Every :func:`open_jobs` job, failed or not, as a report line."""
+    return [job.line() for job in open_jobs(folders)]
 
 
 def write_report(folders: Sequence[str | Path], out: str | Path, *,
@@ -330,8 +385,10 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
             summary.drop(columns=["speedup_ci95_low", "speedup_ci95_high"]).to_markdown(
                 index=False, floatfmt=".4g"),
             "", *[f"![{name}]({name}.png)" for name in figures], ""]  # fmt: skip
+    jobs = open_jobs(folders)
     sections = (("Not compared: configs differ in more than the seed", not_compared(runs)),
-                ("Failed or unfinished jobs", unfinished_jobs(folders)),
+                ("Failed jobs", [j.line() for j in jobs if j.status == "failed"]),
+                ("Unfinished jobs", [j.line() for j in jobs if j.status != "failed"]),
                 ("Skipped result files", runs.attrs.get("skipped", [])))  # fmt: skip
     for title, entries in sections:
         if entries:

@@ -1,23 +1,48 @@
-"""The structured config of the experiment apps, and its translation to :class:`TrainConfig`.
+"""The one run configuration: what :func:`~placerl.train.train` takes and Hydra composes.
 
-Hydra composes ``configs/`` (one group per concern) on top of :class:`RunConfig`, so a typo or
-a wrong type in a YAML file or on the command line fails before any work, with a message that
-names the key. This module is plain dataclasses: it imports neither Hydra nor OmegaConf, and
-:func:`to_train_config` turns a composed config (as plain values) into the
-:class:`~placerl.train.TrainConfig` that :func:`~placerl.train.train` takes.
+Python and the command line use the same names and nesting: ``env.kind``, ``order.name``,
+``agent.hyperparams``, ``total_steps``. Each group is a dataclass whose defaults are the base
+every option of ``configs/<group>/`` starts from; :class:`RunConfig`'s own defaults are the
+main job, the default options that ``configs/train.yaml`` names (composed once from the
+shipped YAML files by :func:`placerl.compose.main_job`, so each value is written in one
+place), so that ``train({})``, ``train(RunConfig())`` and ``placerl-train`` with no
+overrides run the same experiment.
+
+This module is plain dataclasses and checks; it never imports Hydra at import time.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
+import json
+import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from placerl._options import check_int, check_spec_list
 from placerl.errors import ConfigError
-from placerl.train import TrainConfig
+
+#: The torch devices a policy may train on (SB3's ``auto`` picks CUDA when there is one).
+TORCH_DEVICES = r"auto|cpu|cuda(:\d+)?|mps"
+VEC_ENVS = ("dummy", "subproc")
+INVALID_ACTIONS = ("raise", "penalize", "nearest")
+#: The placers a recipe compares with unless it names its own.
+BASE_BASELINES = ("single_device", "random", "heft")
+
+
+def _main_job(group: str, config_name: str = "train") -> Any:
+    """A default factory: the main job's value of ``group`` (a deep copy)."""
+
+    def factory() -> Any:
+        from placerl.compose import main_job
+
+        return copy.deepcopy(getattr(main_job(config_name), group))
+
+    return factory
 
 
 @dataclass
@@ -28,7 +53,7 @@ class GraphGroup:
         spec: A graph spec (``load_graph``), or a list of them (one sampled per episode).
     """
 
-    spec: Any = "synthetic:layered?n=100&seed=0"
+    spec: Any = "synthetic:cifar10?seed=0"
 
 
 @dataclass
@@ -36,10 +61,11 @@ class ClusterGroup:
     """``cluster/``: where to place it.
 
     Attributes:
-        spec: A cluster spec (``load_cluster``).
+        spec: A cluster spec (``load_cluster``); on the command line quote one that holds
+            ``?`` or ``=``: ``"cluster.spec='gpu8_nvlink?n_devices=4'"``.
     """
 
-    spec: str = "placeto?n_devices=4"
+    spec: str = "gpu8_nvlink?n_devices=4"
 
 
 @dataclass
@@ -57,28 +83,29 @@ class OrderGroup:
 
 @dataclass
 class EnvGroup:
-    """``env/``: the MDP (see the env docstrings for each argument).
+    """``env/``: the MDP (see each env's docstring for its arguments).
 
     Attributes:
-        kind: ``construct`` (``placerl/Placement-v0``), ``refine`` (``PlacementRefine-v0``),
-            ``dual`` (``PlacementDual-v0``), ``one_shot`` (``PlacementOneShot-v0``) or
-            ``hierarchical`` (``PlacementHierarchical-v0``).
-        objective: ``step_time`` or ``pipeline``.
-        reward: A registered reward.
+        kind: ``construct`` (``placerl/Placement-v1``), ``refine``, ``dual``, ``one_shot`` or
+            ``hierarchical`` (``placerl/Placement<Kind>-v1``).
+        objective: ``step_time``, ``pipeline`` or a measured objective.
+        reward: A registered reward (``placerl.envs.REWARDS``).
         reference: The placer whose runtime rewards are measured against.
-        memory: ``mask`` or ``penalty``.
-        observation: ``graph`` or ``flat``.
-        initial: Refine only: the placement episodes start from.
+        memory: ``mask`` (devices that cannot hold a node are masked out) or ``penalty``.
+        observation: ``graph`` (for placerl's extractors) or ``flat`` (any SB3 policy).
+        invalid_action: What an action the mask forbids does: ``raise``, ``penalize`` or
+            ``nearest`` (see the envs' docstrings; masked algorithms never take one).
+        init: Refine only: the placer whose placement episodes start from.
         start_from_best: Refine only: training episodes start from the best placement found
             so far (Placeto's schedule).
         passes: Refine only: passes over the nodes per episode.
-        moves: Refine only: steps per episode instead of whole passes (``None``: passes),
-            from a random node of the order.
+        moves: Refine only: steps per training episode instead of whole passes (``None``:
+            passes), from a random node of the order.
         undo_worse: Refine only: a move that makes the placement slower is undone at once.
         groups: Hierarchical only: how many groups the grouper fills (``None``: 16, or
             ``max_nodes`` if fewer).
-        max_nodes: Padding (``None``: the largest graph's size).
-        max_edges: Padding (``None``: the largest graph's size).
+        max_nodes: Observation padding in nodes (``None``: the largest graph's size).
+        max_edges: Observation padding in edges (``None``: the largest graph's size).
     """
 
     kind: str = "construct"
@@ -87,7 +114,8 @@ class EnvGroup:
     reference: str = "single_device"
     memory: str = "mask"
     observation: str = "graph"
-    initial: str = "single_device"
+    invalid_action: str = "nearest"
+    init: str = "single_device"
     start_from_best: bool = False
     passes: int = 1
     moves: int | None = None
@@ -107,18 +135,15 @@ class AgentGroup:
         head: ``devices`` or ``mlp`` (``None``: ``devices`` where the algorithm allows it).
         extractor_kwargs: Extractor options.
         hyperparams: Algorithm arguments over placerl's defaults.
-        warm_start: A placer to clone before RL, or the refine env's state expert ``best_move``
-            (one best-improvement step; ``None``: none). ``best_of`` by default: the
-            policy starts from the best classic placement of the graph, and rollback keeps it
-            from losing it (on the main job PPO then improved the clone's 25.03 ms to HEFT's
-            24.82 and held it; from scratch it stopped at 27.57).
+        warm_start: A placer to clone before RL, or the refine env's state expert
+            ``best_move`` (``None``: none).
         warm_start_epochs: Cloning epochs (of each fit).
         warm_start_rounds: DAgger rounds after the first fit: the clone plays the graphs,
             the expert labels the states it reaches, and it is fitted again on all samples.
-        rollback: Undo PPO updates that make the greedy placements worse
-            (:attr:`placerl.train.TrainConfig.rollback`).
-        rollback_graphs: Graphs each rollback check runs on (0: all;
-            :attr:`placerl.train.TrainConfig.rollback_graphs`).
+        rollback: After each PPO update, run the greedy policy on the graphs and undo the
+            update if its placements got worse (one greedy episode per checked graph).
+        rollback_graphs: Graphs each rollback check runs on, spread evenly over the list
+            (0: all of them).
     """
 
     algo: str = "maskable_ppo"
@@ -141,8 +166,8 @@ class LoggerGroup:
         kind: ``none`` or ``wandb``.
         project: The wandb project.
         entity: The wandb entity (``None``: your default).
-        mode: ``offline`` (the default: no account needed; ``wandb sync`` later), ``online``
-            or ``disabled``; the ``WANDB_MODE`` environment variable overrides it.
+        mode: ``offline`` (no account needed; ``wandb sync`` later), ``online`` or
+            ``disabled``; the ``WANDB_MODE`` environment variable overrides it.
     """
 
     kind: str = "none"
@@ -153,20 +178,43 @@ class LoggerGroup:
 
 @dataclass
 class RunConfig:
-    """A training run: the groups plus the schedule.
+    """A training run: the groups plus the schedule. ``RunConfig()`` is the main job.
 
-    The schedule fields are those of :class:`~placerl.train.TrainConfig` of the same names;
-    ``force`` trains again, from scratch, a job whose run directory already holds a
-    ``result.json`` (skipped otherwise, so that re-running a sweep runs only what is
-    unfinished; an unfinished job resumes from its checkpoint).
+    Attributes:
+        graph: What to place (:class:`GraphGroup`).
+        cluster: Where (:class:`ClusterGroup`).
+        order: The traversal order (:class:`OrderGroup`).
+        env: The MDP (:class:`EnvGroup`).
+        agent: The learner (:class:`AgentGroup`).
+        logger: Experiment tracking (:class:`LoggerGroup`).
+        seed: Seeds the agent, the envs and the warm start.
+        total_steps: Env steps to train for (all envs together).
+        time_limit_s: Stop training after this many seconds of it (0: no limit).
+        n_envs: Parallel envs.
+        vec_env: ``dummy`` (in process) or ``subproc`` (one process per env).
+        eval_every: Greedy evaluation every this many steps (0: only at the end).
+        eval_samples: At the end, also the best of this many sampled rollouts per graph.
+        keep_best: End with the weights of the best evaluation rather than the last ones.
+        validation_graphs: Graph specs kept out of training whose greedy placements choose
+            the weights ``keep_best`` keeps (empty: the training graphs choose).
+        checkpoint_every: Checkpoint every this many steps (0: only at the end).
+        baselines: Placer specs to compare with at the end; ``{steps}`` in one stands for
+            the env steps the run trained (at least 1), for a search at an equal budget.
+        resume: Continue from the run folder's checkpoint if there is one.
+        device: Torch device (``auto``, ``cpu``, ``cuda``, ``cuda:<index>``, ``mps``).
+        threads: Torch's intra-op threads in this process (0: the cores it may use).
+        rollout_threads: Threads while collecting rollouts and evaluating (0: ``threads``).
+        progress_bar: Show a progress bar while training.
+        force: The apps train a finished run folder again, from scratch (a sweep re-run
+            skips finished jobs otherwise).
     """
 
-    graph: GraphGroup = field(default_factory=GraphGroup)
-    cluster: ClusterGroup = field(default_factory=ClusterGroup)
-    order: OrderGroup = field(default_factory=OrderGroup)
-    env: EnvGroup = field(default_factory=EnvGroup)
-    agent: AgentGroup = field(default_factory=AgentGroup)
-    logger: LoggerGroup = field(default_factory=LoggerGroup)
+    graph: GraphGroup = field(default_factory=_main_job("graph"))
+    cluster: ClusterGroup = field(default_factory=_main_job("cluster"))
+    order: OrderGroup = field(default_factory=_main_job("order"))
+    env: EnvGroup = field(default_factory=_main_job("env"))
+    agent: AgentGroup = field(default_factory=_main_job("agent"))
+    logger: LoggerGroup = field(default_factory=_main_job("logger"))
     seed: int = 0
     total_steps: int = 20_000
     time_limit_s: float = 0.0
@@ -177,7 +225,7 @@ class RunConfig:
     keep_best: bool = True
     validation_graphs: list[str] = field(default_factory=list)
     checkpoint_every: int = 5_000
-    baselines: list[str] = field(default_factory=lambda: ["single_device", "random", "heft"])
+    baselines: list[str] = field(default_factory=_main_job("baselines"))
     resume: bool = True
     device: str = "auto"
     threads: int = 0
@@ -185,46 +233,119 @@ class RunConfig:
     progress_bar: bool = True
     force: bool = False
 
+    @classmethod
+    def schema(cls) -> RunConfig:
+        """The base Hydra composes ``configs/`` on: each group at its dataclass's defaults.
 
-def env_arguments(env: EnvGroup, order: OrderGroup) -> dict[str, Any]:
-    """The env's keyword arguments beyond graph, cluster, order and objective."""
-    kwargs = {"reward": env.reward, "reference": env.reference, "memory": env.memory,
-              "observation": env.observation, "order_seed": order.seed}  # fmt: skip
-    kwargs.update({k: v for k, v in (("max_nodes", env.max_nodes),
-                                     ("max_edges", env.max_edges)) if v is not None})  # fmt: skip
-    from placerl._env_ids import env_class
+        OmegaConf merges mappings key by key, so a group option could not drop a key that the
+        main job's ``agent.hyperparams`` holds: composition starts from the bare groups.
+        """
+        return cls(graph=GraphGroup(), cluster=ClusterGroup(), order=OrderGroup(),
+                   env=EnvGroup(), agent=AgentGroup(), logger=LoggerGroup(),
+                   baselines=list(BASE_BASELINES))  # fmt: skip
 
-    kwargs.update({name: getattr(env, name) for name in env_class(env.kind).extra_arguments})
-    return kwargs
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """The main job with ``data`` over it, as Hydra's dotted overrides would be.
 
+        A mapping for a group updates the main job's group field by field; a group
+        dataclass replaces it whole (``{"env": EnvGroup(kind="dual")}``).
 
-def to_train_config(run: RunConfig, out_dir: str | None) -> TrainConfig:
-    """The :class:`TrainConfig` of a composed run, writing under ``out_dir``.
+        Raises:
+            ConfigError: An unknown key (with the closest known one), a flat name of the
+                old ``TrainConfig`` (naming its new key), or a value of the wrong type.
+        """
+        if isinstance(data, RunConfig):
+            return data
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a run config is a RunConfig or a mapping, got {data!r}")
+        check_known_keys(data, cls)
+        return _merged(cls(), data)
 
-    ``resume`` applies only with an ``out_dir`` (there is nothing to resume from otherwise).
-    """
-    graph = run.graph.spec if isinstance(run.graph.spec, str) else list(run.graph.spec)
-    agent = run.agent
-    return TrainConfig(
-        graph=graph, cluster=run.cluster.spec, order=run.order.name,
-        objective=run.env.objective, env=run.env.kind,
-        env_kwargs=env_arguments(run.env, run.order), start_from_best=run.env.start_from_best,
-        algo=agent.algo,
-        extractor=agent.extractor, head=agent.head,
-        extractor_kwargs=dict(agent.extractor_kwargs), hyperparams=dict(agent.hyperparams),
-        total_steps=run.total_steps, time_limit_s=run.time_limit_s, n_envs=run.n_envs,
-        vec_env=run.vec_env, seed=run.seed, warm_start=agent.warm_start,
-        warm_start_epochs=agent.warm_start_epochs, warm_start_rounds=agent.warm_start_rounds,
-        rollback=agent.rollback,
-        rollback_graphs=agent.rollback_graphs,
-        eval_every=run.eval_every,
-        keep_best=run.keep_best, validation_graphs=list(run.validation_graphs),
-        eval_samples=run.eval_samples,
-        checkpoint_every=run.checkpoint_every, baselines=tuple(run.baselines),
-        out_dir=out_dir, resume=run.resume and out_dir is not None, device=run.device,
-        threads=run.threads, rollout_threads=run.rollout_threads,
-        progress_bar=run.progress_bar,
-    )  # fmt: skip
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values, nested as the fields are."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    def check(self) -> RunConfig:
+        """Check every value before any work; returns ``self``.
+
+        Raises:
+            ConfigError: Naming the key and the value.
+        """
+        for name in ("total_steps", "n_envs", "eval_every", "eval_samples", "checkpoint_every",
+                     "seed", "threads", "rollout_threads"):  # fmt: skip
+            check_int(getattr(self, name), name, minimum=1 if name == "n_envs" else 0)
+        for name in ("warm_start_epochs", "warm_start_rounds", "rollback_graphs"):
+            value = getattr(self.agent, name)
+            check_int(value, f"agent.{name}", minimum=1 if name == "warm_start_epochs" else 0)
+        check_int(self.order.seed, "order.seed")
+        limit = self.time_limit_s
+        if isinstance(limit, bool) or not (isinstance(limit, int | float) and limit >= 0):
+            raise ConfigError(f"time_limit_s must be a number >= 0, got {limit!r}")
+        _check_choice("vec_env", self.vec_env, VEC_ENVS)
+        _check_choice("env.invalid_action", self.env.invalid_action, INVALID_ACTIONS)
+        from placerl._env_ids import ENV_KINDS
+
+        _check_choice("env.kind", self.env.kind, tuple(ENV_KINDS))
+        if self.env.start_from_best and self.env.kind != "refine":
+            raise ConfigError(
+                "env.start_from_best needs env.kind='refine' (episodes that start from a "
+                f"placement), got env.kind={self.env.kind!r}"
+            )
+        if self.agent.warm_start_rounds and self.agent.warm_start is None:
+            raise ConfigError(f"agent.warm_start_rounds={self.agent.warm_start_rounds} needs "
+                              "an agent.warm_start expert to label the rounds, got None")
+        for name in ("extractor_kwargs", "hyperparams"):
+            if not isinstance(getattr(self.agent, name), Mapping):
+                raise ConfigError(f"agent.{name} must be a mapping of option names to values, "
+                                  f"got {getattr(self.agent, name)!r}")  # fmt: skip
+        self._check_placers()
+        check_spec_list(self.validation_graphs, "validation_graphs")
+        if self.validation_graphs and not (self.keep_best and self.eval_every):
+            raise ConfigError(
+                "validation_graphs choose the weights keep_best keeps at each evaluation: they "
+                f"need keep_best=True and eval_every > 0, got keep_best={self.keep_best}, "
+                f"eval_every={self.eval_every}"
+            )
+        if not isinstance(self.device, str) or not re.fullmatch(TORCH_DEVICES, self.device):
+            raise ConfigError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or "
+                              f"'mps', got {self.device!r}")  # fmt: skip
+        return self
+
+    def _check_placers(self) -> None:
+        """The baselines and the warm start name placers (or, the warm start, a state expert
+        the env answers), checked now rather than after training."""
+        from placerl._env_ids import env_class
+        from placerl.baselines.references import parse_placer, resolve_steps
+        from placerl.envs.experts import check_expert, is_state_expert
+
+        check_spec_list(self.baselines, "baselines")
+        placers = resolve_steps(self.baselines, 1)
+        warm = self.agent.warm_start
+        if is_state_expert(warm):
+            check_expert(env_class(self.env.kind), warm)
+        elif warm:
+            placers.append(warm)
+        for spec in placers:
+            parse_placer(spec)
+
+    def env_arguments(self, *, evaluation: bool = False) -> dict[str, Any]:
+        """The env's constructor arguments as plain values (safe to send to subprocesses);
+        for evaluations, without the env's training-only ones (``moves``)."""
+        from placerl._env_ids import env_class
+
+        env, cls = self.env, env_class(self.env.kind)
+        graph = self.graph.spec if isinstance(self.graph.spec, str) else list(self.graph.spec)
+        kwargs = {"graph": graph, "cluster": self.cluster.spec, "order": self.order.name,
+                  "order_seed": self.order.seed, "objective": env.objective,
+                  "reward": env.reward, "reference": env.reference, "memory": env.memory,
+                  "observation": env.observation, "invalid_action": env.invalid_action}  # fmt: skip
+        kwargs.update({k: v for k in ("max_nodes", "max_edges")
+                       if (v := getattr(env, k)) is not None})  # fmt: skip
+        skipped = cls.training_arguments if evaluation else ()
+        kwargs.update({name: getattr(env, name) for name in cls.extra_arguments
+                       if name not in skipped})  # fmt: skip
+        return kwargs
 
 
 @dataclass
@@ -232,21 +353,42 @@ class EvalRunConfig:
     """An evaluation run (``placerl-eval``): a placer or a trained policy on graphs.
 
     Attributes:
+        graph: What to place (:class:`GraphGroup`).
+        cluster: Where (:class:`ClusterGroup`).
+        logger: Experiment tracking (:class:`LoggerGroup`).
         placer: A placer spec; a trained policy is ``policy?path=<model.zip>`` (add
             ``&search=local&budget=2000`` for a search at inference, counted in simulator
-            evaluations; :mod:`placerl.agents.search`).
+            evaluations).
         objective: ``step_time`` or ``pipeline``.
         baselines: Placer specs to compare with.
         force: Run even if the run directory already holds a ``result.json``.
     """
 
-    graph: GraphGroup = field(default_factory=GraphGroup)
-    cluster: ClusterGroup = field(default_factory=ClusterGroup)
-    logger: LoggerGroup = field(default_factory=LoggerGroup)
+    graph: GraphGroup = field(default_factory=_main_job("graph", "eval"))
+    cluster: ClusterGroup = field(default_factory=_main_job("cluster", "eval"))
+    logger: LoggerGroup = field(default_factory=_main_job("logger", "eval"))
     placer: str = "heft"
     objective: str = "step_time"
-    baselines: list[str] = field(default_factory=lambda: ["single_device", "random", "heft"])
+    baselines: list[str] = field(default_factory=lambda: list(BASE_BASELINES))
     force: bool = False
+
+    @classmethod
+    def schema(cls) -> EvalRunConfig:
+        """The base Hydra composes ``configs/eval.yaml`` on (see :meth:`RunConfig.schema`)."""
+        return cls(graph=GraphGroup(), cluster=ClusterGroup(), logger=LoggerGroup())
+
+
+#: Keys of the old flat ``TrainConfig`` and where each now lives.
+RENAMED = {
+    "env_kwargs": "env.<argument> (e.g. env.reward)", "objective": "env.objective",
+    "start_from_best": "env.start_from_best", "algo": "agent.algo",
+    "extractor": "agent.extractor", "head": "agent.head",
+    "extractor_kwargs": "agent.extractor_kwargs", "hyperparams": "agent.hyperparams",
+    "warm_start": "agent.warm_start", "warm_start_epochs": "agent.warm_start_epochs",
+    "warm_start_rounds": "agent.warm_start_rounds", "rollback": "agent.rollback",
+    "rollback_graphs": "agent.rollback_graphs", "out_dir": "train(config, out_dir=...)",
+    "initial": "env.init",
+}  # fmt: skip
 
 
 def check_known_keys(values: Mapping[str, Any], schema: type, prefix: str = "") -> None:
@@ -257,17 +399,47 @@ def check_known_keys(values: Mapping[str, Any], schema: type, prefix: str = "") 
     mappings (``hyperparams``, ``extractor_kwargs``) are checked later by what reads them.
 
     Raises:
-        ConfigError: An unknown key, named with its path and the closest known one.
+        ConfigError: An unknown key, named with its path and the closest known one; a renamed
+            key, with its new name; a plain value where a group is expected.
     """
     fields = {f.name for f in dataclasses.fields(schema)}
     types = typing.get_type_hints(schema)
     for key, value in values.items():
         path = f"{prefix}{key}"
         if key not in fields:
-            close = difflib.get_close_matches(str(key), sorted(fields), n=1)
-            hint = f"; did you mean {prefix}{close[0]}?" if close else ""
-            raise ConfigError(
-                f"unknown option {path!r}{hint} (known here: {', '.join(sorted(fields))})"
-            )
-        if dataclasses.is_dataclass(types[key]) and isinstance(value, Mapping):
-            check_known_keys(value, types[key], prefix=f"{path}.")
+            raise ConfigError(_unknown_key(str(key), path, prefix, fields))
+        group = types[key]
+        if not dataclasses.is_dataclass(group):
+            continue
+        if isinstance(value, Mapping):
+            check_known_keys(value, group, prefix=f"{path}.")
+        elif not isinstance(value, group):
+            first = dataclasses.fields(group)[0].name
+            raise ConfigError(f"{path} is a group: give {path}.{first} ({{{key!r}: {{{first!r}: "
+                              f"{value!r}}}}}) or a {group.__name__}, got {value!r}")  # fmt: skip
+
+
+def _unknown_key(key: str, path: str, prefix: str, fields: set[str]) -> str:
+    if not prefix and key in RENAMED:
+        return f"{key!r} is now {RENAMED[key]}"
+    close = difflib.get_close_matches(key, sorted(fields), n=1)
+    hint = f"; did you mean {prefix}{close[0]}?" if close else ""
+    return f"unknown option {path!r}{hint} (known here: {', '.join(sorted(fields))})"
+
+
+def _merged(base: Any, updates: Mapping[str, Any]) -> Any:
+    """``base`` (a dataclass) with ``updates`` over it; nested mappings update nested groups."""
+    changes = {}
+    for key, value in updates.items():
+        current = getattr(base, key)
+        if dataclasses.is_dataclass(current) and isinstance(value, Mapping):
+            value = _merged(current, value)
+        elif isinstance(value, Sequence) and not isinstance(value, str):
+            value = list(value)
+        changes[key] = copy.deepcopy(value)
+    return dataclasses.replace(base, **changes)
+
+
+def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}")

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from placerl._registry import Registry
+from placerl.results import Result
 from placerl.run_config import LoggerGroup
-from placerl.train import TrainResult, is_evaluation
 
 #: SB3 logger keys renamed for wandb (CleanRL's namespaces).
 RENAMED = {"time/fps": "charts/SPS"}
@@ -48,7 +48,7 @@ class Tracker:
         """SB3 callbacks to pass to :func:`~placerl.train.train`."""
         return []
 
-    def log_result(self, result: TrainResult, figures: Mapping[str, Path]) -> None:
+    def log_result(self, result: Result, figures: Mapping[str, Path]) -> None:
         """Record the finished run: summaries, the best placement, the figures."""
 
     def close(self) -> None:
@@ -68,13 +68,13 @@ def open_tracker(logger: LoggerGroup, config: Mapping[str, Any], out_dir: str, *
     return TRACKERS[logger.kind](logger, config, out_dir, job_type)
 
 
-def run_labels(config: Mapping[str, Any]) -> dict[str, Any]:
-    """wandb's group, tags and name for a job's resolved config (a ``RunConfig`` or an
-    ``EvalRunConfig`` as a dict)."""
+def run_labels(config: Mapping[str, Any], job_type: str = "train") -> dict[str, Any]:
+    """wandb's group, tags and name for a ``job_type`` job's resolved config (a ``RunConfig``
+    or, ``eval``, an ``EvalRunConfig`` as a dict)."""
     spec = config["graph"]["spec"]
     graph = spec if isinstance(spec, str) else f"{len(spec)} graphs ({spec[0]}, ...)"
     group = f"{graph} @ {config['cluster']['spec']}"
-    if is_evaluation(config):
+    if job_type == "eval":
         return {"group": group, "tags": [f"placer:{config['placer']}",
                                          f"objective:{config['objective']}"],
                 "name": f"eval-{config['placer']}"}  # fmt: skip
@@ -96,9 +96,10 @@ class WandbTracker(Tracker):
             import wandb
 
             mode = os.environ.get("WANDB_MODE", logger.mode)
+            labels = run_labels(config, job_type)
             self.run = wandb.init(project=logger.project, entity=logger.entity, mode=mode,
                                   config=dict(config), dir=out_dir, job_type=job_type,
-                                  reinit="finish_previous", **run_labels(config))  # fmt: skip
+                                  reinit="finish_previous", **labels)  # fmt: skip
             for metric in MINIMIZED:
                 self.run.define_metric(metric, summary="min")
         except Exception as error:  # a tracker never stops training
@@ -113,12 +114,12 @@ class WandbTracker(Tracker):
     def callbacks(self) -> list[Any]:
         return [] if self.run is None else [_wandb_callback(self.run)]
 
-    def log_result(self, result: TrainResult, figures: Mapping[str, Path]) -> None:
+    def log_result(self, result: Result, figures: Mapping[str, Path]) -> None:
         if self.run is None:
             return
         import wandb
 
-        summary: dict[str, Any] = {"steps": result.steps, **result.timings}
+        summary: dict[str, Any] = {"steps": getattr(result, "steps", 0), **result.timings}
         for outcome in result.graphs:
             prefix = "" if len(result.graphs) == 1 else f"{outcome.graph}/"
             summary[f"{prefix}final_runtime_ms"] = 1e3 * outcome.final_runtime
@@ -128,9 +129,9 @@ class WandbTracker(Tracker):
             for name, speedup in outcome.speedups().items():
                 summary[f"{prefix}speedup/{name}"] = speedup
         self.run.summary.update(summary)
-        table = wandb.Table(columns=["graph", "node", "device"], data=[
-            [outcome.graph, v, d] for outcome in result.graphs
-            for v, d in enumerate(outcome.best_placement)])  # fmt: skip
+        table = wandb.Table(columns=["graph", "node", "op", "device"], data=[
+            [outcome.graph, v, op, device] for outcome in result.graphs
+            for v, (op, device) in enumerate(outcome.best_placement_by_op.items())])  # fmt: skip
         images = {f"charts/{name}": wandb.Image(str(path)) for name, path in figures.items()}
         self.run.log({"placement": table, **images})
 

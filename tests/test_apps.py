@@ -21,9 +21,9 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError
 
 import placerl.apps  # registers the run schema
+from placerl.compose import compose_run
 from placerl.errors import ConfigError
-from placerl.run_config import RunConfig, to_train_config
-from placerl.train import TrainConfig
+from placerl.run_config import EnvGroup, RunConfig
 
 GROUPS = ("graph", "cluster", "order", "env", "agent", "logger", "experiment", "hparams_search")
 
@@ -34,7 +34,7 @@ def _options(group: str) -> list[str]:
 
 
 def _compose(*overrides: str, name: str = "train") -> RunConfig:
-    return placerl.apps.compose_run(*overrides, config_name=name)
+    return compose_run(*overrides, config_name=name)
 
 
 #: A tiny training job: 12 nodes, the MLP extractor, short rollouts.
@@ -77,11 +77,10 @@ CHOICES = [(group, option) for group in GROUPS for option in _options(group)]
 
 
 @pytest.mark.parametrize(("group", "option"), CHOICES, ids=[f"{g}={o}" for g, o in CHOICES])
-def test_every_config_composes_into_a_train_config(group, option):
+def test_every_config_composes_into_a_checked_run_config(group, option):
     run = _compose(f"{group}={option}")
-    assert isinstance(run, RunConfig)
-    config = to_train_config(run, out_dir=None)  # TrainConfig checks its values
-    assert isinstance(config, TrainConfig)
+    assert isinstance(run, RunConfig) and run.check() is run
+    assert RunConfig.from_dict(run.to_dict()) == run  # Python builds the same run
     if group in ("graph", "cluster"):
         text = (resources.files("placerl.configs") / group / f"{option}.yaml").read_text()
         spec = getattr(run, group).spec
@@ -110,35 +109,79 @@ def test_defaults_are_the_main_job():
     assert _compose("~experiment").env.kind == "construct"  # the plain defaults
 
 
+def test_python_and_the_cli_build_the_same_main_job():
+    """train({}), train(RunConfig()) and placerl-train with no overrides: one experiment."""
+    assert RunConfig() == _compose() == RunConfig.from_dict({})
+    assert RunConfig().to_dict() == _compose().to_dict()
+    assert _compose("experiment=excursions") == RunConfig()  # the main job's recipe
+    # the defaults the old flat TrainConfig disagreed on, as the main job has them
+    run = RunConfig()
+    assert (run.eval_samples, run.resume, run.progress_bar) == (8, True, True)
+    assert (run.graph.spec, run.cluster.spec) == ("synthetic:cifar10?seed=0",
+                                                  "gpu8_nvlink?n_devices=4")  # fmt: skip
+
+
+EXPERIMENTS = _options("experiment")
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_builds_the_same_run_through_python(experiment):
+    run = _compose(f"experiment={experiment}")
+    as_python = RunConfig.from_dict(json.loads(json.dumps(run.to_dict())))
+    assert as_python == run and as_python.to_dict() == run.to_dict()
+    rebuilt = RunConfig(**{f: getattr(run, f) for f in run.__dataclass_fields__})
+    assert rebuilt.check().to_dict() == run.to_dict()
+
+
+def test_a_python_mapping_overrides_as_the_cli_does():
+    cli = _compose("total_steps=4000", "env.reward=normalized_delta", "order=bfs")
+    python = RunConfig.from_dict({"total_steps": 4000, "env": {"reward": "normalized_delta"},
+                                  "order": {"name": "bfs"}})  # fmt: skip
+    assert python == cli
+    whole = RunConfig.from_dict({"env": EnvGroup(kind="dual")})  # a group object replaces
+    assert whole.env == EnvGroup(kind="dual") == _compose("env=dual").env
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"total_step": 5}, "unknown option 'total_step'; did you mean total_steps?"),
+    ({"env": {"rewrd": "x"}}, "unknown option 'env.rewrd'; did you mean env.reward?"),
+    ({"env_kwargs": {"reward": "x"}, "total_steps": 5}, "'env_kwargs' is now env.<argument>"),
+    ({"algo": "ppo"}, "'algo' is now agent.algo"),
+    ({"out_dir": "x"}, r"'out_dir' is now train\(config, out_dir=...\)"),
+    ({"order": "bfs"}, r"order is a group: give order.name \({'order': {'name': 'bfs'}}\)"),
+    ({"env": {"initial": "heft"}}, "unknown option 'env.initial'; did you mean env.init?"),
+    (["total_steps"], "a run config is a RunConfig or a mapping"),
+])  # fmt: skip
+def test_a_bad_python_config_fails_before_any_work(data, message):
+    with pytest.raises(ConfigError, match=message):
+        RunConfig.from_dict(data)
+
+
 def test_experiment_sets_what_it_changes():
     run = _compose("experiment=pipeline_msr")
-    config = to_train_config(run, out_dir=None)
-    assert config.objective == "pipeline" and config.graph == "msr:bert_l-3_inference"
-    assert "tarnawski_dp" in config.baselines
-    family = to_train_config(_compose("experiment=generalization"), out_dir=None)
-    assert len(family.graph) == 24 and family.env_kwargs["max_nodes"] == 80
+    assert run.env.objective == "pipeline" and run.graph.spec == "msr:bert_l-3_inference"
+    assert "tarnawski_dp" in run.baselines
+    family = _compose("experiment=generalization")
+    assert len(family.graph.spec) == 24 and family.env_arguments()["max_nodes"] == 80
 
 
-def test_agent_options_reach_the_train_config():
-    config = to_train_config(_compose("agent.rollback_graphs=24", "agent.rollback=true"),
-                             out_dir=None)  # fmt: skip
-    assert (config.rollback, config.rollback_graphs) == (True, 24)
-    assert to_train_config(_compose(), out_dir=None).rollback_graphs == 0  # all graphs
-    assert to_train_config(_compose(), out_dir=None).warm_start_rounds == 0  # plain cloning
-    dagger = to_train_config(_compose("agent.warm_start_rounds=2", "agent.warm_start=best_of"),
-                             out_dir=None)  # fmt: skip
-    assert dagger.warm_start_rounds == 2
-    held = to_train_config(_compose("validation_graphs=['synthetic:cifar10?seed=1']"),
-                           out_dir=None)  # fmt: skip
+def test_agent_options_reach_the_run():
+    run = _compose("agent.rollback_graphs=24", "agent.rollback=true")
+    assert (run.agent.rollback, run.agent.rollback_graphs) == (True, 24)
+    assert _compose().agent.rollback_graphs == 0  # all graphs
+    assert _compose().agent.warm_start_rounds == 0  # plain cloning
+    dagger = _compose("agent.warm_start_rounds=2", "agent.warm_start=best_of")
+    assert dagger.check().agent.warm_start_rounds == 2
+    held = _compose("validation_graphs=['synthetic:cifar10?seed=1']")
     assert list(held.validation_graphs) == ["synthetic:cifar10?seed=1"]
 
 
 def test_refine_env_passes_its_own_arguments():
-    config = to_train_config(_compose("env=refine"), out_dir=None)
-    assert config.env == "refine"
-    assert config.env_kwargs["initial"] == "best_of" and config.env_kwargs["passes"] == 1
-    construct = to_train_config(_compose("env=construct"), out_dir=None)
-    assert "initial" not in construct.env_kwargs  # Placement-v0 has no such argument
+    run = _compose("env=refine")
+    assert run.env.kind == "refine"
+    arguments = run.env_arguments()
+    assert arguments["init"] == "best_of" and arguments["passes"] == 1
+    assert "init" not in _compose("env=construct").env_arguments()  # Placement-v1 has none
 
 
 @pytest.mark.parametrize(("override", "error", "message"), [
@@ -179,7 +222,8 @@ def test_placerl_train_runs_and_resumes(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "policy (greedy, weights of step" in done.stdout and "heft" in done.stdout
     result = json.loads((out / "result.json").read_text())
-    assert result["steps"] >= 128 and result["config"]["graph"] == "synthetic:layered?n=12&seed=0"
+    assert result["steps"] >= 128
+    assert result["config"]["graph"]["spec"] == "synthetic:layered?n=12&seed=0"
     assert (out / ".hydra" / "config.yaml").is_file() and (out / "model.zip").is_file()
     for picture in ("learning_curve.png", "placement.png"):
         assert (out / picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", picture
@@ -353,43 +397,6 @@ def test_the_slurm_launcher_config_extends_submitit():
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
     assert launcher.gpus_per_node == 1 and launcher.timeout_min == 240
-
-
-def test_the_table_names_the_weights_it_shows_and_the_last_ones_beside_them():
-    from placerl.apps import summary_table
-    from placerl.train import GraphOutcome, TrainResult
-
-    outcome = GraphOutcome(graph="g", final_runtime=1e-3, sampled_runtime=1e-3,
-                           best_runtime=0.9e-3, best_placement=[0],
-                           baselines={"heft": 1.1e-3})  # fmt: skip
-    curve = [{"step": 0, "runtimes": [1.2e-3]}, {"step": 2000, "runtimes": [1e-3]},
-             {"step": 4096, "runtimes": [1.5e-3]}]  # fmt: skip
-    kept = TrainResult({"graph": "g"}, [outcome], curve, 4096, {"train": 3.0}, policy_step=2000)
-    text = summary_table(kept)
-    assert "policy (greedy, weights of step 2,000)" in text
-    assert "policy (last weights, step 4,096)" in text and "1.500" in text
-    heft = next(line for line in text.splitlines() if "│ heft" in line)
-    assert "1.222x" in heft  # over the best placement found (0.9), not the greedy pass (1.0)
-    last = TrainResult({"graph": "g"}, [outcome], curve, 4096, {"train": 3.0}, policy_step=4096)
-    assert "last weights" not in summary_table(last)
-    assert "lower bound" not in text  # none given
-    assert "4096 steps, 3 s of training" in text and "warm start" not in text
-    cloned = TrainResult({"graph": "g"}, [outcome], curve, 4096,
-                         {"train": 3.0, "warm_start": 108.4}, policy_step=4096)  # fmt: skip
-    assert "4096 steps, 3 s of training after 108 s of warm start" in summary_table(cloned)
-
-
-def test_the_table_shows_the_lower_bound_first():
-    from placerl.apps import LOWER_BOUND_ROW, summary_table
-    from placerl.train import GraphOutcome, TrainResult
-
-    outcome = GraphOutcome(graph="g", final_runtime=1e-3, sampled_runtime=1e-3,
-                           best_runtime=1e-3, best_placement=[0], baselines={"heft": 1.1e-3},
-                           lower_bound=0.8e-3)  # fmt: skip
-    text = summary_table(TrainResult({"graph": "g"}, [outcome], [], 64, {"train": 1.0},
-                                     policy_step=64))  # fmt: skip
-    rows = [line for line in text.splitlines() if "│ g" in line]
-    assert LOWER_BOUND_ROW in rows[0] and "0.800" in rows[0] and "0.800x" in rows[0]
 
 
 def test_a_sweep_of_placers_shows_placers_not_orders():

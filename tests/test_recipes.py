@@ -14,7 +14,6 @@ from placerl.baselines.problem import Problem
 from placerl.baselines.references import reference
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
-from placerl.run_config import to_train_config
 from placerl.train import train
 from tests.test_apps import _compose
 
@@ -25,19 +24,19 @@ SMALL = [f"graph.spec='{GRAPH}'", f"cluster.spec='{CLUSTER}'", "n_envs=2", "eval
 
 
 def test_placeto_refines_from_the_best_so_far_with_its_reward():
-    config = to_train_config(_compose("experiment=placeto"), out_dir=None)
-    assert config.env == "refine" and config.start_from_best
-    assert config.env_kwargs["reward"] == "normalized_delta"
-    assert config.env_kwargs["initial"] == config.env_kwargs["reference"] == "best_of"
-    assert config.warm_start == "best_of"
+    config = _compose("experiment=placeto")
+    assert config.env.kind == "refine" and config.env.start_from_best
+    assert config.env.reward == "normalized_delta"
+    assert config.env.init == config.env.reference == "best_of"
+    assert config.agent.warm_start == "best_of"
 
 
 def test_placeto_learns_to_improve_a_poor_start():
     """From single-device starts, the refining policy learns moves worth 30% more than its
     untrained self's in 1.5k steps (measured: 0.231 ms at step 0, 0.134 ms at the end)."""
-    run = _compose("experiment=placeto", *SMALL, "env.initial=single_device",
+    run = _compose("experiment=placeto", *SMALL, "env.init=single_device",
                    "agent.warm_start=null")  # fmt: skip
-    result = train(to_train_config(run, out_dir=None))
+    result = train(run)
     single = solve("single_device", GRAPH, CLUSTER).runtime
     curve = [c["runtimes"][0] for c in result.curve]
     final = result.graphs[0].final_runtime
@@ -46,24 +45,26 @@ def test_placeto_learns_to_improve_a_poor_start():
 
 
 def test_excursions_are_short_refine_episodes_without_a_clone():
-    config = to_train_config(_compose("experiment=excursions"), out_dir=None)
-    assert config.env == "refine" and config.start_from_best and config.warm_start is None
-    assert config.env_kwargs["moves"] == 4 and config.env_kwargs["initial"] == "best_of"
-    assert config.hyperparams["n_epochs"] == 2  # the placeto recipe's tuned PPO (placeto_gnn)
+    config = _compose("experiment=excursions")
+    assert config.env.kind == "refine" and config.env.start_from_best
+    assert config.agent.warm_start is None
+    assert config.env.moves == 4 and config.env.init == "best_of"
+    assert config.agent.hyperparams["n_epochs"] == 2  # the placeto recipe's tuned PPO (placeto_gnn)
 
 
 def test_excursions_compare_with_iterated_local_search_at_the_runs_budget():
     """``{steps}``: the steps trained, ``total_steps`` rounded up to whole rollouts (the
     train tests check that it is filled in)."""
-    config = to_train_config(_compose("experiment=excursions", "total_steps=3000"), out_dir=None)
+    config = _compose("experiment=excursions", "total_steps=3000")
     assert "local_search?init=best_of" in config.baselines
     assert any("restarts=" in b and "max_evaluations={steps}&" in b for b in config.baselines)
 
 
 def test_another_env_drops_the_excursions_and_brings_the_clone_back():
-    config = to_train_config(_compose("experiment=excursions", "env=construct"), out_dir=None)
-    assert config.env == "construct" and "moves" not in config.env_kwargs
-    assert config.warm_start == "best_of"
+    config = _compose("experiment=excursions", "env=construct")
+    assert config.env.kind == "construct" and config.env.moves is None
+    assert not config.env.start_from_best and "moves" not in config.env_arguments()
+    assert config.agent.warm_start == "best_of"
 
 
 def test_excursions_find_placements_beyond_local_searchs_optimum():
@@ -75,7 +76,7 @@ def test_excursions_find_placements_beyond_local_searchs_optimum():
     graph = "synthetic:layered?n=26&seed=2"
     run = _compose("experiment=excursions", f"graph.spec='{graph}'", *SMALL[1:], "seed=3",
                    "total_steps=768", "eval_every=512", "baselines=[best_of]")  # fmt: skip
-    result = train(to_train_config(run, out_dir=None))
+    result = train(run)
     start = reference(graph, CLUSTER, placer="best_of")  # cached: the run computed it
     climbed = solve("local_search", graph, CLUSTER, init=start.placement).runtime
     best_of = start.runtime
@@ -83,11 +84,11 @@ def test_excursions_find_placements_beyond_local_searchs_optimum():
 
 
 def test_improve_proposes_moves_the_simulator_keeps_when_they_help():
-    config = to_train_config(_compose("experiment=improve"), out_dir=None)
-    assert config.env == "refine" and config.warm_start == "best_move"
-    assert config.env_kwargs["undo_worse"] is True and config.env_kwargs["passes"] == 3
-    assert config.env_kwargs["initial"] == config.env_kwargs["reference"] == "best_of"
-    assert len(config.graph) == 24 and config.env_kwargs["max_nodes"] == 80  # the family
+    config = _compose("experiment=improve")
+    assert config.env.kind == "refine" and config.agent.warm_start == "best_move"
+    assert config.env.undo_worse is True and config.env.passes == 3
+    assert config.env.init == config.env.reference == "best_of"
+    assert len(config.graph.spec) == 24 and config.env.max_nodes == 80  # the family
 
 
 def _geomean(values):
@@ -107,7 +108,7 @@ def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_p
     run = _compose("experiment=improve", f"graph.spec=[{training}]", f"cluster.spec='{CLUSTER}'",
                    "total_steps=0", "eval_every=0", "progress_bar=false", "baselines=[]",
                    "env.max_nodes=24", "env.max_edges=80", "env.passes=1")  # fmt: skip
-    train(to_train_config(run, out_dir=str(tmp_path)))
+    train(run, out_dir=str(tmp_path))
     model = load_model(str(tmp_path / "model.zip"))
     ratios, searched = [], []
     for spec in (family.format(s) for s in range(10, 16)):
@@ -132,9 +133,9 @@ def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_p
 
 
 def test_doppler_selects_then_places_and_imitates_the_best_classic_placer():
-    config = to_train_config(_compose("experiment=doppler"), out_dir=None)
-    assert config.env == "dual" and config.warm_start == "best_of"
-    assert config.env_kwargs["reference"] == "best_of"
+    config = _compose("experiment=doppler")
+    assert config.env.kind == "dual" and config.agent.warm_start == "best_of"
+    assert config.env.reference == "best_of"
 
 
 def test_doppler_learns_an_order_and_devices_from_scratch():
@@ -143,7 +144,7 @@ def test_doppler_learns_an_order_and_devices_from_scratch():
     0.857, 0.890, 0.491 and 0.799 of its start, at 0.125-0.132 ms; with the ``devices``
     features before HEFT's schedule, seed 0 went from 0.179 to 0.139 ms."""
     run = _compose("experiment=doppler", *SMALL, "agent.warm_start=null")
-    result = train(to_train_config(run, out_dir=None))
+    result = train(run)
     curve = [c["runtimes"][0] for c in result.curve]
     final = result.graphs[0].final_runtime
     assert final < 0.9 * curve[0]
@@ -151,9 +152,9 @@ def test_doppler_learns_an_order_and_devices_from_scratch():
 
 
 def test_gdp_places_a_family_in_one_shot():
-    config = to_train_config(_compose("experiment=gdp"), out_dir=None)
-    assert config.env == "one_shot" and config.warm_start == "best_of"
-    assert len(config.graph) == 24 and config.env_kwargs["max_nodes"] == 80
+    config = _compose("experiment=gdp")
+    assert config.env.kind == "one_shot" and config.agent.warm_start == "best_of"
+    assert len(config.graph.spec) == 24 and config.env.max_nodes == 80
 
 
 def test_gdp_learns_one_shot_placements_from_scratch():
@@ -166,7 +167,7 @@ def test_gdp_learns_one_shot_placements_from_scratch():
     small = "synthetic:layered?n=10&seed=2"
     run = _compose("experiment=gdp", *SMALL, "seed=1", f"graph.spec='{small}'", "total_steps=1024",
                    "env.max_nodes=10", "env.max_edges=16", "agent.warm_start=null")  # fmt: skip
-    result = train(to_train_config(run, out_dir=None))
+    result = train(run)
     curve = [c["runtimes"][0] for c in result.curve]
     final = result.graphs[0].final_runtime
     assert final < 0.9 * curve[0]
@@ -174,10 +175,10 @@ def test_gdp_learns_one_shot_placements_from_scratch():
 
 
 def test_hierarchical_groups_then_places_a_large_graph():
-    config = to_train_config(_compose("experiment=hierarchical"), out_dir=None)
-    assert config.env == "hierarchical" and config.env_kwargs["groups"] == 64
-    assert config.graph == "synthetic:layered?n=1200&seed=0" and config.warm_start == "best_of"
-    assert not config.rollback
+    config = _compose("experiment=hierarchical")
+    assert config.env.kind == "hierarchical" and config.env.groups == 64
+    assert config.graph.spec == "synthetic:layered?n=1200&seed=0"
+    assert config.agent.warm_start == "best_of" and not config.agent.rollback
 
 
 def test_hierarchical_learns_groups_and_their_devices_from_scratch():
@@ -190,7 +191,7 @@ def test_hierarchical_learns_groups_and_their_devices_from_scratch():
     small = "synthetic:layered?n=10&seed=2"
     run = _compose("experiment=hierarchical", *SMALL, f"graph.spec='{small}'",
                    "total_steps=2048", "env.groups=3", "agent.warm_start=null")  # fmt: skip
-    result = train(to_train_config(run, out_dir=None))
+    result = train(run)
     curve = [c["runtimes"][0] for c in result.curve]
     final = result.graphs[0].final_runtime
     assert final < 0.85 * curve[0]

@@ -11,10 +11,12 @@ pytest.importorskip("tabulate", reason="the experiments extra is not installed")
 from placerl.errors import ConfigError
 from placerl.report import (
     compare_orders,
+    error_summary,
     graph_group,
     load_runs,
     main,
     not_compared,
+    open_jobs,
     select_metric,
     summarize,
     unfinished_jobs,
@@ -138,16 +140,78 @@ def test_orders_run_with_different_budgets_are_refused_and_named(tmp_path):
     assert "(no pairs: no other order ran on the same graph, agent, seed and settings" in text
 
 
-def test_failed_and_unfinished_jobs_are_listed(sweep):
-    failed = sweep / "sweep" / "7"
-    (failed / ".hydra").mkdir(parents=True)
-    (failed / "error.txt").write_text("Traceback...\nValueError: the graph has a cycle\n")
-    (sweep / "sweep" / "8" / ".hydra").mkdir(parents=True)
-    assert unfinished_jobs([sweep]) == [f"{failed}: failed: ValueError: the graph has a cycle",
-                                        f"{sweep / 'sweep' / '8'}: unfinished (no result.json; "
-                                        "re-running the sweep resumes it)"]  # fmt: skip
+TRACEBACK = """Traceback (most recent call last):
+  File "placerl/apps.py", line 93, in _to_run
+    check_known_keys(OmegaConf.to_container(cfg, resolve=False), schema)
+placerl.errors.ConfigError: unknown option 'total_step'; did you mean total_steps?
+"""
+
+
+def _job(sweep, name, error=None, steps=None, hydra=True):
+    job = sweep / "sweep" / name
+    job.mkdir(parents=True)
+    if hydra:
+        (job / ".hydra").mkdir()
+    if error is not None:
+        (job / "error.txt").write_text(error)
+    if steps is not None:
+        (job / "checkpoint").mkdir()
+        (job / "checkpoint" / "state.json").write_text(
+            json.dumps({"steps": steps, "config": {"total_steps": 20_000}}))
+    return job
+
+
+def test_failed_jobs_are_listed_with_their_error_apart_from_unfinished_ones(sweep):
+    failed = _job(sweep, "7", error=TRACEBACK)
+    resumable = _job(sweep, "8", steps=5_000)
+    silent = _job(sweep, "9")
+    failed_late = _job(sweep, "10", error="Traceback...\nValueError: cycle\n", steps=5_000)
+    plain = _job(sweep, "11", steps=10_000, hydra=False)  # train(config) with an out_dir
+    error = "placerl.errors.ConfigError: unknown option 'total_step'; did you mean total_steps?"
+    assert [(j.folder, j.status) for j in open_jobs([sweep])] == [
+        (failed_late, "failed"), (plain, "unfinished"), (failed, "failed"),
+        (resumable, "unfinished"), (silent, "no result")]  # fmt: skip
+    lines = unfinished_jobs([sweep])
+    assert lines[2] == f"{failed}: failed: {error} (traceback in {failed / 'error.txt'})"
+    assert lines[0].startswith(f"{failed_late}: failed: ValueError: cycle (traceback in ")
+    assert lines[3] == (f"{resumable}: unfinished: checkpoint at step 5,000 of 20,000; "
+                        "re-running the same command resumes it")  # fmt: skip
+    assert lines[4].startswith(f"{silent}: no result: no result.json, checkpoint or error.txt")
     text = write_report([sweep], sweep / "report").read_text()
-    assert "## Failed or unfinished jobs" in text and "the graph has a cycle" in text
+    failed_part = text.split("## Failed jobs")[1].split("## Unfinished jobs")[0]
+    unfinished_part = text.split("## Unfinished jobs")[1]
+    assert error in failed_part and "ValueError: cycle" in failed_part
+    assert str(resumable) not in failed_part and str(failed) not in unfinished_part
+    assert "checkpoint at step 5,000 of 20,000" in unfinished_part
+    assert "resumes it" not in failed_part
+
+
+def test_finished_jobs_and_sweep_folders_are_not_listed(sweep):
+    done = _job(sweep, "7", steps=20_000)
+    (done / "result.json").write_text("{}")
+    (sweep / "sweep" / ".hydra").mkdir()  # a folder of finished jobs
+    assert open_jobs([sweep]) == []
+
+
+@pytest.mark.parametrize(("text", "summary"), [
+    (TRACEBACK, "placerl.errors.ConfigError: unknown option 'total_step'; did you mean "
+                "total_steps?"),
+    ("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    f()\n"
+     "    ^^^\nValueError: two\nlines\n\n", "ValueError: two lines"),
+    ("killed by the scheduler\n", "killed by the scheduler"),
+    ("Traceback:\n    indented to the end\n", "indented to the end"),
+    ("  \n", "(empty error.txt)"),
+])  # fmt: skip
+def test_error_summary_is_the_exception_the_traceback_ends_with(text, summary):
+    assert error_summary(text) == summary
+
+
+def test_an_unreadable_checkpoint_state_is_said(sweep):
+    job = _job(sweep, "7", steps=1)
+    (job / "checkpoint" / "state.json").write_text("{not json")
+    (line,) = unfinished_jobs([sweep])
+    assert line == (f"{job}: unfinished: a checkpoint ({job / 'checkpoint' / 'state.json'} is "
+                    "unreadable); re-running the same command resumes it")  # fmt: skip
 
 
 def test_report_writes_tables_and_plots(sweep, capsys):

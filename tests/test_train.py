@@ -1,7 +1,10 @@
 """train(config): files, result, resume, and every bad option."""
 
+import dataclasses
 import itertools
 import json
+import re
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
@@ -12,22 +15,42 @@ from placerl.agents.factory import ALGORITHMS
 from placerl.baselines import solve
 from placerl.envs.case import OBSERVATION_VERSION
 from placerl.errors import ConfigError
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup, RunConfig
 from placerl.sim import CostModel, lower_bound
-from placerl.train import TrainConfig, _load_checkpoint, _vector_env, changed_options, train
+from placerl.train import _load_checkpoint, _vector_env, changed_options, train
 
+GRAPH, CLUSTER = "synthetic:layered?n=12&seed=0", "placeto?n_devices=2"
+#: A tiny run on the groups' bare defaults (the construct env, no warm start), not the main
+#: job's recipe: 12 nodes, the MLP extractor, two envs of 32-step rollouts.
 SMALL = {
-    "graph": "synthetic:layered?n=12&seed=0",
-    "cluster": "placeto?n_devices=2",
-    "extractor": "mlp",
+    "graph": {"spec": GRAPH},
+    "cluster": {"spec": CLUSTER},
+    "order": OrderGroup(),
+    "env": EnvGroup(),
+    "agent": AgentGroup(extractor="mlp", warm_start=None,
+                        hyperparams={"n_steps": 32, "batch_size": 32}),
     "n_envs": 2,
-    "hyperparams": {"n_steps": 32, "batch_size": 32},
+    "eval_samples": 0,
+    "progress_bar": False,
+    "resume": False,
     "baselines": ["single_device", "heft"],
 }
 
 
+def small(**options):
+    """:data:`SMALL` with ``options`` over it; a mapping for ``env`` or ``agent`` changes
+    those fields of its group (``agent={"extractor": "gnn"}``)."""
+    config = dict(SMALL)
+    for key, value in options.items():
+        if key in ("env", "agent") and isinstance(value, Mapping):
+            value = dataclasses.replace(SMALL[key], **value)
+        config[key] = value
+    return config
+
+
 def test_train_writes_a_complete_result(tmp_path):
-    result = train({**SMALL, "total_steps": 256, "eval_every": 128, "checkpoint_every": 128,
-                    "eval_samples": 3, "out_dir": str(tmp_path)})  # fmt: skip
+    result = train(small(total_steps=256, eval_every=128, checkpoint_every=128, eval_samples=3),
+                   out_dir=str(tmp_path))  # fmt: skip
     assert result.steps >= 256
     assert [c["step"] for c in result.curve][:3] == [0, 128, 256]
     (outcome,) = result.graphs
@@ -43,28 +66,123 @@ def test_train_writes_a_complete_result(tmp_path):
     assert files["model"] == f"model-{result.steps}.zip"
     assert sorted(p.name for p in (tmp_path / "checkpoint").glob("model-*")) == [files["model"]]
     written = json.loads((tmp_path / "result.json").read_text())
+    assert written["kind"] == "train" and written["schema"] == 2
     assert written["graphs"][0]["best_runtime"] == outcome.best_runtime
-    bound = lower_bound(CostModel(SMALL["graph"], SMALL["cluster"]))
+    bound = lower_bound(CostModel(GRAPH, CLUSTER))
     assert written["graphs"][0]["lower_bound"] == outcome.lower_bound == bound
     assert bound <= outcome.best_runtime and bound <= min(outcome.baselines.values())
-    assert written["config"]["graph"] == SMALL["graph"]
-    assert written["config"]["seed"] == 0 and written["config"]["order"] == "topo"
+    assert written["config"]["graph"] == {"spec": GRAPH}
+    assert written["config"]["seed"] == 0 and written["config"]["order"]["name"] == "topo"
+    assert written["config"] == RunConfig.from_dict(small(total_steps=256, eval_every=128,
+                                                          checkpoint_every=128,
+                                                          eval_samples=3)).to_dict()  # fmt: skip
     versions = written["provenance"]
     assert versions["placerl"] and versions["torch"] and versions["stable-baselines3"]
     assert versions["git_revision"] is None or len(versions["git_revision"]) >= 40
-    best = json.loads((tmp_path / "best_placement.json").read_text())["0"]
+    best = json.loads((tmp_path / "best_placement.json").read_text())["layered-n12-s0"]
     assert len(best["placement"]) == 12
+
+
+def test_best_placement_names_a_device_of_the_cluster_for_every_op(tmp_path):
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    result = train(small(total_steps=64, eval_every=0), out_dir=str(tmp_path))
+    graph, cluster = load_graph(GRAPH), load_cluster(CLUSTER)
+    written = json.loads((tmp_path / "best_placement.json").read_text())
+    assert list(written) == [graph.name]
+    best = written[graph.name]
+    devices = [device.name for device in cluster.devices]
+    assert sorted(best["devices"]) == sorted(graph.names)  # every op, by name
+    assert set(best["devices"].values()) <= set(devices)
+    assert [best["devices"][name] for name in graph.names] == [devices[d]
+                                                               for d in best["placement"]]
+    (outcome,) = result.graphs
+    assert best["runtime"] == outcome.best_runtime and best["feasible"] is True
+    assert best["devices"] == outcome.best_placement_by_op
+
+
+@pytest.mark.parametrize("folder", [True, False], ids=["out_dir", "no out_dir"])
+def test_train_returns_the_model_with_the_weights_it_kept(tmp_path, folder):
+    """``result.model`` is the SB3 model the outcomes were measured with: its greedy episode
+    gives ``final_runtime`` (the kept weights, not necessarily the last), and ``model.zip``
+    holds the same weights."""
+    from placerl.agents.episodes import rollout
+    from placerl.agents.placer import load_model
+    from placerl.envs import PlacementEnv
+
+    fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
+    result = train(small(total_steps=256, eval_every=64, agent={"hyperparams": fast}),
+                   out_dir=str(tmp_path) if folder else None)  # fmt: skip
+    model = result.model
+    assert model is not None and model.num_timesteps == result.steps
+    assert "model" not in result.to_dict()
+    env = PlacementEnv(GRAPH, CLUSTER)
+    obs, _ = env.reset(seed=0)
+    action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+    assert env.action_masks()[int(action)]
+    assert rollout(model, env, graph=0).runtime == result.graphs[0].final_runtime
+    if folder:
+        saved = load_model(tmp_path / "model.zip", "cpu").policy.state_dict()
+        for name, weights in model.policy.state_dict().items():
+            np.testing.assert_array_equal(weights.cpu().numpy(), saved[name].cpu().numpy())
+    else:
+        assert result.out_dir is None and not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ({"env_kwargs": {"reward": "normalized_delta"}}, r"'env_kwargs' is now env\.<argument>"),
+    ({"initial": "best_of"}, r"'initial' is now env\.init"),
+    ({"extractor": "gnn"}, r"'extractor' is now agent\.extractor"),
+    ({"out_dir": "runs/x"}, r"'out_dir' is now train\(config, out_dir=\.\.\.\)"),
+])  # fmt: skip
+def test_a_key_of_the_old_flat_config_names_its_new_place(old, new):
+    with pytest.raises(ConfigError, match=new):
+        train(small(total_steps=8, **old))
+
+
+@pytest.mark.parametrize(("typo", "message"), [
+    ({"total_step": 1}, "unknown option 'total_step'; did you mean total_steps?"),
+    ({"env": {"rewad": "delta"}}, "unknown option 'env.rewad'; did you mean env.reward?"),
+    ({"agent": {"warm_starts": None}}, "did you mean agent.warm_start?"),
+])  # fmt: skip
+def test_a_misspelled_key_fails_with_the_closest_known_one(typo, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        train({**SMALL, **typo})
+
+
+def test_a_mapping_merges_into_the_main_job():
+    main = RunConfig()
+    assert RunConfig.from_dict({}) == main
+    assert RunConfig.from_dict({"total_steps": 5}) == dataclasses.replace(main, total_steps=5)
+    nested = RunConfig.from_dict({"env": {"reward": "log_speedup"}, "agent": {"rollback": False}})
+    assert nested.env == dataclasses.replace(main.env, reward="log_speedup")
+    assert nested.agent == dataclasses.replace(main.agent, rollback=False)
+    assert dataclasses.replace(nested, env=main.env, agent=main.agent) == main
+    whole = RunConfig.from_dict({"env": EnvGroup(kind="construct")})
+    assert whole.env == EnvGroup(kind="construct") and whole.agent == main.agent
+    assert RunConfig.from_dict(main) is main
+
+
+def test_the_main_job_is_what_placerl_train_composes():
+    pytest.importorskip("hydra", reason="the experiments extra is not installed")
+    from placerl.compose import compose_run
+
+    main = RunConfig()
+    assert compose_run() == main
+    assert main.env.kind == "refine" and main.env.start_from_best and main.env.moves == 4
+    assert main.eval_samples == 8 and main.progress_bar and main.resume
 
 
 def test_a_baselines_steps_stand_for_the_steps_trained():
     """``total_steps=100`` trains two rollouts of 64: the search gets 128 evaluations."""
     search = "local_search?init=heft&restarts=1000&max_evaluations={steps}&time_limit=60"
-    result = train({**SMALL, "total_steps": 100, "eval_every": 0, "baselines": [search]})
+    result = train(small(total_steps=100, eval_every=0, baselines=[search]))
     assert result.steps == 128
     (outcome,) = result.graphs
     assert list(outcome.baselines) == [search]  # the same key in every run of the config
-    budgeted = solve("local_search", SMALL["graph"], SMALL["cluster"], init="heft",
-                     restarts=1000, max_evaluations=128, time_limit=60)  # fmt: skip
+    budgeted = solve("local_search", GRAPH, CLUSTER, init="heft", restarts=1000,
+                     max_evaluations=128, time_limit=60)  # fmt: skip
     assert budgeted.info["evaluations"] == 128
     assert outcome.baselines[search] == budgeted.runtime
 
@@ -72,18 +190,17 @@ def test_a_baselines_steps_stand_for_the_steps_trained():
 def test_a_run_that_trained_nothing_gives_a_steps_search_one_evaluation():
     """``max_evaluations=0`` would mean no limit: the search gets its start only."""
     search = "local_search?init=heft&restarts=1000&max_evaluations={steps}&time_limit=60"
-    result = train({**SMALL, "total_steps": 0, "eval_every": 0, "baselines": [search]})
+    result = train(small(total_steps=0, eval_every=0, baselines=[search]))
     assert result.steps == 0
-    heft = solve("heft", SMALL["graph"], SMALL["cluster"]).runtime
+    heft = solve("heft", GRAPH, CLUSTER).runtime
     assert result.graphs[0].baselines[search] == heft
 
 
 def test_resume_continues_steps_curve_and_best(tmp_path):
-    first = train({**SMALL, "total_steps": 128, "eval_every": 64, "out_dir": str(tmp_path)})
+    first = train(small(total_steps=128, eval_every=64), out_dir=str(tmp_path))
     state = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
     assert state["steps"] == first.steps
-    resumed = train({**SMALL, "total_steps": 256, "eval_every": 64, "out_dir": str(tmp_path),
-                     "resume": True})  # fmt: skip
+    resumed = train(small(total_steps=256, eval_every=64, resume=True), out_dir=str(tmp_path))
     assert resumed.steps >= 256
     steps = [c["step"] for c in resumed.curve]
     assert steps[: len(first.curve)] == [c["step"] for c in first.curve]  # the curve goes on
@@ -93,14 +210,13 @@ def test_resume_continues_steps_curve_and_best(tmp_path):
 
 
 def test_the_best_curve_tracks_the_search_at_every_rollout_without_evaluations(tmp_path):
-    result = train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path)})
+    result = train(small(total_steps=128, eval_every=0), out_dir=str(tmp_path))
     assert [c["step"] for c in result.curve] == [128]  # the final evaluation only
     steps = [p["step"] for p in result.best_curve]
     assert steps[:2] == [64, 128] and steps == sorted(steps)  # 2 envs x 32 steps per rollout
     found = [p["best"][0] for p in result.best_curve]
     assert found == sorted(found, reverse=True) and found[-1] == result.graphs[0].best_runtime
-    resumed = train({**SMALL, "total_steps": 256, "eval_every": 0, "out_dir": str(tmp_path),
-                     "resume": True})  # fmt: skip
+    resumed = train(small(total_steps=256, eval_every=0, resume=True), out_dir=str(tmp_path))
     assert resumed.best_curve[: len(result.best_curve)] == result.best_curve
     assert [p["step"] for p in resumed.best_curve][-1] == resumed.steps
     written = json.loads((tmp_path / "result.json").read_text())
@@ -108,14 +224,13 @@ def test_the_best_curve_tracks_the_search_at_every_rollout_without_evaluations(t
 
 
 def test_resume_without_a_checkpoint_starts_fresh(tmp_path):
-    result = train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path),
-                    "resume": True})  # fmt: skip
+    result = train(small(total_steps=64, eval_every=0, resume=True), out_dir=str(tmp_path))
     assert result.steps >= 64
 
 
 def test_same_seed_same_result():
-    a = train({**SMALL, "total_steps": 256, "eval_every": 64, "threads": 1})
-    b = train({**SMALL, "total_steps": 256, "eval_every": 64, "threads": 1})
+    a = train(small(total_steps=256, eval_every=64, threads=1))
+    b = train(small(total_steps=256, eval_every=64, threads=1))
     assert a.graphs[0].final_runtime == b.graphs[0].final_runtime
     np.testing.assert_array_equal(a.graphs[0].best_placement, b.graphs[0].best_placement)
     assert [c["runtimes"] for c in a.curve] == [c["runtimes"] for c in b.curve]
@@ -123,8 +238,8 @@ def test_same_seed_same_result():
 
 
 def test_warm_start_clones_the_placer():
-    result = train({**SMALL, "total_steps": 64, "eval_every": 0, "warm_start": "heft",
-                    "warm_start_epochs": 300})  # fmt: skip
+    result = train(small(total_steps=64, eval_every=0,
+                         agent={"warm_start": "heft", "warm_start_epochs": 300}))  # fmt: skip
     report = result.warm_start
     assert report["accuracy"] > 0.75  # identical devices: the expert's tie-break is not copied
     assert report["policy_runtime"] <= 1.05 * report["expert_runtime"]
@@ -132,9 +247,10 @@ def test_warm_start_clones_the_placer():
 
 
 def test_warm_start_rounds_run_dagger_after_the_clone():
-    result = train({**SMALL, "env": "refine", "total_steps": 0, "eval_every": 0,
-                    "env_kwargs": {"initial": "m_topo", "undo_worse": True},
-                    "warm_start": "best_move", "warm_start_epochs": 2, "warm_start_rounds": 1})
+    result = train(small(total_steps=0, eval_every=0,
+                         env={"kind": "refine", "init": "m_topo", "undo_worse": True},
+                         agent={"warm_start": "best_move", "warm_start_epochs": 2,
+                                "warm_start_rounds": 1}))  # fmt: skip
     report = result.warm_start
     assert report["rounds"] == 1 and len(report["round_runtimes"]) == 2
     assert report["samples"] == 2 * 12  # the expert's pass and the clone's, over 12 nodes
@@ -143,8 +259,9 @@ def test_warm_start_rounds_run_dagger_after_the_clone():
 
 @pytest.mark.parametrize("keep_best", [True, False])
 def test_keep_best_ends_with_the_best_evaluation(keep_best):
-    result = train({**SMALL, "total_steps": 512, "eval_every": 64, "keep_best": keep_best,
-                    "hyperparams": {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}})
+    fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
+    result = train(small(total_steps=512, eval_every=64, keep_best=keep_best,
+                         agent={"hyperparams": fast}))  # fmt: skip
     evaluations = [c["runtimes"][0] for c in result.curve]  # the last one is the final weights
     expected = min(evaluations) if keep_best else evaluations[-1]
     assert result.graphs[0].final_runtime == expected
@@ -159,9 +276,9 @@ def test_keep_best_ends_with_the_best_evaluation(keep_best):
 @pytest.mark.parametrize("rollback", [True, False])
 def test_rollback_keeps_the_greedy_curve_from_getting_worse(rollback):
     erratic = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
-    result = train({**SMALL, "extractor": "gnn", "total_steps": 768, "eval_every": 64,
-                    "keep_best": False, "rollback": rollback, "warm_start": "heft",
-                    "hyperparams": erratic})  # fmt: skip
+    result = train(small(total_steps=768, eval_every=64, keep_best=False,
+                         agent={"extractor": "gnn", "rollback": rollback, "warm_start": "heft",
+                                "hyperparams": erratic}))  # fmt: skip
     curve = [c["runtimes"][0] for c in result.curve]
     worse = [b > a * (1 + 1e-12) for a, b in itertools.pairwise(curve)]
     assert not any(worse) if rollback else any(worse)
@@ -182,9 +299,10 @@ def test_greedy_episodes_of_weights_seen_before_are_not_run_again(monkeypatch):
 
         made.clear()
         monkeypatch.setattr(episodes.GreedyEpisodes, "__init__", init)
-        result = train({**SMALL, "extractor": "gnn", "total_steps": 256, "eval_every": 64,
-                        "hyperparams": {"n_steps": 32, "batch_size": 32,
-                                        "learning_rate": 3e-2}})  # fmt: skip
+        result = train(small(total_steps=256, eval_every=64,
+                             agent={"extractor": "gnn",
+                                    "hyperparams": {"n_steps": 32, "batch_size": 32,
+                                                    "learning_rate": 3e-2}}))  # fmt: skip
         return result, made[0]
 
     remembered, with_memory = run(8)
@@ -211,8 +329,8 @@ def test_rollback_checks_only_its_share_of_the_graphs(monkeypatch):
 
     monkeypatch.setattr(GreedyEpisodes, "score", counting)
     graphs = [f"synthetic:layered?n=8&seed={s}" for s in range(5)]
-    train({**SMALL, "graph": graphs, "total_steps": 64, "eval_every": 0,
-           "rollback_graphs": 2})  # fmt: skip
+    train(small(graph={"spec": graphs}, total_steps=64, eval_every=0,
+                agent={"rollback_graphs": 2}))  # fmt: skip
     rollback_checks = [c for c in checked if c is not None]
     assert rollback_checks and all(c == [0, 4] for c in rollback_checks)
 
@@ -232,8 +350,8 @@ def test_validation_graphs_choose_the_weights_keep_best_keeps(monkeypatch):
     monkeypatch.setattr(GreedyEpisodes, "score", recording)
     validation = ["synthetic:layered?n=10&seed=7", "synthetic:layered?n=9&seed=8"]
     fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
-    result = train({**SMALL, "total_steps": 256, "eval_every": 64, "hyperparams": fast,
-                    "rollback": False, "validation_graphs": validation})  # fmt: skip
+    result = train(small(total_steps=256, eval_every=64, validation_graphs=validation,
+                         agent={"hyperparams": fast, "rollback": False}))  # fmt: skip
     assert ["layered-n10-s7", "layered-n9-s8"] in scored
     scores = [c["validation"] for c in result.curve]
     assert len(scores) == len(result.curve) >= 5 and len(set(scores)) > 1
@@ -243,60 +361,58 @@ def test_validation_graphs_choose_the_weights_keep_best_keeps(monkeypatch):
 
 def test_validation_graphs_larger_than_the_padding_are_refused():
     with pytest.raises(ConfigError, match=r"validation_graphs: .*max_nodes"):
-        train({**SMALL, "total_steps": 64, "eval_every": 64,
-               "validation_graphs": ["synthetic:layered?n=30&seed=1"]})  # fmt: skip
+        train(small(total_steps=64, eval_every=64,
+                    validation_graphs=["synthetic:layered?n=30&seed=1"]))  # fmt: skip
 
 
 def test_keep_best_holds_across_a_resume(tmp_path):
-    fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
-    train({**SMALL, "total_steps": 256, "eval_every": 64, "hyperparams": fast,
-           "out_dir": str(tmp_path)})  # fmt: skip
+    fast = {"agent": {"hyperparams": {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}}}
+    train(small(total_steps=256, eval_every=64, **fast), out_dir=str(tmp_path))
     state = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
     assert (tmp_path / "checkpoint" / state["files"]["best"]).is_file()
-    resumed = train({**SMALL, "total_steps": 512, "eval_every": 64, "hyperparams": fast,
-                     "out_dir": str(tmp_path), "resume": True})  # fmt: skip
+    resumed = train(small(total_steps=512, eval_every=64, resume=True, **fast),
+                    out_dir=str(tmp_path))  # fmt: skip
     evaluations = [c["runtimes"][0] for c in resumed.curve]  # both runs' evaluations
     assert resumed.graphs[0].final_runtime == min(evaluations)
 
 
 def test_resume_refuses_another_configuration(tmp_path):
-    train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
-    with pytest.raises(ConfigError, match="another configuration \\(extractor, order differ\\)"):
-        train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
-               "resume": True, "extractor": "gnn", "order": "bfs"})  # fmt: skip
-    more = train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
-                  "resume": True, "baselines": ["heft"]})  # the schedule may change
+    train(small(total_steps=64, eval_every=0), out_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"another configuration \(agent\.extractor, "
+                                          r"order\.name differ\)"):
+        train(small(total_steps=128, eval_every=0, resume=True, agent={"extractor": "gnn"},
+                    order={"name": "bfs"}), out_dir=str(tmp_path))  # fmt: skip
+    more = train(small(total_steps=128, eval_every=0, resume=True, baselines=["heft"]),
+                 out_dir=str(tmp_path))  # the schedule may change
     assert more.steps >= 128
 
 
 def test_resume_names_a_corrupted_checkpoint_state(tmp_path):
-    train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
+    train(small(total_steps=64, eval_every=0), out_dir=str(tmp_path))
     (tmp_path / "checkpoint" / "state.json").write_text('{"steps": 6')
     with pytest.raises(ConfigError, match=r"state.json is not a checkpoint state .*afresh"):
-        train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
-               "resume": True})  # fmt: skip
+        train(small(total_steps=128, eval_every=0, resume=True), out_dir=str(tmp_path))
 
 
 def test_resume_refuses_a_checkpoint_of_other_observations(tmp_path):
-    train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
+    train(small(total_steps=64, eval_every=0), out_dir=str(tmp_path))
     path = tmp_path / "checkpoint" / "state.json"
     state = json.loads(path.read_text())
     assert state["observation_version"] == OBSERVATION_VERSION
     path.write_text(json.dumps({**state, "observation_version": 1}))
     with pytest.raises(ConfigError, match=r"checkpoint trained on observations of version 1; "
                                           r"this placerl gives version \d.*resume=False"):
-        train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
-               "resume": True})  # fmt: skip
+        train(small(total_steps=128, eval_every=0, resume=True), out_dir=str(tmp_path))
     del state["observation_version"]  # written before checkpoints carried it: SB3 checks
     path.write_text(json.dumps(state))
-    assert train({**SMALL, "total_steps": 128, "eval_every": 0, "out_dir": str(tmp_path),
-                  "resume": True}).steps >= 128  # fmt: skip
+    assert train(small(total_steps=128, eval_every=0, resume=True),
+                 out_dir=str(tmp_path)).steps >= 128  # fmt: skip
 
 
 def test_a_checkpoint_of_another_shape_is_refused_by_name(tmp_path):
-    train({**SMALL, "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path)})
+    train(small(total_steps=64, eval_every=0), out_dir=str(tmp_path))
     state = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
-    other = TrainConfig.from_dict({**SMALL, "env_kwargs": {"max_nodes": 20}})
+    other = RunConfig.from_dict(small(env={"max_nodes": 20})).check()
     venv = _vector_env(other)
     with pytest.raises(ConfigError, match=r"trained on observations of another shape; this "
                                           r"placerl gives version \d.*resume=False"):
@@ -305,45 +421,46 @@ def test_a_checkpoint_of_another_shape_is_refused_by_name(tmp_path):
 
 
 def test_an_env_argument_added_later_counts_as_its_default():
-    def config(**env_kwargs):
-        return TrainConfig.from_dict({**SMALL, "env": "refine", "env_kwargs": env_kwargs}).to_dict()
+    def config(**env):
+        return RunConfig.from_dict(small(env={"kind": "refine", **env})).to_dict()
 
-    saved = config(initial="best_of", passes=1)  # written before undo_worse existed
-    assert changed_options(saved, config(initial="best_of", passes=1, undo_worse=False)) == []
-    assert changed_options(saved, config(initial="best_of", passes=1, undo_worse=True)) == [
-        "env_kwargs"]
-    assert changed_options(saved, config(initial="best_of", passes=2)) == ["env_kwargs"]
+    saved = config(init="best_of", passes=1)
+    del saved["env"]["undo_worse"]  # written before undo_worse existed
+    assert changed_options(saved, config(init="best_of", passes=1, undo_worse=False)) == []
+    assert changed_options(saved, config(init="best_of", passes=1, undo_worse=True)) == [
+        "env.undo_worse"]
+    assert changed_options(saved, config(init="best_of", passes=2)) == ["env.passes"]
 
 
 def test_time_limit_stops_training_early():
-    result = train({**SMALL, "total_steps": 100_000, "eval_every": 0, "time_limit_s": 1e-9})
+    result = train(small(total_steps=100_000, eval_every=0, time_limit_s=1e-9))
     assert result.steps == SMALL["n_envs"]  # stopped at the first step after the budget
     assert result.graphs[0].final_runtime > 0  # evaluated as usual
 
 
 def test_several_graphs_and_subprocess_envs():
-    result = train({**SMALL, "graph": ["synthetic:layered?n=12&seed=0",
-                                       "synthetic:layered?n=9&seed=1"],
-                    "vec_env": "subproc", "total_steps": 128, "eval_every": 0})  # fmt: skip
+    result = train(small(graph={"spec": ["synthetic:layered?n=12&seed=0",
+                                         "synthetic:layered?n=9&seed=1"]},
+                         vec_env="subproc", total_steps=128, eval_every=0))  # fmt: skip
     assert [g.graph for g in result.graphs] == ["layered-n12-s0", "layered-n9-s1"]
 
 
 BAD = [
-    ({"env": "grow"}, "env must be one of construct, refine, dual, one_shot, hierarchical, "
-                      "got 'grow'"),
+    ({"env": {"kind": "grow"}}, "env.kind must be one of construct, refine, dual, one_shot, "
+                                "hierarchical, got 'grow'"),
     ({"vec_env": "ray"}, "vec_env must be one of dummy, subproc, got 'ray'"),
     ({"n_envs": 0}, "n_envs must be an integer >= 1, got 0"),
     ({"total_steps": 1.5}, "total_steps must be an integer >= 0, got 1.5"),
-    ({"rollback_graphs": -1}, "rollback_graphs must be an integer >= 0, got -1"),
+    ({"agent": {"rollback_graphs": -1}}, "agent.rollback_graphs must be an integer >= 0, got -1"),
     ({"validation_graphs": "synthetic:cifar10"}, "validation_graphs must be a list of specs, "
                                                  "got 'synthetic:cifar10'"),
-    ({"resume": True}, "resume=True needs an out_dir"),
     ({"time_limit_s": -1}, "time_limit_s must be a number >= 0, got -1"),
     ({"time_limit_s": "1m"}, "time_limit_s must be a number >= 0, got '1m'"),
-    ({"epochs": 3}, "unknown train option.*epochs; known: algo, baselines"),
-    ({"order": "zigzag"}, "unknown traversal order 'zigzag'"),
-    ({"algo": "sac"}, "unknown algorithm 'sac'"),
-    ({"start_from_best": True}, "start_from_best needs env='refine'.*got env='construct'"),
+    ({"epochs": 3}, "unknown option 'epochs'.*known here: agent, baselines"),
+    ({"order": {"name": "zigzag"}}, "unknown traversal order 'zigzag'"),
+    ({"agent": {"algo": "sac"}}, "unknown algorithm 'sac'"),
+    ({"env": {"start_from_best": True}},
+     "env.start_from_best needs env.kind='refine'.*got env.kind='construct'"),
     ({"device": "tpu"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got 'tpu'"),
     ({"out_dir": __file__}, r"out_dir '.*test_train.py' is a file; give a folder"),
 ]
@@ -351,14 +468,16 @@ BAD = [
 
 @pytest.mark.parametrize(("change", "message"), BAD, ids=[m[:25] for _, m in BAD])
 def test_bad_options(change, message):
+    change = dict(change)
+    out_dir = change.pop("out_dir", None)  # a keyword of train, not an option
     with pytest.raises(ConfigError, match=message):
-        train({**SMALL, "total_steps": 8, **change})
+        train(small(**{"total_steps": 8, **change}), out_dir=out_dir)
 
 
 def test_start_from_best_refines_from_the_best_placement_so_far():
-    result = train({**SMALL, "env": "refine", "start_from_best": True, "total_steps": 256,
-                    "eval_every": 0, "env_kwargs": {"initial": "single_device",
-                                                    "reward": "normalized_delta"}})  # fmt: skip
+    result = train(small(total_steps=256, eval_every=0,
+                         env={"kind": "refine", "start_from_best": True,
+                              "init": "single_device", "reward": "normalized_delta"}))
     (outcome,) = result.graphs
     assert outcome.best_runtime < outcome.baselines["single_device"]
 
@@ -370,17 +489,17 @@ def test_short_refine_episodes_train_while_evaluations_and_the_saved_policy_pass
     from placerl.cluster import load_cluster
     from placerl.graph import load_graph
 
-    config = {**SMALL, "env": "refine", "start_from_best": True, "total_steps": 128,
-              "eval_every": 64, "n_envs": 2, "out_dir": str(tmp_path),
-              "env_kwargs": {"initial": "single_device", "moves": 3},
-              "hyperparams": {"n_steps": 32, "batch_size": 32}}  # fmt: skip
-    result = train(config)
-    arguments = TrainConfig.from_dict(config).env_arguments(evaluation=True)
-    assert "moves" not in arguments and arguments["initial"] == "single_device"
-    assert TrainConfig.from_dict(config).env_arguments()["moves"] == 3
+    config = small(total_steps=128, eval_every=64, n_envs=2,
+                   env={"kind": "refine", "start_from_best": True, "init": "single_device",
+                        "moves": 3},
+                   agent={"hyperparams": {"n_steps": 32, "batch_size": 32}})  # fmt: skip
+    result = train(config, out_dir=str(tmp_path))
+    arguments = RunConfig.from_dict(config).env_arguments(evaluation=True)
+    assert "moves" not in arguments and arguments["init"] == "single_device"
+    assert RunConfig.from_dict(config).env_arguments()["moves"] == 3
     model = load_model(str(tmp_path / "model.zip"))
     assert model.placerl_settings["moves"] == 3  # saved, so training can be rebuilt
-    problem = Problem(load_graph(SMALL["graph"]), load_cluster(SMALL["cluster"]), "step_time")
+    problem = Problem(load_graph(GRAPH), load_cluster(CLUSTER), "step_time")
     env = env_for(model, problem)
     assert env.moves is None  # but a placement passes over every node
     assert result.steps >= 128
@@ -389,10 +508,9 @@ def test_short_refine_episodes_train_while_evaluations_and_the_saved_policy_pass
 @pytest.mark.parametrize("vec_env", ["dummy", "subproc"])
 def test_start_from_best_wraps_every_training_env(vec_env):
     from placerl.envs import StartFromBest
-    from placerl.train import _vector_env
 
-    config = TrainConfig(**{**SMALL, "env": "refine", "start_from_best": True,
-                            "vec_env": vec_env})  # fmt: skip
+    config = RunConfig.from_dict(small(env={"kind": "refine", "start_from_best": True},
+                                       vec_env=vec_env)).check()  # fmt: skip
     venv = _vector_env(config)
     try:
         assert all(venv.env_is_wrapped(StartFromBest))
@@ -401,10 +519,11 @@ def test_start_from_best_wraps_every_training_env(vec_env):
 
 
 def test_config_round_trips():
-    config = TrainConfig(graph=["a", "b"], baselines=("heft",))
+    config = RunConfig.from_dict({"graph": {"spec": ("a", "b")}, "baselines": ("heft",)})
     data = config.to_dict()
-    assert data["graph"] == ["a", "b"] and data["baselines"] == ["heft"]
-    assert TrainConfig.from_dict(data).to_dict() == data
+    assert data["graph"] == {"spec": ["a", "b"]} and data["baselines"] == ["heft"]
+    assert RunConfig.from_dict(data).to_dict() == data
+    assert RunConfig.from_dict(data) == config
 
 
 def test_the_progress_bar_counts_whole_rollouts_at_the_runs_mean_rate():
@@ -414,7 +533,7 @@ def test_the_progress_bar_counts_whole_rollouts_at_the_runs_mean_rate():
     from placerl.agents.callbacks import Progress
     from placerl.envs import PlacementEnv
 
-    env = DummyVecEnv([lambda: PlacementEnv(SMALL["graph"], SMALL["cluster"])] * 2)
+    env = DummyVecEnv([lambda: PlacementEnv(GRAPH, CLUSTER)] * 2)
     model = make_agent("maskable_ppo", env, "mlp", n_steps=128)
     progress = Progress(300)
     progress.init_callback(model)

@@ -1,6 +1,6 @@
 """The ``attention`` head: GDP's one-shot placer, attention over every node, then its device.
 
-For the one-shot env (:class:`~placerl.envs.one_shot.OneShotPlacementEnv`), whose action is a
+For the one-shot env (:class:`~placerl.envs.one_shot.PlacementOneShotEnv`), whose action is a
 device per node row. The extractor runs with ``per_node=True`` (message passing over every
 node: GDP's GraphSAGE embeddings) and a transformer encoder lets every node attend to every
 other (GDP's placement network; padding rows are left out of the attention); a shared linear

@@ -49,7 +49,7 @@ class Rollout:
 class VisitedBest:
     """The fastest feasible placement an episode of the refine env passed through.
 
-    Every step of ``placerl/PlacementRefine-v0`` holds a complete placement, simulated for the
+    Every step of ``placerl/PlacementRefine-v1`` holds a complete placement, simulated for the
     dense reward, and the episode's start is one too: a refining policy's outcome is the best
     of them, at no extra evaluation, so it never ends worse than where it started (Placeto
     reports the best placement found). The other envs' steps hold no complete placement: for

@@ -1,6 +1,6 @@
 """The ``groups`` head: Mirhoseini et al.'s hierarchical planner, a grouper then a placer.
 
-For the hierarchical env (:class:`~placerl.envs.hierarchical.HierarchicalPlacementEnv`), whose
+For the hierarchical env (:class:`~placerl.envs.hierarchical.PlacementHierarchicalEnv`), whose
 episode is a group step (a group per node row) then a place step (a device per group). The
 extractor runs with ``per_node=True`` and so outputs every node row's state, and, from the
 observation, every row's group one-hot (all 0 in the group step).

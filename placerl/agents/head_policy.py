@@ -47,6 +47,8 @@ class HeadPolicy:
         super().__init__(*args, **kwargs)
 
     def _build(self, lr_schedule: Any) -> None:
+        # Overrides SB3's private _build, and _get_constructor_parameters below: both listed,
+        # with what they assume of SB3, in placerl/agents/sb3_private.py (checked by a test).
         # SB3 first builds a linear layer from the whole latent to every action logit, which
         # _heads replaces: over the per-node latent of a choice per row it is (N * state) x
         # (N * choices), 47 GB on a 1,200-node graph, so it gets a placeholder there. (Other

@@ -4,7 +4,7 @@ DOPPLER (ICLR 2026) pretrains its placement policy on a critical-path heuristic 
 Here any registered placer can be the expert: at step ``t`` the expert action is the
 placer's device for the node the env asks about (``order[t]``, or ``order[t mod N]`` when
 refining); in the dual env's select steps it is the ready node of highest upward rank
-(HEFT's order; :meth:`~placerl.envs.dual.DualPlacementEnv.expert_action`).
+(HEFT's order; :meth:`~placerl.envs.dual.PlacementDualEnv.expert_action`).
 The refine env also has a state expert, ``best_move`` (:mod:`placerl.envs.experts`): the device
 that makes the current placement fastest when only the current node moves, one step of
 best-improvement local search, so that the clone learns which moves improve a placement.

@@ -1,6 +1,6 @@
 """The ``nodes`` head: DOPPLER's two policies, SEL (which ready node next) and PLC (its device).
 
-For the dual env (:class:`~placerl.envs.dual.DualPlacementEnv`), whose action is a row in a
+For the dual env (:class:`~placerl.envs.dual.PlacementDualEnv`), whose action is a row in a
 select step and a device in a place step. The extractor runs with ``per_node=True`` and so
 outputs, after the ``[context | device rows]`` layout of
 :class:`~placerl.agents.extractors.base.PlacementExtractor`, the phase flag, the node mask and

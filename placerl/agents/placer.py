@@ -21,6 +21,10 @@ from placerl.baselines.api import register_placer
 from placerl.baselines.problem import Problem
 from placerl.errors import ConfigError
 
+#: Options of the policy placer and the searches renamed since an earlier version: the start
+#: placement is ``init`` everywhere (as ``local_search``'s and the refine env's).
+RENAMED_OPTIONS = {"start": "init", "initial": "init"}
+
 
 def load_model(path: str | os.PathLike[str], device: str = "auto") -> Any:
     """Load a model saved by :func:`placerl.train.train` (or any model of ``make_agent``).
@@ -66,8 +70,8 @@ def policy_placer(
     budget: int = 0,
     seed: int = 0,
     device: str = "auto",
-    start: str | None = None,
-    initial: str | None = None,
+    init: str | None = None,
+    **renamed: Any,
 ) -> Callable[[Problem], np.ndarray]:
     """A placer that runs a trained policy on any graph whose padding fits.
 
@@ -78,33 +82,40 @@ def policy_placer(
         budget: The search's budget in simulator evaluations (0: its own end).
         seed: Seed of the search.
         device: Torch device for the policy.
-        start: A placer spec whose placement the search also starts from (e.g. ``best_of``:
-            the search never ends worse than it; see :func:`placerl.agents.search.run_search`).
-        initial: For a refining policy, the placer spec its episodes start from instead of
-            the one it trained with (see :func:`env_for`).
+        init: A placer spec whose placement the search starts from (e.g. ``best_of``); it
+            never ends worse than that placement. A refining policy's episodes start from it
+            (instead of the ``init`` it trained with, :func:`env_for`); any other policy's
+            search also starts from it, beside the greedy placement
+            (:func:`placerl.agents.search.run_search`).
 
     Returns:
         ``placer(problem) -> placement``: the search's best placement, on the env the policy was
         trained with, rebuilt for the problem's graph, cluster and objective.
 
     Raises:
-        ConfigError: No such model, an unknown search or a bad budget (before any work).
+        ConfigError: No such model, an unknown search or a bad budget (before any work); an
+            option of an earlier name (``start``, ``initial``: now ``init``).
     """
+    from placerl._env_ids import env_class
     from placerl.agents.search import check_search
 
+    refuse_renamed("policy_placer", renamed)
     check_search(search, budget)
     model = load_model(path, device)
+    # a refinement starts from its env's start placement: that is where the search starts
+    refines = "init" in env_class(model.placerl_settings["env"]).extra_arguments
 
     def run(problem: Problem) -> np.ndarray:
         from placerl.agents.search import run_search
 
-        env = env_for(model, problem, initial=initial)
-        return run_search(model, env, search, budget=budget, seed=seed, start=start).placement
+        env = env_for(model, problem, init=init if refines else None)
+        return run_search(model, env, search, budget=budget, seed=seed,
+                          init=None if refines else init).placement  # fmt: skip
 
     return run
 
 
-def env_for(model: Any, problem: Problem, *, initial: str | None = None) -> Any:
+def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed: Any) -> Any:
     """The env ``model`` was trained with, on ``problem``'s graph, cluster and objective.
 
     A graph larger than the policy's padding gets a larger padding when the policy reads
@@ -114,18 +125,20 @@ def env_for(model: Any, problem: Problem, *, initial: str | None = None) -> Any:
     Args:
         model: A trained model (:func:`load_model`).
         problem: The graph, cluster and objective to place.
-        initial: For a policy that refines a placement, the placer spec to start from
+        init: For a policy that refines a placement, the placer spec to start from
             instead of the one it trained with (e.g. ``best_of?placers=heft,m_etf,m_sct``,
             which skips ``best_of``'s DP: seconds on large cells, where its split never wins
             under ``step_time``).
 
     Raises:
         ConfigError: Another device count, a callable order, a graph larger than the
-            padding of a policy that reads only graphs within it, or ``initial`` for a policy
-            that starts from no placement.
+            padding of a policy that reads only graphs within it, ``init`` for a policy
+            that starts from no placement, or ``initial`` (now ``init``).
     """
     from placerl._env_ids import env_class
+    from placerl.envs.invalid import DEFAULT_INVALID_ACTION
 
+    refuse_renamed("env_for", renamed)
     settings = model.placerl_settings
     if problem.cluster.num_devices != settings["num_devices"]:
         raise ConfigError(
@@ -147,14 +160,18 @@ def env_for(model: Any, problem: Problem, *, initial: str | None = None) -> Any:
             )
         kwargs[what] = max(size, settings[what])
     kwargs["fold"] = settings.get("fold", False)  # policies saved before folding existed
+    # policies saved before invalid_action existed: the default
+    kwargs["invalid_action"] = settings.get("invalid_action", DEFAULT_INVALID_ACTION)
+    if "initial" in settings:  # saved before the refine env's ``initial`` became ``init``
+        settings = {"init": settings["initial"], **settings}
     cls = env_class(settings["env"])
     kwargs.update({name: settings[name] for name in cls.extra_arguments
                    if name in settings and name not in cls.training_arguments})  # fmt: skip
-    if initial is not None:
-        if "initial" not in cls.extra_arguments:
-            raise ConfigError(f"initial={initial!r}: the policy's env ({settings['env']}) "
+    if init is not None:
+        if "init" not in cls.extra_arguments:
+            raise ConfigError(f"init={init!r}: the policy's env ({settings['env']}) "
                               "starts from no placement; only a refining policy takes one")
-        kwargs["initial"] = initial
+        kwargs["init"] = init
     return cls(graph=graph, cluster=problem.cluster, objective=problem.objective, **kwargs)
 
 
@@ -177,10 +194,23 @@ def reads_any_size(model: Any) -> bool:
 
 @register_placer("policy", optimizes="any", needs_solvable=True)
 def policy(problem: Problem, *, path: str, search: str = "greedy", budget: int = 0,
-           seed: int = 0, start: str | None = None,
-           initial: str | None = None) -> np.ndarray:  # fmt: skip
+           seed: int = 0, init: str | None = None) -> np.ndarray:  # fmt: skip
     """A trained policy (model zip of placerl.train), with a search at inference, optionally
-    also started from another placer's placement (``start=best_of``); a refining policy's
-    episodes may start from another placer than the one it trained with (``initial=heft``)."""
+    started from another placer's placement (``init=best_of``: a refining policy's episodes
+    start there, any other policy's search starts there too; see :func:`policy_placer`)."""
     return policy_placer(path, search=search, budget=budget, seed=seed, device="cpu",
-                         start=start, initial=initial)(problem)  # fmt: skip
+                         init=init)(problem)  # fmt: skip
+
+
+def refuse_renamed(what: str, options: dict[str, Any]) -> None:
+    """Refuse the keyword arguments ``options`` of function ``what``: an earlier name with a
+    :class:`ConfigError` naming its new one, any other as Python does.
+
+    Raises:
+        ConfigError: A name of :data:`RENAMED_OPTIONS`.
+        TypeError: Any other name.
+    """
+    for name in sorted(options):
+        if name in RENAMED_OPTIONS:
+            raise ConfigError(f"{what}: option {name!r} is now {RENAMED_OPTIONS[name]!r}")
+        raise TypeError(f"{what}() got an unexpected keyword argument {name!r}")

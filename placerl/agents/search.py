@@ -22,11 +22,14 @@ Searches (the :data:`SEARCHES` registry; ``policy?path=...&search=<name>&budget=
   algorithm on this graph alone while the budget lasts; the best placement of any episode or
   of the final greedy one.
 
-Any search can also be given a placer's placement to ``start`` from
-(``policy?...&search=local&start=best_of``): it competes with the policy's greedy placement as
-the start of ``local`` and as a candidate of the others, so the search never ends worse than that
-placer. It costs one simulator evaluation, as ``local_search``'s ``init`` does (the placer's own
-work, e.g. ``best_of``'s, is not counted in either).
+Any search can also be given a placer's placement to start from, ``init``
+(``run_search(..., init="best_of")``, ``policy?...&search=local&init=best_of``, as
+``local_search?init=best_of``): it competes with the policy's greedy placement as the start of
+``local`` and as a candidate of the others, so the search never ends worse than that placer.
+It costs one simulator evaluation, as ``local_search``'s ``init`` does (the placer's own work,
+e.g. ``best_of``'s, is not counted in either). The policy placer gives a refining policy's
+``init`` to its env instead: its episodes start there
+(:func:`placerl.agents.placer.policy_placer`).
 """
 
 from __future__ import annotations
@@ -89,8 +92,8 @@ class Search:
 
     Attributes:
         name: Registry name.
-        fn: ``fn(model, env, budget, seed, start) -> (placement, runtime, feasible, info)``;
-            ``start`` is ``None`` or a placer's ``(placement, runtime, feasible)``.
+        fn: ``fn(model, env, budget, seed, init) -> (placement, runtime, feasible, info)``;
+            ``init`` is ``None`` or a placer's ``(placement, runtime, feasible)``.
         needs_budget: The search runs until its budget is spent (``budget`` must be > 0).
     """
 
@@ -106,7 +109,7 @@ SAMPLE_BATCH = 32
 
 
 def register_search(name: str, *, needs_budget: bool) -> Callable:
-    """Register ``fn(model, env, budget, seed, start)`` as search ``name``."""
+    """Register ``fn(model, env, budget, seed, init)`` as search ``name``."""
 
     def wrap(fn: Callable) -> Callable:
         SEARCHES.register(name, Search(name, fn, needs_budget))
@@ -132,7 +135,7 @@ def check_search(name: str, budget: int) -> tuple[Search, int]:
 
 
 def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
-               seed: int = 0, start: str | None = None) -> SearchResult:  # fmt: skip
+               seed: int = 0, init: str | None = None, **renamed: Any) -> SearchResult:  # fmt: skip
     """Search for a placement of ``env``'s graph with ``model``.
 
     Args:
@@ -144,22 +147,25 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
             ``active`` need one). The greedy episode is always run, even past the budget.
         seed: Seeds the episodes, torch's sampling and fine-tuning (the caller's random
             generators are left as they were).
-        start: A placer spec (``best_of``, ``heft``, ``local_search?time_limit=2``, ...) whose
+        init: A placer spec (``best_of``, ``heft``, ``local_search?time_limit=2``, ...) whose
             placement the search also starts from (see the module docstring); ``None``: the
             policy's alone.
 
     Raises:
         ConfigError: See :func:`check_search`; an env over several graphs; a seed that is not
-            an integer >= 0; an unknown ``start`` placer or option.
+            an integer >= 0; an unknown ``init`` placer or option; ``start`` (now ``init``).
     """
+    from placerl.agents.placer import refuse_renamed
+
+    refuse_renamed("run_search", renamed)
     spec, budget = check_search(search, budget)
     seed = check_int(seed, "search seed")
     base = getattr(env, "unwrapped", env)
     if len(base.graphs) != 1:
         raise ConfigError(f"run_search places one graph; the env has {len(base.graphs)}")
     spent_before, began = base.simulations, time.perf_counter()
-    first = _start_point(base, start)
-    if first is not None and budget:  # the start's evaluation comes out of the budget
+    first = _init_point(base, init)
+    if first is not None and budget:  # init's evaluation comes out of the budget
         budget = max(budget - 1, 1)
     with _seeded(seed):
         placement, runtime, feasible, info = spec.fn(model, env, budget, seed, first)
@@ -167,25 +173,25 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
     evaluations = (base.simulations - spent_before + info.pop("extra_evaluations", 0)
                    + (first is not None))  # fmt: skip
     if first is not None:
-        info["start"] = start
+        info["init"] = init
     return SearchResult(search, np.asarray(placement), float(runtime), bool(feasible),
                         int(evaluations), time.perf_counter() - began, float(greedy),
                         info)  # fmt: skip
 
 
-def _start_point(base: Any, start: str | None) -> tuple[np.ndarray, float, bool] | None:
-    """``start``'s placement on ``base``'s graph, scored as the env scores (penalized when it
+def _init_point(base: Any, init: str | None) -> tuple[np.ndarray, float, bool] | None:
+    """``init``'s placement on ``base``'s graph, scored as the env scores (penalized when it
     does not fit)."""
-    if start is None:
+    if init is None:
         return None
     from placerl.baselines.references import reference
     from placerl.sim import penalized_runtime
 
-    if not isinstance(start, str) or start.split("?")[0] == "policy":
-        raise ConfigError(f"search option 'start' must be a placer spec other than 'policy' "
-                          f"(e.g. 'best_of', 'heft'), got {start!r}")  # fmt: skip
+    if not isinstance(init, str) or init.split("?")[0] == "policy":
+        raise ConfigError(f"search option 'init' must be a placer spec other than 'policy' "
+                          f"(e.g. 'best_of', 'heft'), got {init!r}")  # fmt: skip
     case = base.graph_case(0)
-    found = reference(case.graph, base.cluster, base.objective, start)
+    found = reference(case.graph, base.cluster, base.objective, init)
     result = case.model.evaluate(found.placement, check=False, times=False)
     return found.placement, penalized_runtime(result, case.reference_runtime), result.feasible
 
@@ -222,22 +228,22 @@ class _Best:
 
 
 @register_search("greedy", needs_budget=False)
-def _greedy(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
+def _greedy(model: Any, env: Any, budget: int, seed: int, init: tuple | None) -> tuple:
     run = rollout(model, env, graph=0, seed=seed)
     best = _Best(run.placement, run.runtime, run.feasible)
-    if start is not None:
-        best.offer(*start)
+    if init is not None:
+        best.offer(*init)
     return best.outcome(greedy_runtime=run.runtime)
 
 
 @register_search("sample", needs_budget=True)
-def _sample(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
+def _sample(model: Any, env: Any, budget: int, seed: int, init: tuple | None) -> tuple:
     base = getattr(env, "unwrapped", env)
     first = base.simulations
     greedy = rollout(model, env, graph=0, seed=seed)
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
-    if start is not None:
-        best.offer(*start)
+    if init is not None:
+        best.offer(*init)
     cost = spent = base.simulations - first
     episodes, extra = 1, 0
     while (remaining := budget - spent) >= max(cost, 1):
@@ -254,7 +260,7 @@ def _sample(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -
 
 
 @register_search("local", needs_budget=False)
-def _local(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
+def _local(model: Any, env: Any, budget: int, seed: int, init: tuple | None) -> tuple:
     from placerl.baselines.local_search import hill_climb
     from placerl.baselines.problem import Problem
     from placerl.sim import penalized_runtime
@@ -263,8 +269,8 @@ def _local(model: Any, env: Any, budget: int, seed: int, start: tuple | None) ->
     first = base.simulations
     greedy, preferences = greedy_preferences(model, env, seed=seed)
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
-    if start is not None:
-        best.offer(*start)
+    if init is not None:
+        best.offer(*init)
     remaining = budget - (base.simulations - first) if budget else 0
     if budget and remaining <= 0:
         return best.outcome(greedy_runtime=greedy.runtime, rounds=0)
@@ -331,7 +337,7 @@ def _record_preferences(preferences: np.ndarray, base: Any, obs: dict[str, np.nd
 
 
 @register_search("active", needs_budget=True)
-def _active(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -> tuple:
+def _active(model: Any, env: Any, budget: int, seed: int, init: tuple | None) -> tuple:
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -355,8 +361,8 @@ def _active(model: Any, env: Any, budget: int, seed: int, start: tuple | None) -
             f"got {budget}"
         )
     best = _Best(greedy.placement, greedy.runtime, greedy.feasible)
-    if start is not None:
-        best.offer(*start)
+    if init is not None:
+        best.offer(*init)
     steps = (budget - 2 * cost) * _steps_per_evaluation(base, cost)
     tuned = _copy(model, DummyVecEnv([lambda: env]), n_steps=int(steps) // ACTIVE_UPDATES)
 

@@ -27,4 +27,6 @@ class PlacementVecEnv(DummyVecEnv):
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]]) -> None:
         super().__init__(env_fns)
+        # buf_infos is SB3's undocumented buffer: listed, with what replacing it assumes of
+        # step_wait, in placerl/agents/sb3_private.py (checked by a test)
         self.buf_infos = _FreshInfos(self.buf_infos)

@@ -21,7 +21,7 @@ import hashlib
 import inspect
 import json
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from .api import PLACERS, InfeasiblePlacementWarning, solve
 #: Bump when the meaning of a cached reference changes, to invalidate old files.
 CACHE_FORMAT = 1
 
-#: In a training run's baseline spec, the env steps it trained (``TrainConfig.baselines``).
+#: In a training run's baseline spec, the env steps it trained (``RunConfig.baselines``).
 STEPS = "{steps}"
 
 _memory: dict[tuple[str, Any], Reference] = {}
@@ -126,10 +126,26 @@ class Reference:
             )
 
 
-def with_steps(spec: str, steps: int) -> str:
-    """``spec`` with :data:`STEPS` replaced by ``steps``, at least 1 (a run that trained
-    nothing must not give a search ``max_evaluations=0``, which means no limit)."""
-    return spec.replace(STEPS, str(max(steps, 1)))
+def resolve_steps(specs: Sequence[str], steps: int | None) -> list[str]:
+    """The placer specs with :data:`STEPS` replaced by the env steps a training run trained,
+    at least 1 (a search given ``max_evaluations=0`` would have no limit). The one place
+    ``{steps}`` is read.
+
+    Args:
+        specs: Placer specs.
+        steps: The steps trained; ``None`` for an evaluation, which trains none.
+
+    Raises:
+        ConfigError: ``steps`` is ``None`` and a spec holds :data:`STEPS`.
+    """
+    resolved = []
+    for spec in specs:
+        if STEPS in spec and steps is None:
+            raise ConfigError(f"baseline {spec!r}: {STEPS} stands for the steps a training run "
+                              "trained (placerl-train); an evaluation trains none, so give a "
+                              "number")  # fmt: skip
+        resolved.append(spec.replace(STEPS, str(max(steps or 0, 1))))
+    return resolved
 
 
 def parse_placer(spec: str) -> tuple[str, dict[str, Any]]:

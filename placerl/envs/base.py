@@ -7,6 +7,7 @@ computed once per graph in a :class:`~placerl.envs.case.GraphCase` and reused ac
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -20,6 +21,7 @@ from placerl.baselines.references import Reference, parse_placer
 from placerl.cluster import Cluster, load_cluster
 from placerl.envs.case import CURRENT, NUM_BASE_FEATURES, OBSERVATION_VERSION, PLACED, GraphCase
 from placerl.envs.device_features import CLIP, NUM_DEVICE_FEATURES, DeviceFeatureState
+from placerl.envs.invalid import DEFAULT_INVALID_ACTION, InvalidActions, check_invalid_action
 from placerl.envs.rewards import INFEASIBLE_FACTOR, REWARDS
 from placerl.errors import ConfigError, EpisodeError, PlacementError
 from placerl.graph import CompGraph, load_graph
@@ -37,12 +39,17 @@ OBSERVATION_MODES = ("graph", "flat")
 
 GraphSpec = str | os.PathLike | CompGraph
 
+#: Arguments (and reset options) renamed since an earlier version: old name -> new name.
+RENAMED_ARGUMENTS = {"initial": "init"}
 
-class PlacementEnvBase(gym.Env):
-    """Common constructor, spaces, masks, info and render of the two placement envs.
 
-    Every argument is checked here, at construction, with an error naming it; a bad action or
-    a step outside an episode raises at once (see :meth:`_device`, :meth:`_check_running`).
+class PlacementEnvBase(InvalidActions, gym.Env):
+    """Common constructor, spaces, masks, info and render of the placement envs.
+
+    Every argument is checked here, at construction, with an error naming it (an unknown or
+    renamed one too); an action outside the action space or a step outside an episode raises
+    at once (see :meth:`_device`, :meth:`_check_running`), and a masked-out action is handled
+    as ``invalid_action`` says (:mod:`placerl.envs.invalid`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -75,7 +82,11 @@ class PlacementEnvBase(gym.Env):
         observation: str = "graph",
         fold: bool = False,
         render_mode: str | None = None,
+        invalid_action: str = DEFAULT_INVALID_ACTION,
+        **unknown: Any,
     ) -> None:
+        refuse_unknown(type(self), unknown)
+        self.invalid_action = check_invalid_action(invalid_action)
         if memory not in MEMORY_MODES:
             raise ConfigError(f"memory must be one of {', '.join(MEMORY_MODES)}, got {memory!r}")
         if observation not in OBSERVATION_MODES:
@@ -92,7 +103,7 @@ class PlacementEnvBase(gym.Env):
         if objective_decides(objective) != "device":
             raise ConfigError(
                 f"objective {objective!r} chooses a {objective_decides(objective)} per node, not "
-                "a device: use placerl/Parallelize-v0 for parallelization strategies"
+                "a device: use placerl/Parallelize-v1 for parallelization strategies"
             )
         resolve_order(order)  # ... and order
         self.order_seed = check_int(order_seed, "order_seed")
@@ -152,6 +163,7 @@ class PlacementEnvBase(gym.Env):
             "memory": self.memory,
             "observation": self.observation,
             "fold": self.fold,
+            "invalid_action": self.invalid_action,
             "max_nodes": self.max_nodes,
             "max_edges": self.max_edges,
             "observation_version": OBSERVATION_VERSION,
@@ -243,13 +255,70 @@ class PlacementEnvBase(gym.Env):
             raise EpisodeError(f"step() called {when}; call reset() to start an episode")
 
     def _device(self, action: Any) -> int:
-        """The action as a device index (a masked device is allowed; see the docstrings).
+        """The action as a device index, masked or not.
 
         Raises:
             PlacementError: Not an integer (Python or numpy int, or a 0-d integer array; bools,
                 floats, strings and None are refused), or not a device index.
         """
         return self._index(action, self.num_devices, "device")
+
+    def _chosen_device(self, action: Any, v: int) -> int:
+        """The device a step puts node ``v``'s group on: the action's, or, where the mask
+        rules it out, what ``invalid_action`` makes of it (:mod:`placerl.envs.invalid`)."""
+        device = self._device(action)
+        mask = self._mask
+        return self._allowed(device, mask, lambda: self._device_refusal(v, device, mask))
+
+    def _device_refusal(self, v: int, device: int, mask: np.ndarray) -> str:
+        """Why ``mask`` rules out ``device`` for node ``v``'s group, naming the node."""
+        case = self.case
+        node = self._node_name(v)
+        allowed = np.flatnonzero(mask[: self.num_devices]).tolist()
+        if device >= self.num_devices:  # the dual env's place step: a row index
+            return (f"{node}: action {device} is not a device (the cluster has devices "
+                    f"0..{self.num_devices - 1}); allowed: {allowed}")  # fmt: skip
+        members = case.members[v]
+        label = f"device {device} ({self.cluster.devices[device].name})"
+        runs = np.isfinite(case.model.durations[members, device])
+        if not runs.all():
+            u = int(members[np.argmin(runs)])
+            what = "it" if u == v else f"{self._node_name(u)} of its group"
+            return f"{node}: {label} cannot run {what}; allowed: {allowed}"
+        free = self.cluster.memory[device] - self._resident_without(members)[device]
+        return (f"{node}: {label} cannot hold its group ({case.group_mem[v]:.4g} bytes, "
+                f"{free:.4g} free); allowed: {allowed}")  # fmt: skip
+
+    def _node_name(self, v: int) -> str:
+        return f"node {v} ({self.case.graph.names[v]!r})"
+
+    def _row_name(self, row: int) -> str:
+        """Row ``row`` of the observation, with its node (by index and name) or as padding."""
+        if row >= self.case.graph.num_nodes:
+            return f"row {row} (padding)"
+        return f"row {row}, {self._node_name(int(self.case.order[row]))}"
+
+    def _row_values(self, action: Any, choices: int, what: str,
+                    label: Callable[[int], str] | None = None) -> np.ndarray:  # fmt: skip
+        """A ``MultiDiscrete`` action as one choice per row, checked against the space only
+        (``label`` names a row in messages; default :meth:`_row_name`).
+
+        Raises:
+            PlacementError: Not ``max_nodes`` integers, or a choice outside ``0..choices - 1``.
+        """
+        values = np.asarray(action)
+        if values.shape != (self.max_nodes,) or not np.issubdtype(values.dtype, np.integer):
+            raise PlacementError(
+                f"action must be {self.max_nodes} integers (one {what} per row), got an array "
+                f"of shape {values.shape} and dtype {values.dtype}"
+            )
+        outside = np.flatnonzero((values < 0) | (values >= choices))
+        if len(outside):
+            row = int(outside[0])
+            name = (label or self._row_name)(row)
+            raise PlacementError(f"{name}: {int(values[row])} is not a {what} index in "
+                                 f"0..{choices - 1}")  # fmt: skip
+        return values
 
     @staticmethod
     def _index(action: Any, size: int, what: str) -> int:
@@ -308,13 +377,16 @@ class PlacementEnvBase(gym.Env):
         durations = case.model.durations[members]
         ok = np.isfinite(durations).all(axis=0)
         if self.memory == "mask":
-            resident = self._resident.copy()
-            placed = self.placement[members]
-            np.subtract.at(
-                resident, placed[placed >= 0], case.model.arrays.mem_bytes[members][placed >= 0]
-            )
-            ok &= resident + case.group_mem[v] <= self.cluster.memory
+            ok &= self._resident_without(members) + case.group_mem[v] <= self.cluster.memory
         return ok
+
+    def _resident_without(self, members: np.ndarray) -> np.ndarray:
+        """Bytes resident on each device, leaving out ``members`` (placed ones, refining)."""
+        resident = self._resident.copy()
+        placed = self.placement[members]
+        mem = self.case.model.arrays.mem_bytes[members]
+        np.subtract.at(resident, placed[placed >= 0], mem[placed >= 0])
+        return resident
 
     def _mask_or_runnable(self, v: int) -> np.ndarray:
         """The mask of ``v`` at reset; if no device can hold it, every device that can run it.
@@ -389,6 +461,34 @@ def observation_of(env: Any) -> dict[str, np.ndarray]:
 
 
 # ------------------------------------------------------------------ argument checks
+def refuse_unknown(cls: type, unknown: Mapping[str, Any]) -> None:
+    """Refuse keyword arguments ``cls`` does not take, naming a renamed one's new name.
+
+    Raises:
+        ConfigError: Any argument in ``unknown``.
+    """
+    if not unknown:
+        return
+    name = sorted(unknown)[0]
+    known = _arguments(cls)
+    if name in RENAMED_ARGUMENTS:
+        new = RENAMED_ARGUMENTS[name]
+        takes = "" if new in known else f" ({cls.__name__} takes no {new!r} either)"
+        raise ConfigError(f"argument {name!r} of {cls.__name__} is now {new!r}{takes}")
+    raise ConfigError(f"{cls.__name__} has no argument {name!r}; known: {', '.join(known)}")
+
+
+def _arguments(cls: type) -> list[str]:
+    """The keyword arguments of ``cls``'s constructor and its bases', in order."""
+    names: dict[str, None] = {}
+    for klass in cls.__mro__:
+        if "__init__" in vars(klass) and klass.__module__.startswith("placerl."):
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self":
+                    names[p.name] = None
+    return list(names)
+
+
 def _graph_list(graph: Any) -> list[Any]:
     """The graph argument as a non-empty list of graph specs."""
     if isinstance(graph, (str, os.PathLike, CompGraph)):
@@ -434,6 +534,10 @@ def _check_reset_options(options: Any, allowed: tuple[str, ...]) -> Mapping[str,
         raise ConfigError(f"reset options must be a dict, got {options!r}")
     known = ("graph", *allowed)
     unknown = sorted(set(options) - set(known))
+    renamed = [name for name in unknown if RENAMED_ARGUMENTS.get(name) in known]
+    if renamed:
+        name = renamed[0]
+        raise ConfigError(f"reset option {name!r} is now {RENAMED_ARGUMENTS[name]!r}")
     if unknown:
         raise ConfigError(
             f"unknown reset option(s) {', '.join(unknown)}; known: {', '.join(known)}"

@@ -1,4 +1,4 @@
-"""``placerl/PlacementDual-v0``: DOPPLER's MDP, pick the next ready node, then its device."""
+"""``placerl/PlacementDual-v1``: DOPPLER's MDP, pick the next ready node, then its device."""
 
 from __future__ import annotations
 
@@ -62,19 +62,19 @@ class ReadyTables:
                    waiting=waiting, releases=releases, priority=priority)  # fmt: skip
 
 
-class DualPlacementEnv(PlacementEnv):
+class PlacementDualEnv(PlacementEnv):
     """Place a computation graph in an order the agent chooses (DOPPLER, ICLR 2026).
 
     ## Description
     Each node takes two steps. In the *select* step (DOPPLER's SEL policy) the agent picks the
     next node among the ready ones: the order becomes part of what is learned instead of a
     fixed traversal. In the *place* step (PLC) it picks that node's device, as in
-    ``placerl/Placement-v0``; placing a node places its colocation group. A node is ready when
+    ``placerl/Placement-v1``; placing a node places its colocation group. A node is ready when
     the producers of its group's first member (in topological order) are placed. The
     ``order`` argument only sets the rows of the observation and the tie-break of the expert.
 
     ## Observation space
-    That of ``placerl/Placement-v0`` plus ``ready`` ``(max_nodes,)``: in a select step, 1 on
+    That of ``placerl/Placement-v1`` plus ``ready`` ``(max_nodes,)``: in a select step, 1 on
     the rows of the ready nodes a device can still take (the rows the action may name); all 0
     in a place step. ``current`` is the selected node's row in a place step and all 0 in a
     select step (so ``current.sum()`` tells the phase), when ``devices`` is all 0 too.
@@ -82,14 +82,19 @@ class DualPlacementEnv(PlacementEnv):
     ## Action space
     ``Discrete(max(max_nodes, D))``: a row in a select step, a device in a place step.
     :meth:`action_masks` (and ``info["action_mask"]``) allow the ready rows, then the devices
-    the node's group can use. Unlike the other envs a masked action is refused: a row that is
-    not a ready node, or a device the node cannot use, raises
-    :class:`~placerl.errors.PlacementError` naming the node. Train with a masked algorithm
-    (``maskable_ppo``) and the ``nodes`` head (:mod:`placerl.agents.node_heads`).
+    the node's group can use. An action the mask rules out (a row that is not a ready node
+    that fits; in a place step a device the node cannot use, or an index past the devices) is
+    handled as ``invalid_action`` says (:mod:`placerl.envs.invalid`): by default it is
+    replaced by the nearest allowed one (smallest cyclic index distance over the ``n``
+    actions, ties to the lower index; ``info["invalid_action"]`` and ``info["action_taken"]``
+    record it), ``penalize`` also subtracts ``INVALID_ACTION_PENALTY`` from the step's reward,
+    and ``raise`` raises :class:`~placerl.errors.PlacementError` naming the node and why.
+    An action outside ``0..n-1``, or not an integer, always raises. Train with a masked
+    algorithm (``maskable_ppo``) and the ``nodes`` head (:mod:`placerl.agents.node_heads`).
 
     ## Reward
-    As ``placerl/Placement-v0`` (default ``log_speedup``), paid on the place steps; a select
-    step earns 0.
+    As ``placerl/Placement-v1`` (default ``log_speedup``), paid on the place steps; a select
+    step earns 0 (``-INVALID_ACTION_PENALTY`` for a replaced action under ``penalize``).
 
     ## Episode end
     Terminates after the last node's place step (two steps per colocation group); with
@@ -97,9 +102,11 @@ class DualPlacementEnv(PlacementEnv):
     device.
 
     ## Arguments
-    Those of ``placerl/Placement-v0``.
+    Those of ``placerl/Placement-v1``, ``invalid_action`` included.
 
     ## Version history
+    * v1: ``invalid_action``, ``nearest`` by default (v0 raised on every masked-out action:
+      Gymnasium's and SB3's ``check_env`` failed); observations of version 2.
     * v0: initial version.
     """
 
@@ -132,16 +139,16 @@ class DualPlacementEnv(PlacementEnv):
             raise PlacementError(f"no node of {case.graph.name!r} fits on any device")
         return self._observation(), self._info(None, False)
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def _step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
         self._check_running()
         if self._unit is None:
             return self._select(action)
         return self._place(action)
 
     def _select(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
-        row = self._index(action, len(self._mask), "row")
-        if not self._mask[row]:
-            raise PlacementError(f"row {row} is not a ready node that fits: {self._why(row)}")
+        row = self._index(action, self.action_space.n, "row")
+        row = self._allowed(row, self._mask, lambda: f"row {row} is not a ready node that fits: "
+                                                     f"{self._why(row)}")  # fmt: skip
         case = self.case
         self._unit = int(self.ready_tables.unit_of_row[row])
         self._ready[:] = 0.0
@@ -153,13 +160,10 @@ class DualPlacementEnv(PlacementEnv):
 
     def _place(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
         case = self.case
-        device = self._index(action, self.num_devices, "device")
         v = int(case.order[self._row])
-        if not self._mask[device]:
-            raise PlacementError(
-                f"device {device} cannot take node {v} ({case.graph.names[v]!r}); "
-                f"allowed: {np.flatnonzero(self._mask).tolist()}"
-            )
+        device = self._index(action, self.action_space.n, "row or device")  # the step's space
+        mask = self._mask
+        device = self._allowed(device, mask, lambda: self._device_refusal(v, device, mask))
         members = self._move_group(v, device)
         self._device_state.schedule(members, device, self.placement)
         self._unplaced[self._unit] = False

@@ -1,4 +1,4 @@
-"""``placerl/PlacementHierarchical-v0``: Mirhoseini et al.'s grouper-placer, two steps per
+"""``placerl/PlacementHierarchical-v1``: Mirhoseini et al.'s grouper-placer, two steps per
 placement."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from gymnasium import spaces
 
 from placerl._options import check_int
 from placerl.envs.base import PlacementEnvBase
-from placerl.errors import ConfigError, PlacementError
+from placerl.errors import ConfigError
 
 #: Groups when none are given (fewer on graphs padded to fewer rows).
 DEFAULT_GROUPS = 16
 
 
-class HierarchicalPlacementEnv(PlacementEnvBase):
+class PlacementHierarchicalEnv(PlacementEnvBase):
     """Group the nodes, then place the groups (Mirhoseini et al., ICLR 2018).
 
     ## Description
@@ -29,7 +29,7 @@ class HierarchicalPlacementEnv(PlacementEnvBase):
     of its first row (in the order).
 
     ## Observation space
-    That of ``placerl/Placement-v0`` at the start of an episode (nothing placed, no current
+    That of ``placerl/Placement-v1`` at the start of an episode (nothing placed, no current
     node), plus ``groups``: ``(max_nodes, groups)``, each row's group one-hot, all 0 in the group
     step (which is how a policy tells the steps apart).
 
@@ -45,24 +45,37 @@ class HierarchicalPlacementEnv(PlacementEnvBase):
       left without one.)
 
     Memory cannot be masked before the devices are chosen: a placement that overflows a device
-    is scored by the infeasibility penalty. An action that is not ``max_nodes`` integers, or a
-    choice the mask rules out on a deciding row (a node's first row, a group that holds nodes),
-    raises :class:`~placerl.errors.PlacementError` naming the node or the group; the other
-    rows' choices are ignored.
+    is scored by the infeasibility penalty. Only the deciding rows' choices count (a node's
+    first row, a group that holds nodes); the other rows' are ignored. A choice the mask rules
+    out on a deciding row (in the place step: a device that cannot run every node of the group,
+    or a choice ``>= D`` when ``groups > D``) is handled as ``invalid_action`` says
+    (:mod:`placerl.envs.invalid`): by default it is replaced by the nearest allowed choice of
+    its row (smallest cyclic index distance over the ``max(groups, D)`` choices, ties to the
+    lower index; ``info["invalid_action"]`` and ``info["action_taken"]`` hold the whole action
+    as given and as applied), ``penalize`` also subtracts ``INVALID_ACTION_PENALTY`` from the
+    step's reward, and ``raise`` raises :class:`~placerl.errors.PlacementError` naming the
+    group, a node of it and why. (Every group choice is allowed in the group step, as
+    ``groups >= D``.) An action that is not ``max_nodes`` integers in
+    ``0..max(groups, D) - 1`` always raises.
 
     ## Reward
     0 for the group step; then any registered reward from the reference runtime to the
-    placement's (default ``log_speedup``: ``log(reference / runtime)``).
+    placement's (default ``log_speedup``: ``log(reference / runtime)``). Under
+    ``invalid_action="penalize"`` a step with a replaced choice earns
+    ``INVALID_ACTION_PENALTY`` less.
 
     ## Episode end
     Terminates after the place step; ``step()`` after that raises
     :class:`~placerl.errors.EpisodeError`.
 
     ## Arguments
-    Those of ``placerl/Placement-v0``, and ``groups``: how many groups the grouper fills (at
-    least the device count, at most ``max_nodes``; ``None``: 16, or ``max_nodes`` if fewer).
+    Those of ``placerl/Placement-v1`` (``invalid_action`` included), and ``groups``: how many
+    groups the grouper fills (at least the device count, at most ``max_nodes``; ``None``: 16,
+    or ``max_nodes`` if fewer).
 
     ## Version history
+    * v1: ``invalid_action``, ``nearest`` by default (v0 raised on a masked-out choice:
+      Gymnasium's and SB3's ``check_env`` failed); observations of version 2.
     * v0: initial version.
     """
 
@@ -94,7 +107,7 @@ class HierarchicalPlacementEnv(PlacementEnvBase):
         self._mask = mask.reshape(-1)
         return self._observation(), self._info(None, False)
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def _step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
         self._check_running()
         values = self._checked(action)
         if not self.grouped:
@@ -134,35 +147,35 @@ class HierarchicalPlacementEnv(PlacementEnvBase):
         self._mask = mask.reshape(-1)
 
     def _checked(self, action: Any) -> np.ndarray:
-        """The action as one choice per row, checked against the mask on the deciding rows
-        (the other rows' choices are ignored, as their mask allows one only)."""
-        values = np.asarray(action)
-        if values.shape != (self.max_nodes,) or not np.issubdtype(values.dtype, np.integer):
-            raise PlacementError(
-                f"action must be {self.max_nodes} integers (one per row), got an array of shape "
-                f"{values.shape} and dtype {values.dtype}"
-            )
+        """The action as one choice per row; the deciding rows' as ``invalid_action`` says
+        where the mask rules them out (the other rows' choices are ignored)."""
+        if self.grouped:  # row g of the place step is group g's device
+            values = self._row_values(action, self.choices, "choice", lambda g: f"group {g}")
+        else:
+            values = self._row_values(action, self.choices, "group")
         allowed = self._mask.reshape(self.max_nodes, self.choices)
         deciding = self._used_groups() if self.grouped else self.rows
-        chosen = values[deciding]
-        ok = (chosen >= 0) & (chosen < self.choices)
-        ok[ok] = allowed[deciding[ok], chosen[ok]]
-        if not ok.all():
-            row = int(deciding[np.argmin(ok)])
-            raise PlacementError(self._refusal(row, int(values[row]), allowed[row]))
-        return values
+        return self._allowed_rows(values, allowed, deciding,
+                                  lambda row: self._refusal(row, int(values[row]), allowed[row]))
 
     def _used_groups(self) -> np.ndarray:
         """The groups of the group step that hold nodes."""
         return np.unique(self._group_of[self._group_of >= 0])
 
     def _refusal(self, row: int, value: int, allowed: np.ndarray) -> str:
+        """Why ``allowed`` rules out choice ``value`` on ``row``, naming a node."""
         choices = np.flatnonzero(allowed).tolist()
-        if self.grouped:
-            return f"group {row}: device {value} cannot run all its nodes; allowed: {choices}"
-        v = int(self.case.order[row])
-        return (f"row {row}: group {value} cannot take node {v} "
-                f"({self.case.graph.names[v]!r}); allowed: {choices}")  # fmt: skip
+        if not self.grouped:
+            return f"{self._row_name(row)}: group {value} cannot take it; allowed: {choices}"
+        nodes = self.case.order[np.flatnonzero(self._group_of == row)]
+        if value >= self.num_devices:
+            return (f"group {row} (with {self._node_name(int(nodes[0]))}): {value} is not a "
+                    f"device (the cluster has devices 0..{self.num_devices - 1}); "
+                    f"allowed: {choices}")  # fmt: skip
+        runs = np.isfinite(self.case.model.durations[nodes, value])
+        device = self.cluster.devices[value].name
+        return (f"group {row}: device {value} ({device}) cannot run its "
+                f"{self._node_name(int(nodes[np.argmin(runs)]))}; allowed: {choices}")  # fmt: skip
 
     def expert_action(self, expert: np.ndarray) -> np.ndarray:
         """The step's action that reproduces ``expert``'s placement: each device's nodes split

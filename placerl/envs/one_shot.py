@@ -1,4 +1,4 @@
-"""``placerl/PlacementOneShot-v0``: GDP's MDP, every node's device in one action."""
+"""``placerl/PlacementOneShot-v1``: GDP's MDP, every node's device in one action."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import numpy as np
 from gymnasium import spaces
 
 from placerl.envs.base import PlacementEnvBase
-from placerl.errors import PlacementError
 
 
-class OneShotPlacementEnv(PlacementEnvBase):
+class PlacementOneShotEnv(PlacementEnvBase):
     """Place every node of a computation graph in one step (GDP, Zhou et al. 2019).
 
     ## Description
@@ -22,30 +21,39 @@ class OneShotPlacementEnv(PlacementEnvBase):
     order) names; the other rows of the group follow it.
 
     ## Observation space
-    That of ``placerl/Placement-v0`` at the start of an episode: nothing placed, no current
+    That of ``placerl/Placement-v1`` at the start of an episode: nothing placed, no current
     node, ``devices`` all 0 (there is no single node to describe).
 
     ## Action space
     ``MultiDiscrete([D] * max_nodes)``: the device of each row. :meth:`action_masks` (flat,
     ``max_nodes * D``, sb3-contrib's convention for ``MultiDiscrete``) allows, on each deciding
     row, the devices whose kind can run its group; rows that follow another, and padding rows,
-    allow device 0 only. Memory cannot be masked before the devices are chosen together: a
-    placement that overflows a device is scored by the infeasibility penalty. An action that is
-    not ``max_nodes`` integers, or names a device the mask rules out on a deciding row, raises
-    :class:`~placerl.errors.PlacementError` naming the node.
+    allow device 0 only (their choice is ignored: the group's first row decides). Memory
+    cannot be masked before the devices are chosen together: a placement that overflows a
+    device is scored by the infeasibility penalty. A device the mask rules out on a deciding
+    row is handled as ``invalid_action`` says (:mod:`placerl.envs.invalid`): by default that
+    row's choice is replaced by the nearest allowed device (smallest cyclic index distance,
+    ties to the lower index; ``info["invalid_action"]`` and ``info["action_taken"]`` hold the
+    whole action as given and as applied), ``penalize`` also subtracts
+    ``INVALID_ACTION_PENALTY`` from the reward, and ``raise`` raises
+    :class:`~placerl.errors.PlacementError` naming the row's node and why. An action that is
+    not ``max_nodes`` integers in ``0..D-1`` always raises.
 
     ## Reward
     Any registered reward, computed from the reference runtime to the placement's (default
-    ``log_speedup``: ``log(reference / runtime)``).
+    ``log_speedup``: ``log(reference / runtime)``), less ``INVALID_ACTION_PENALTY`` for a
+    replaced action under ``penalize``.
 
     ## Episode end
     Terminates after its one step; ``step()`` after that raises
     :class:`~placerl.errors.EpisodeError`.
 
     ## Arguments
-    Those of ``placerl/Placement-v0``.
+    Those of ``placerl/Placement-v1``, ``invalid_action`` included.
 
     ## Version history
+    * v1: ``invalid_action``, ``nearest`` by default (v0 raised on a masked-out device);
+      observations of version 2.
     * v0: initial version.
     """
 
@@ -67,7 +75,7 @@ class OneShotPlacementEnv(PlacementEnvBase):
         self._mask = mask.reshape(-1)
         return self._observation(), self._info(None, False)
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def _step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
         self._check_running()
         case = self.case
         devices = self._devices_of(action)
@@ -78,27 +86,15 @@ class OneShotPlacementEnv(PlacementEnvBase):
         return self._observation(), reward, True, False, self._info(runtime, True)
 
     def _devices_of(self, action: Any) -> np.ndarray:
-        """The action as one device per row, checked against the mask."""
-        values = np.asarray(action)
-        if values.shape != (self.max_nodes,) or not np.issubdtype(values.dtype, np.integer):
-            raise PlacementError(
-                f"action must be {self.max_nodes} integer device indices (one per row), got "
-                f"an array of shape {values.shape} and dtype {values.dtype}"
-            )
+        """The action as one device per row, the deciding rows' as ``invalid_action`` says."""
+        values = self._row_values(action, self.num_devices, "device")
         allowed = self._mask.reshape(self.max_nodes, self.num_devices)
-        chosen = values[self.rows]
-        ok = (chosen >= 0) & (chosen < self.num_devices)
-        ok[ok] = allowed[self.rows[ok], chosen[ok]]
-        bad = self.rows[~ok]
-        if len(bad):
-            row = int(bad[0])
+
+        def why(row: int) -> str:
             v = int(self.case.order[row])
-            raise PlacementError(
-                f"row {row}: device {int(values[row])} cannot take node {v} "
-                f"({self.case.graph.names[v]!r}); allowed: "
-                f"{np.flatnonzero(allowed[row]).tolist()}"
-            )
-        return values
+            return f"row {row}: {self._device_refusal(v, int(values[row]), allowed[row])}"
+
+        return self._allowed_rows(values, allowed, self.rows, why)
 
     def expert_action(self, expert: np.ndarray) -> np.ndarray:
         """The action placing every node as ``expert`` does (device 0 on the other rows)."""

@@ -1,4 +1,4 @@
-"""``placerl/Parallelize-v0``: choose each op's parallelization configuration, in an order."""
+"""``placerl/Parallelize-v1``: choose each op's parallelization configuration, in an order."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from placerl.envs.case import (
     static_features,
 )
 from placerl.envs.device_features import CLIP
+from placerl.envs.invalid import DEFAULT_INVALID_ACTION, InvalidActions, check_invalid_action
 from placerl.envs.rewards import REWARDS
 from placerl.errors import ConfigError, EpisodeError, PlacementError
 from placerl.graph import CompGraph, load_graph
@@ -37,7 +38,7 @@ from placerl.sim.strategy import DIMS
 SLOT_FEATURES = (*(f"log_{d}" for d in DIMS), "log_parts", "compute", "comm", "valid")
 
 
-class ParallelizeEnv(gym.Env):
+class ParallelizeEnv(InvalidActions, gym.Env):
     """Choose a parallelization strategy, one variable per step (PaSE's problem as an MDP).
 
     ## Description
@@ -54,11 +55,11 @@ class ParallelizeEnv(gym.Env):
     configuration *slots* in place of devices:
 
     * ``nodes`` ``(max_nodes, 10 + S)``: rows in traversal order; columns 0-5 as in
-      ``Placement-v0`` (cost, out_bytes, mem_bytes, degrees, position), 6 decided flag, 7
+      ``Placement-v1`` (cost, out_bytes, mem_bytes, degrees, position), 6 decided flag, 7
       current flag (the current variable's own node), 8 zero, 9 upward rank as in
-      ``Placement-v0`` (on the cluster's devices under ``step_time``), then a one-hot of the
+      ``Placement-v1`` (on the cluster's devices under ``step_time``), then a one-hot of the
       node's chosen slot.
-    * ``edge_index``, ``edge_mask``, ``node_mask``, ``current``: as in ``Placement-v0``.
+    * ``edge_index``, ``edge_mask``, ``node_mask``, ``current``: as in ``Placement-v1``.
     * ``devices`` ``(S, 9)``: one row per slot of the current variable: the log of each dim's
       factor (``b n k s h``) and of the number of parts over log p, the configuration's compute
       and its own communication over its unsplit compute (clipped to ``[0, 10]``), and 1 for a
@@ -67,9 +68,14 @@ class ParallelizeEnv(gym.Env):
     ## Action space
     ``Discrete(S)``: a slot, ``S`` the most configurations of any variable (or ``slots``).
     :meth:`action_masks` and ``info["action_mask"]`` mark the current variable's valid
-    configurations. A masked slot (past the variable's ``C`` configurations) is taken modulo
-    ``C``, so agents without masks still act; an action outside ``0..S-1`` or not an integer
-    raises :class:`~placerl.errors.PlacementError`.
+    configurations. A masked slot (past the variable's ``C`` configurations) is handled as
+    ``invalid_action`` says (:mod:`placerl.envs.invalid`), as in the placement envs: by
+    default it is replaced by the nearest valid slot (smallest cyclic index distance over the
+    ``S`` slots, ties to the lower index: ``C - 1`` or ``0``; ``info["invalid_action"]`` and
+    ``info["action_taken"]`` record it), ``penalize`` also subtracts
+    ``INVALID_ACTION_PENALTY`` from the reward, and ``raise`` raises
+    :class:`~placerl.errors.PlacementError` naming the variable's node. An action outside
+    ``0..S-1`` or not an integer always raises.
 
     ## Reward
     A name of :mod:`placerl.envs.rewards` (default ``log_speedup``: 0, then log(reference /
@@ -83,9 +89,12 @@ class ParallelizeEnv(gym.Env):
     ## Arguments
     ``graph`` (a spec or CompGraph with op shapes: zoo or ``from_module`` graphs), ``cluster``
     (identical devices), ``order``, ``reward``, ``reference`` (``data_parallel``, ``megatron``,
-    ``pase_dp``), ``fold``, ``slots``, ``max_nodes``, ``max_edges``, ``order_seed``.
+    ``pase_dp``), ``fold``, ``slots``, ``max_nodes``, ``max_edges``, ``order_seed``,
+    ``invalid_action`` (``nearest``, ``penalize`` or ``raise``; see Action space).
 
     ## Version history
+    * v1: ``invalid_action``; a masked slot goes to the nearest valid one by default (v0 took
+      it modulo the variable's configurations); observations of version 2.
     * v0: initial version.
     """
 
@@ -104,7 +113,9 @@ class ParallelizeEnv(gym.Env):
         max_nodes: int | None = None,
         max_edges: int | None = None,
         order_seed: int = 0,
+        invalid_action: str = DEFAULT_INVALID_ACTION,
     ) -> None:
+        self.invalid_action = check_invalid_action(invalid_action)
         resolve_order(order)
         if reference not in PLACERS or PLACERS[reference].decides != "configuration":
             fitting = [n for n, p in PLACERS.items() if p.decides == "configuration"]
@@ -196,6 +207,7 @@ class ParallelizeEnv(gym.Env):
             "reward": self.reward_fn.name,
             "observation": "graph",
             "fold": self.fold,
+            "invalid_action": self.invalid_action,
             "max_nodes": self.max_nodes,
             "max_edges": self.max_edges,
             "observation_version": OBSERVATION_VERSION,
@@ -208,7 +220,7 @@ class ParallelizeEnv(gym.Env):
         if seed is not None:
             seed = check_int(seed, "reset seed")
         if options and "graph" in options:
-            raise ConfigError("Parallelize-v0 holds one graph: reset option 'graph' is not taken")
+            raise ConfigError("Parallelize-v1 holds one graph: reset option 'graph' is not taken")
         _check_reset_options(options, ())
         super().reset(seed=seed)
         g = self.graph
@@ -225,7 +237,7 @@ class ParallelizeEnv(gym.Env):
         self._point_at(0)
         return self._observation(), self._info(None, False)
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def _step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
         if not self._running:
             raise EpisodeError("step() called outside an episode; call reset() to start one")
         i = int(self.sequence[self._t])
@@ -254,7 +266,8 @@ class ParallelizeEnv(gym.Env):
         return per_variable[self.cost.space.variable_of]
 
     def _slot(self, action: Any, i: int) -> int:
-        """The configuration index ``action`` picks for variable ``i`` (masked: modulo)."""
+        """The configuration index ``action`` picks for variable ``i`` (a masked slot: as
+        ``invalid_action`` says)."""
         value = action[()] if isinstance(action, np.ndarray) and action.ndim == 0 else action
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise PlacementError(
@@ -263,7 +276,13 @@ class ParallelizeEnv(gym.Env):
             )
         if not 0 <= value < self.num_slots:
             raise PlacementError(f"action {int(value)} is not a slot in 0..{self.num_slots - 1}")
-        return int(value) % int(self._counts[i])
+        return self._allowed(int(value), self._mask, lambda: self._refusal(i, int(value)))
+
+    def _refusal(self, i: int, slot: int) -> str:
+        v = int(self.cost.space.variables[i])
+        count = int(self._counts[i])
+        return (f"variable {i} (node {v} ({self.graph.names[v]!r})): slot {slot} is past its "
+                f"{count} configurations; allowed: 0..{count - 1}")  # fmt: skip
 
     def _point_at(self, t: int | None) -> None:
         """Make variable ``sequence[t]`` the current one (``None``: the episode is over)."""

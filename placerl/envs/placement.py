@@ -1,4 +1,4 @@
-"""``placerl/Placement-v0``: build a placement node by node in a traversal order."""
+"""``placerl/Placement-v1``: build a placement node by node in a traversal order."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class PlacementEnv(PlacementEnvBase):
       0 cost / the graph's largest cost; 1 out_bytes / largest; 2 mem_bytes / largest;
       3 in-degree and 4 out-degree / the largest degree; 5 position in the order / (N - 1);
       6 placed flag; 7 current-node flag; 8 start time relative to the current node's, divided
-      by the runtime, from the last simulation (``PlacementRefine-v0`` with ``step_time`` only;
+      by the runtime, from the last simulation (``PlacementRefine-v1`` with ``step_time`` only;
       0 here); 9 upward rank / largest (HEFT's priority: the node's mean duration plus the
       longest chain of mean transfers and durations to a sink, a global quantity a few rounds
       of message passing cannot compute); 10 .. 10 + D one-hot of the node's device (zeros
@@ -44,17 +44,23 @@ class PlacementEnv(PlacementEnvBase):
     ``Discrete(D)``: the device of the current node. :meth:`action_masks` (bool, for
     sb3-contrib's MaskablePPO) and ``info["action_mask"]`` (int8, Gymnasium's convention) mark
     the devices whose kind can run the node's group and, with ``memory="mask"``, whose resident
-    memory can still hold it. A masked action is applied anyway and scored by the
-    infeasibility penalty. An action must be an integer (a Python or numpy integer, or a 0-d
-    integer array); anything else, or an index outside ``0..D-1``, raises
-    :class:`~placerl.errors.PlacementError`.
+    memory can still hold it. A device the mask rules out is handled as ``invalid_action``
+    says (:mod:`placerl.envs.invalid`): by default (``nearest``) the node goes to the allowed
+    device nearest it (smallest cyclic index distance, ties to the lower index), recorded in
+    ``info["invalid_action"]`` and ``info["action_taken"]``; ``penalize`` also subtracts
+    :data:`~placerl.envs.invalid.INVALID_ACTION_PENALTY` from the reward; ``raise`` raises
+    :class:`~placerl.errors.PlacementError` naming the node, the device and why. An action
+    must be an integer (a Python or numpy integer, or a 0-d integer array); anything else, or
+    an index outside ``0..D-1``, raises :class:`~placerl.errors.PlacementError`.
 
     ## Reward
     Chosen by name (:mod:`placerl.envs.rewards`). Default ``log_speedup``: 0 until the last
     step, then ``log(reference_runtime / final_runtime)``. The dense ``normalized_delta`` is the
     shaped variant: unplaced nodes count as on the reference placement's devices, and each step
     earns ``(runtime before - runtime after) / reference_runtime`` (the rewards sum to the final
-    improvement). Infeasible placements are scored by ``penalized_runtime``.
+    improvement). Infeasible placements are scored by ``penalized_runtime``. With
+    ``invalid_action="penalize"``, a step whose action the mask ruled out earns
+    ``INVALID_ACTION_PENALTY`` (1.0) less.
 
     ## Episode end
     Terminates after the last node; ``step()`` after that (or before ``reset()``) raises
@@ -72,13 +78,19 @@ class PlacementEnv(PlacementEnvBase):
     precomputed :class:`~placerl.baselines.references.Reference`, one per graph),
     ``max_nodes`` / ``max_edges``, ``order_seed``, ``fold`` (visit only the first copy of each
     repeated block found by :func:`~placerl.graph.passes.fold_repeats`; placing one of its
-    nodes places the same node of every copy), ``render_mode`` (``ansi``, ``rgb_array``).
-    Every argument is checked at construction.
+    nodes places the same node of every copy), ``render_mode`` (``ansi``, ``rgb_array``),
+    ``invalid_action`` (``nearest``, ``penalize`` or ``raise``; see Action space). Every
+    argument is checked at construction; an unknown one raises
+    :class:`~placerl.errors.ConfigError` (a renamed one names its new name).
 
     ``reset(seed=s)`` gives the same episode whatever happened before in the env object;
     ``reset(options={"graph": i})`` picks graph ``i`` of a list instead of sampling one.
 
     ## Version history
+    * v1: ``invalid_action`` (a masked-out device goes to the nearest allowed one by default;
+      v0 applied it and let the infeasibility penalty score it); observations of version 2
+      (:data:`~placerl.envs.case.OBSERVATION_VERSION`: the ``RANK`` column and HEFT's
+      ``devices`` features).
     * v0: initial version.
     """
 
@@ -96,11 +108,12 @@ class PlacementEnv(PlacementEnvBase):
         self._set_mask(first, self._mask_or_runnable(first))
         return self._observation(), self._info(None, False)
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def _step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
         self._check_running()
         case = self.case
-        device = self._device(action)
-        members = self._move_group(int(case.order[case.steps[self._t]]), device)
+        v = int(case.order[case.steps[self._t]])
+        device = self._chosen_device(action, v)
+        members = self._move_group(v, device)
         self._device_state.schedule(members, device, self.placement)
         self._t += 1
         done = self._t == len(case.steps)

@@ -1,4 +1,4 @@
-"""``placerl/PlacementRefine-v0``: Placeto's MDP, improving a full placement node by node."""
+"""``placerl/PlacementRefine-v1``: Placeto's MDP, improving a full placement node by node."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from placerl.errors import ConfigError, PlaceRLError
 from placerl.sim import SimResult, clearly_faster, penalized_runtime
 from placerl.sim.model import check_placement
 
-InitialFn = Callable[["PlacementRefineEnv", GraphCase], np.ndarray]
+InitFn = Callable[["PlacementRefineEnv", GraphCase], np.ndarray]
 
-#: Initial placements only an env can make (they need its random generator or its reference);
-#: any placer spec of :mod:`placerl.baselines` is an initial placement too.
-INITIAL_PLACEMENTS: Registry[InitialFn] = Registry("initial placement")
+#: Start placements only an env can make (they need its random generator or its reference);
+#: any placer spec of :mod:`placerl.baselines` is a start placement too (``init``).
+INIT_PLACEMENTS: Registry[InitFn] = Registry("start placement")
 
 
-@INITIAL_PLACEMENTS.decorator("uniform")
-def _uniform_initial(env: PlacementRefineEnv, case: GraphCase) -> np.ndarray:
+@INIT_PLACEMENTS.decorator("uniform")
+def _uniform_init(env: PlacementRefineEnv, case: GraphCase) -> np.ndarray:
     """Each colocation group on a uniform random device, drawn from the episode's generator.
 
     A new draw every episode (unlike the placer ``random``, fixed by its ``seed`` option).
@@ -32,21 +32,21 @@ def _uniform_initial(env: PlacementRefineEnv, case: GraphCase) -> np.ndarray:
     return env.np_random.integers(env.num_devices, size=case.graph.num_nodes)
 
 
-@INITIAL_PLACEMENTS.decorator("reference")
-def _reference_initial(env: PlacementRefineEnv, case: GraphCase) -> np.ndarray:
+@INIT_PLACEMENTS.decorator("reference")
+def _reference_init(env: PlacementRefineEnv, case: GraphCase) -> np.ndarray:
     """The env's reference placement."""
     return case.reference_placement
 
 
-def _check_initial(initial: str) -> None:
-    if isinstance(initial, str) and initial in INITIAL_PLACEMENTS:
+def _check_init(init: str) -> None:
+    if isinstance(init, str) and init in INIT_PLACEMENTS:
         return
     try:
-        parse_placer(initial)
+        parse_placer(init)
     except ConfigError as err:
         raise ConfigError(
-            f"initial={initial!r} is neither an env initial placement "
-            f"({', '.join(INITIAL_PLACEMENTS)}) nor a placer spec: {err}"
+            f"init={init!r} is neither an env start placement "
+            f"({', '.join(INIT_PLACEMENTS)}) nor a placer spec: {err}"
         ) from None
 
 
@@ -54,10 +54,10 @@ class PlacementRefineEnv(PlacementEnvBase):
     """Refine a complete placement, re-placing one node per step (Placeto, NeurIPS 2019).
 
     ## Description
-    The episode starts from a full placement: ``initial`` names it (``single_device`` by
+    The episode starts from a full placement: ``init`` names it (``single_device`` by
     default; ``uniform``, a new uniform random draw each episode; ``reference``; or any placer
     spec of :mod:`placerl.baselines`, computed
-    once through the shared reference cache), or ``reset(options={"initial": placement})``
+    once through the shared reference cache), or ``reset(options={"init": placement})``
     gives it (a placement, or ``{graph index: placement}`` for an env over several graphs).
     Placeto's schedule, each episode from the best placement found so far, is the explicit
     wrapper :class:`~placerl.envs.wrappers.StartFromBest`. At step ``t`` the agent chooses a new
@@ -65,12 +65,15 @@ class PlacementRefineEnv(PlacementEnvBase):
     simulated again (unless the node stays where it was: the last simulation still holds).
 
     ## Observation space
-    As ``placerl/Placement-v0`` (see :class:`~placerl.envs.placement.PlacementEnv`): every node
+    As ``placerl/Placement-v1`` (see :class:`~placerl.envs.placement.PlacementEnv`): every node
     is placed, and with ``objective="step_time"`` column 8 holds each node's start time from the
     last simulation minus the current node's, divided by the runtime (Placeto's feature).
 
     ## Action space
-    ``Discrete(D)`` with :meth:`action_masks` / ``info["action_mask"]`` as in construct mode.
+    ``Discrete(D)`` with :meth:`action_masks` / ``info["action_mask"]`` as in construct mode,
+    and a device the mask rules out handled as ``invalid_action`` says, as there (by default
+    the node goes to the nearest allowed device; ``penalize`` also costs
+    ``INVALID_ACTION_PENALTY``; ``raise`` names the node and why).
 
     ## Reward
     Default ``normalized_delta``: ``(previous runtime - new runtime) / reference_runtime``,
@@ -98,20 +101,23 @@ class PlacementRefineEnv(PlacementEnvBase):
     ``reset()``) raises :class:`~placerl.errors.EpisodeError`.
 
     ## Arguments
-    Those of ``placerl/Placement-v0`` plus ``initial`` and ``undo_worse`` (see Description),
+    Those of ``placerl/Placement-v1`` (``invalid_action`` included) plus ``init`` and
+    ``undo_worse`` (see Description),
     ``passes`` (an integer >= 1) and ``moves`` (``None`` or an integer >= 1; see Episode end).
     ``reset(seed=s)`` gives the same episode whatever happened before.
 
     ## Version history
+    * v1: ``invalid_action`` (v0 applied a masked-out device); the start placement is
+      ``init`` (argument and reset option; v0: ``initial``); observations of version 2.
     * v0: initial version.
     """
 
     kind = "refine"
     constructs = False
-    extra_arguments = ("initial", "passes", "moves", "undo_worse")
+    extra_arguments = ("init", "passes", "moves", "undo_worse")
     training_arguments = ("moves",)  # a greedy evaluation passes over every node
 
-    def __init__(self, *args: Any, initial: str = "single_device", passes: int = 1,
+    def __init__(self, *args: Any, init: str = "single_device", passes: int = 1,
                  moves: int | None = None, undo_worse: bool = False,
                  reward: str = "normalized_delta", **kwargs: Any) -> None:  # fmt: skip
         super().__init__(*args, reward=reward, **kwargs)
@@ -120,14 +126,14 @@ class PlacementRefineEnv(PlacementEnvBase):
         self.undo_worse = undo_worse
         self.passes = check_int(passes, "passes", minimum=1)
         self.moves = None if moves is None else check_int(moves, "moves", minimum=1)
-        _check_initial(initial)
-        self.initial = initial
+        _check_init(init)
+        self.init = init
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        case = self._start_episode(seed, options, allowed=("initial",))
-        start = self._initial_placement(case, (options or {}).get("initial"))
+        case = self._start_episode(seed, options, allowed=("init",))
+        start = self._init_placement(case, (options or {}).get("init"))
         self.placement = np.full(case.graph.num_nodes, -1, dtype=np.int64)
         self._row = None
         for v, device in enumerate(start):
@@ -142,12 +148,12 @@ class PlacementRefineEnv(PlacementEnvBase):
         self._set_mask(first, self._mask_or_runnable(first))
         return self._observation(), self._info(self._before, False)
 
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def _step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
         self._check_running()
         case = self.case
-        device = self._device(action)
         n = len(case.steps)
         v = int(case.order[case.steps[self._t % n]])
+        device = self._chosen_device(action, v)
         after, extra = self._before, {}  # a node left where it is: no new simulation
         if self.placement[v] != device:
             after, extra = self._try_move(v, device)
@@ -210,21 +216,21 @@ class PlacementRefineEnv(PlacementEnvBase):
             for u in moved:  # one colocation group at a time (several when folded)
                 self._incremental.move(int(u), device)
 
-    def _initial_placement(self, case: GraphCase, given: Any) -> np.ndarray:
-        """The placement the episode starts from: given in the reset options, else ``initial``."""
+    def _init_placement(self, case: GraphCase, given: Any) -> np.ndarray:
+        """The placement the episode starts from: given in the reset options, else ``init``."""
         if given is not None:
-            given = self._check_given_initial(given).get(self.graph_index)
+            given = self._check_given_init(given).get(self.graph_index)
         if given is not None:
             return given
-        if self.initial in INITIAL_PLACEMENTS:
-            return INITIAL_PLACEMENTS[self.initial](self, case)
-        return reference(case.graph, self.cluster, self.objective, self.initial).placement
+        if self.init in INIT_PLACEMENTS:
+            return INIT_PLACEMENTS[self.init](self, case)
+        return reference(case.graph, self.cluster, self.objective, self.init).placement
 
-    def _check_given_initial(self, given: Any) -> dict[int, np.ndarray]:
-        """Reset option ``initial`` as ``{graph index: checked placement}``.
+    def _check_given_init(self, given: Any) -> dict[int, np.ndarray]:
+        """Reset option ``init`` as ``{graph index: checked placement}``.
 
         A bare placement is for the episode's graph; a mapping may name any of the env's graphs
-        (graphs it leaves out start from ``initial``). Every placement is checked.
+        (graphs it leaves out start from ``init``). Every placement is checked.
         """
         if not isinstance(given, Mapping):
             given = {self.graph_index: given}
@@ -238,7 +244,7 @@ class PlacementRefineEnv(PlacementEnvBase):
                     )
                 checked[index] = check_placement(placement, self.graphs[index], self.num_devices)
             except PlaceRLError as err:
-                raise type(err)(f"reset option 'initial': {err}") from None
+                raise type(err)(f"reset option 'init': {err}") from None
         return checked
 
     def _try_move(self, v: int, device: int) -> tuple[float, dict[str, Any]]:

@@ -1,8 +1,8 @@
 """Tiny placement problems with known optima, for tests and learning checks.
 
 Each :class:`SanityProblem` states its optimum analytically; the tests confirm it by brute
-force over every placement. ``gymnasium.make("placerl/SanityChain-v0")`` and friends wrap them
-in ``placerl/Placement-v0`` and report the optimum as ``info["optimal_runtime"]``.
+force over every placement. ``gymnasium.make("placerl/SanityChain-v1")`` and friends wrap them
+in ``placerl/Placement-v1`` and report the optimum as ``info["optimal_runtime"]``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ for _factory in (_chain, _branches, _memory):
 
 
 class SanityEnv(PlacementEnv):
-    """``placerl/Placement-v0`` on a sanity problem; ``info["optimal_runtime"]`` is its optimum."""
+    """``placerl/Placement-v1`` on a sanity problem; ``info["optimal_runtime"]`` is its optimum."""
 
     def __init__(self, problem: str, **kwargs: Any) -> None:
         self.problem = SANITY_PROBLEMS[problem]
@@ -94,5 +94,5 @@ class SanityEnv(PlacementEnv):
 
 
 def make_sanity_env(problem: str, **kwargs: Any) -> SanityEnv:
-    """Entry point of the ``placerl/Sanity*-v0`` ids."""
+    """Entry point of the ``placerl/Sanity*-v1`` ids."""
     return SanityEnv(problem, **kwargs)

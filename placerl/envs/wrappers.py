@@ -18,14 +18,14 @@ class StartFromBest(gym.Wrapper):
     """Placeto's schedule: start each episode from the best placement found so far.
 
     The wrapper watches ``info["runtime"]`` after every reset and step of a
-    ``placerl/PlacementRefine-v0`` env, keeps the fastest feasible placement per graph, and
-    passes them to the next ``reset`` as ``options={"initial": {graph index: placement}}``
-    (graphs not seen yet start from the env's own ``initial``). It adds
+    ``placerl/PlacementRefine-v1`` env, keeps the fastest feasible placement per graph, and
+    passes them to the next ``reset`` as ``options={"init": {graph index: placement}}``
+    (graphs not seen yet start from the env's own ``init``). It adds
     ``info["best_runtime"]``; :meth:`best_placement` returns what it holds. The traversal-order
     study (Wang et al. 2022) trained Placeto this way.
 
     Example:
-        >>> env = StartFromBest(gym.make("placerl/PlacementRefine-v0", graph="msr:bert24_inference",
+        >>> env = StartFromBest(gym.make("placerl/PlacementRefine-v1", graph="msr:bert24_inference",
         ...                              cluster="msr:bert24_inference"))  # doctest: +SKIP
     """
 
@@ -34,7 +34,7 @@ class StartFromBest(gym.Wrapper):
 
         if not isinstance(env.unwrapped, PlacementRefineEnv):
             raise ConfigError(
-                "StartFromBest wraps placerl/PlacementRefine-v0, "
+                "StartFromBest wraps placerl/PlacementRefine-v1, "
                 f"got {type(env.unwrapped).__name__}"
             )
         super().__init__(env)
@@ -45,8 +45,8 @@ class StartFromBest(gym.Wrapper):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Reset the env from the best placements so far (unless ``options`` gives one)."""
         options = dict(options or {})
-        if self._best and "initial" not in options:
-            options["initial"] = {i: placement for i, (_, placement) in self._best.items()}
+        if self._best and "init" not in options:
+            options["init"] = {i: placement for i, (_, placement) in self._best.items()}
         obs, info = self.env.reset(seed=seed, options=options)
         return obs, self._record(info)
 

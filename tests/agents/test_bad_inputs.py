@@ -4,6 +4,9 @@ Like the engine's ``test_bad_inputs`` modules: one table per entry point, each r
 and the :class:`~placerl.errors.ConfigError` (or ``PlacementError``) text that names it.
 """
 
+import dataclasses
+from collections.abc import Mapping
+
 import numpy as np
 import pytest
 
@@ -13,10 +16,12 @@ from placerl.agents.imitation import behaviour_clone
 from placerl.agents.search import run_search
 from placerl.envs import PlacementEnv
 from placerl.errors import ConfigError, EpisodeError, PlacementError
-from placerl.train import TrainConfig
+from placerl.run_config import AgentGroup, EnvGroup, RunConfig
 
 GRAPH, CLUSTER = "synthetic:layered?n=12&seed=0", "placeto?n_devices=2"
-SMALL = {"graph": GRAPH, "cluster": CLUSTER, "extractor": "mlp"}
+#: The groups' bare defaults (the construct env, no warm start), the MLP extractor.
+SMALL = {"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER}, "env": EnvGroup(),
+         "agent": AgentGroup(extractor="mlp", warm_start=None)}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -34,32 +39,48 @@ TRAIN = [
     ({"baselines": "heft"}, "baselines must be a list of specs, got 'heft'"),
     ({"baselines": ["local_search?max_evaluations={steps}&depth=2"]},
      "unknown option.*depth for placer 'local_search'"),
-    ({"warm_start": "heft?depth=2"}, "unknown option.*depth for placer 'heft'"),
-    ({"warm_start_epochs": 0}, "warm_start_epochs must be an integer >= 1, got 0"),
-    ({"warm_start_rounds": -1}, "warm_start_rounds must be an integer >= 0, got -1"),
-    ({"warm_start_rounds": 2, "warm_start": None},
-     "warm_start_rounds=2 needs a warm_start expert to label the rounds, got warm_start=None"),
-    ({"hyperparams": [1]}, r"hyperparams must be a mapping of option names to values, got \[1\]"),
-    ({"env_kwargs": "reward"}, "env_kwargs must be a mapping of option names to values"),
-    ({"extractor_kwargs": 3}, "extractor_kwargs must be a mapping"),
+    ({"agent": {"warm_start": "heft?depth=2"}}, "unknown option.*depth for placer 'heft'"),
+    ({"agent": {"warm_start_epochs": 0}}, "agent.warm_start_epochs must be an integer >= 1, got 0"),
+    ({"agent": {"warm_start_rounds": -1}},
+     "agent.warm_start_rounds must be an integer >= 0, got -1"),
+    ({"agent": {"warm_start_rounds": 2, "warm_start": None}},
+     "agent.warm_start_rounds=2 needs an agent.warm_start expert to label the rounds, got None"),
+    ({"agent": {"hyperparams": [1]}},
+     r"agent.hyperparams must be a mapping of option names to values, got \[1\]"),
+    ({"env": "reward"}, r"env is a group: give env.kind \({'env': {'kind': 'reward'}}\) or an? "
+                        "EnvGroup, got 'reward'"),
+    ({"env_kwargs": {"reward": "delta"}},
+     r"'env_kwargs' is now env.<argument> \(e.g. env.reward\)"),
+    ({"agent": {"extractor_kwargs": 3}}, "agent.extractor_kwargs must be a mapping"),
     ({"device": "gpu0"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'"),
-    ({"env": "beam"}, "env must be one of construct, refine, dual, one_shot, hierarchical, "
-                      "got 'beam'"),
+    ({"env": {"kind": "beam"}}, "env.kind must be one of construct, refine, dual, one_shot, "
+                                "hierarchical, got 'beam'"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
     ({"validation_graphs": [GRAPH], "eval_every": 0},
      "validation_graphs choose the weights keep_best keeps at each evaluation: they need "
      "keep_best=True and eval_every > 0, got keep_best=True, eval_every=0"),
     ({"validation_graphs": [GRAPH], "keep_best": False, "eval_every": 64},
      "they need keep_best=True and eval_every > 0, got keep_best=False, eval_every=64"),
-    ({"warm_start": "best_move"},
+    ({"agent": {"warm_start": "best_move"}},
      r"warm_start 'best_move' needs the refine env \(env=refine\), not PlacementEnv"),
 ]
 
 
+def _over_small(change):
+    """``change`` over :data:`SMALL`: a mapping for ``env`` or ``agent`` changes those fields
+    of its group."""
+    config = dict(SMALL)
+    for key, value in change.items():
+        if key in ("env", "agent") and isinstance(value, Mapping):
+            value = dataclasses.replace(SMALL[key], **value)
+        config[key] = value
+    return config
+
+
 @pytest.mark.parametrize(("change", "message"), TRAIN, ids=[m[:30] for _, m in TRAIN])
-def test_train_config_refuses_before_any_work(change, message):
+def test_run_config_refuses_before_any_work(change, message):
     with pytest.raises(ConfigError, match=message):
-        TrainConfig.from_dict({**SMALL, **change})
+        RunConfig.from_dict(_over_small(change)).check()
 
 
 CLONE = [
@@ -87,11 +108,12 @@ SEARCH = [
     ({"budget": True}, "search budget must be an integer >= 0, got True"),
     ({"seed": "a"}, "search seed must be an integer >= 0, got 'a'"),
     ({"search": "sample", "budget": 0}, "search 'sample' needs a budget > 0"),
-    ({"start": "nope"}, "unknown placer 'nope'"),
-    ({"start": "policy?path=m.zip"}, "search option 'start' must be a placer spec other than "
-                                     "'policy' .* got 'policy\\?path=m.zip'"),
-    ({"start": 3}, "search option 'start' must be a placer spec .* got 3"),
-    ({"start": "heft?depth=2"}, "depth"),
+    ({"init": "nope"}, "unknown placer 'nope'"),
+    ({"init": "policy?path=m.zip"}, "search option 'init' must be a placer spec other than "
+                                    "'policy' .* got 'policy\\?path=m.zip'"),
+    ({"init": 3}, "search option 'init' must be a placer spec .* got 3"),
+    ({"init": "heft?depth=2"}, "depth"),
+    ({"start": "heft"}, "run_search: option 'start' is now 'init'"),
 ]
 
 

@@ -1,0 +1,120 @@
+"""The table an app prints at the end of a job: the policy or placer beside each baseline.
+
+Rows are labelled in words (``local search [2]``); a placer spec with options goes to a
+numbered footnote, where ``{steps}`` stays as written (the caption says what it stood for).
+A placement that does not fit is marked ``infeasible (memory)`` instead of a penalty runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placerl.baselines.references import STEPS
+from placerl.results import EvalResult, GraphOutcome, Result, TrainResult
+
+#: The row of :attr:`GraphOutcome.lower_bound`.
+LOWER_BOUND_ROW = "lower bound (no placement is faster)"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table row: a label, a runtime (seconds) and why it does not fit, if it does not."""
+
+    label: str
+    runtime: float
+    infeasible: str = ""
+
+
+class Footnotes:
+    """Numbered placer specs: each spec with options gets one number, in order of first use."""
+
+    def __init__(self) -> None:
+        self.specs: list[str] = []
+
+    def label(self, spec: str) -> str:
+        """``spec`` in words: its placer's name, with a footnote number if it has options."""
+        name, _, options = spec.partition("?")
+        words = name.replace("_", " ")
+        if STEPS in options:
+            words += ", equal budget"
+        if not options:
+            return words
+        if spec not in self.specs:
+            self.specs.append(spec)
+        return f"{words} [{self.specs.index(spec) + 1}]"
+
+    def caption(self, steps: int | None) -> str:
+        """The footnotes as lines; ``steps`` says what ``{steps}`` stood for."""
+        lines = [f"[{i}] {spec}" for i, spec in enumerate(self.specs, start=1)]
+        if steps is not None and any(STEPS in spec for spec in self.specs):
+            lines.append(f"{STEPS}: the {steps:,} env steps the run trained")
+        return "\n".join(lines)
+
+
+def summary_table(result: Result) -> str:
+    """The policy (or the evaluated placer) against each baseline placer, per graph, as
+    text, fastest first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    notes = Footnotes()
+    if isinstance(result, EvalResult):
+        mine = notes.label(result.config["placer"])
+        title, whose, subject = f"placerl-eval: {mine}", "the placer's", "placer"
+    else:
+        title, subject = _train_title(result), "policy"
+        whose = "the best placement the policy found"
+    table = Table(title=title)
+    for column in ("graph", "placer", "runtime (ms)", f"{subject} speedup"):
+        table.add_column(column, justify="left" if column in ("graph", "placer") else "right")
+    for g, outcome in enumerate(result.graphs):
+        rows, mine_runtime = _rows(result, g, outcome, notes)
+        for row in sorted(rows, key=lambda r: (bool(r.infeasible), r.runtime)):
+            runtime = (f"infeasible ({row.infeasible})" if row.infeasible
+                       else f"{row.runtime * 1e3:.3f}")  # fmt: skip
+            speedup = "-" if row.infeasible else f"{row.runtime / mine_runtime:.3f}x"
+            table.add_row(outcome.graph, row.label, runtime, speedup)
+    table.caption = (f"{subject} speedup: each row's runtime over {whose} (above 1x: the "
+                     f"{subject} is faster)")  # fmt: skip
+    console = Console(width=100, record=True)
+    with console.capture() as capture:
+        console.print(table)
+    steps = result.steps if isinstance(result, TrainResult) else None
+    return capture.get() + notes.caption(steps) + ("\n" if notes.specs else "")
+
+
+def _train_title(result: TrainResult) -> str:
+    title = f"placerl-train: {result.steps:,} steps, {result.timings['train']:.0f} s of training"
+    if result.timings.get("warm_start"):
+        title += f" after {result.timings['warm_start']:.0f} s of warm start"
+    return title
+
+
+def _rows(result: Result, g: int, outcome: GraphOutcome,
+          notes: Footnotes) -> tuple[list[Row], float]:  # fmt: skip
+    """A graph's rows, and the runtime the speedups divide (the placer's, or the best
+    placement the policy found: what the search recipes report)."""
+    if isinstance(result, EvalResult):
+        mine = Row(notes.label(result.config["placer"]), outcome.final_runtime,
+                   "" if outcome.best_feasible else "does not fit")  # fmt: skip
+        rows, mine_runtime = [mine], outcome.final_runtime
+    else:
+        rows = [Row(f"policy (greedy, weights of step {result.policy_step:,})",
+                    outcome.final_runtime), *_last_weights(result, g),
+                Row("policy (best seen)", outcome.best_runtime,
+                    "" if outcome.best_feasible else "does not fit")]  # fmt: skip
+        mine_runtime = outcome.best_runtime
+    rows += [Row(notes.label(spec), runtime, outcome.infeasible.get(spec, ""))
+             for spec, runtime in outcome.baselines.items()]  # fmt: skip
+    if outcome.lower_bound is not None:
+        rows.append(Row(LOWER_BOUND_ROW, outcome.lower_bound))
+    return rows, mine_runtime
+
+
+def _last_weights(result: TrainResult, graph: int) -> list[Row]:
+    """The last weights' greedy runtime on ``graph`` when ``keep_best`` kept earlier ones (the
+    final evaluation, on the curve's last point)."""
+    last = result.curve[-1] if result.curve else None
+    if last is None or result.policy_step == result.steps or last["step"] != result.steps:
+        return []
+    return [Row(f"policy (last weights, step {result.steps:,})", last["runtimes"][graph])]
