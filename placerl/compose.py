@@ -27,13 +27,20 @@ def config_path() -> str:
 
 @functools.cache
 def register_schemas() -> None:
-    """Store the schemas ``train.yaml`` and ``eval.yaml`` compose on in Hydra's ConfigStore."""
+    """Store the schemas ``train.yaml`` and ``eval.yaml`` compose on, and the apps' ``--help``
+    (every field with its meaning), in Hydra's ConfigStore."""
     from hydra.core.config_store import ConfigStore
 
+    from placerl.config_help import help_template
     from placerl.run_config import EvalRunConfig, RunConfig
 
-    ConfigStore.instance().store(name="run_schema", node=RunConfig.schema())
-    ConfigStore.instance().store(name="eval_schema", node=EvalRunConfig.schema())
+    store = ConfigStore.instance()
+    store.store(name="run_schema", node=RunConfig.schema())
+    store.store(name="eval_schema", node=EvalRunConfig.schema())
+    for app, schema in (("placerl-train", RunConfig), ("placerl-eval", EvalRunConfig)):
+        store.store(group="hydra/help", name=app.replace("-", "_"),
+                    node={"app_name": app, "header": "", "footer": "",
+                          "template": help_template(app, schema)})  # fmt: skip
 
 
 def compose_run(*overrides: str, config_name: str = "train") -> Any:

@@ -22,16 +22,24 @@ from placerl.report import (
     unfinished_jobs,
     write_report,
 )
+from placerl.results import RESULT_SCHEMA
 
 TOPO = [2.0, 2.2, 1.8, 2.1, 1.9, 2.0]
 BFS = [1.0, 1.2, 0.8, 1.1, 0.9, 1.0]  # half of topo's, seed by seed
 
 
+def _train_config(order, seed, **settings):
+    """A training result's nested config (``RunConfig.to_dict``'s shape)."""
+    return {"order": {"name": order, "seed": 0}, "seed": seed,
+            "agent": {"algo": "maskable_ppo", "extractor": "gnn"}, "cluster": {"spec": "placeto"},
+            "env": {"objective": "step_time"}, **settings}  # fmt: skip
+
+
 def _write(folder, order, seed, runtime, placer=None, graph="g", **settings):
     config = ({"placer": placer, "cluster": "placeto", "objective": "step_time"} if placer else
-              {"order": order, "seed": seed, "algo": "maskable_ppo", "extractor": "gnn",
-               "cluster": "placeto", "objective": "step_time", **settings})  # fmt: skip
-    result = {"config": config, "steps": 0 if placer else 100,
+              _train_config(order, seed, **settings))
+    result = {"kind": "eval" if placer else "train", "schema": RESULT_SCHEMA,
+              "config": config, "steps": 0 if placer else 100,
               "timings": {"train": 1.0}, "curve": [] if placer else [
                   {"step": 50, "runtimes": [2 * runtime]}, {"step": 100, "runtimes": [runtime]}],
               "graphs": [{"graph": graph, "final_runtime": runtime, "best_runtime": runtime,
@@ -66,9 +74,9 @@ def test_summary_has_means_and_confidence_intervals(sweep):
 
 
 def test_multi_graph_runs_give_one_curve_per_graph_and_no_interval_for_one_seed(tmp_path):
-    result = {"config": {"order": "bfs", "seed": 0, "algo": "a2c", "extractor": "mlp",
-                         "cluster": "c", "objective": "step_time"},
-              "steps": 10, "timings": {"train": 1.0},
+    config = _train_config("bfs", 0, agent={"algo": "a2c", "extractor": "mlp"})
+    result = {"kind": "train", "schema": RESULT_SCHEMA, "config": config, "steps": 10,
+              "timings": {"train": 1.0},
               "curve": [{"step": 10, "runtimes": [1.0, 3.0]}],
               "graphs": [{"graph": name, "final_runtime": r, "best_runtime": r,
                           "baselines": {"heft": 2.0}} for name, r in (("a", 1.0), ("b", 3.0))]}
@@ -247,7 +255,9 @@ def test_unreadable_results_are_skipped_with_a_warning_and_listed(sweep):
         write_report([sweep], sweep / "report")
     text = (sweep / "report" / "report.md").read_text()
     assert "## Skipped result files" in text
-    assert "cut/result.json (JSONDecodeError" in text and "edited/result.json (KeyError" in text
+    assert "cut/result.json (JSONDecodeError" in text
+    assert "edited/result.json (ConfigError" in text
+    assert "schema 1; this placerl reads schema 2" in text
 
 
 def test_a_reference_order_no_run_used_is_named(sweep, capsys):
@@ -268,7 +278,7 @@ def test_an_out_that_is_a_file_is_refused(sweep):
 
 def test_a_report_without_the_default_reference_order_says_so(sweep):
     for path in sweep.rglob("result.json"):
-        if json.loads(path.read_text())["config"].get("order") != "bfs":
+        if json.loads(path.read_text())["config"].get("order") != {"name": "bfs", "seed": 0}:
             path.unlink()
     text = write_report([sweep], sweep / "report").read_text()
     assert ("(no pairs: no run used topo; the runs' orders: bfs; pick one with "
@@ -284,8 +294,7 @@ def test_graph_groups_drop_the_seed_suffix(name, group):
 
 
 def _write_learning_run(folder, order, seed, final, best, curve):
-    result = {"config": {"order": order, "seed": seed, "algo": "maskable_ppo", "extractor": "gnn",
-                         "cluster": "placeto", "objective": "step_time"},
+    result = {"kind": "train", "schema": RESULT_SCHEMA, "config": _train_config(order, seed),
               "steps": 300, "timings": {"train": 1.0},
               "curve": [{"step": s, "runtimes": [r], "best": [b]} for s, r, b in curve],
               "graphs": [{"graph": "g", "final_runtime": final, "best_runtime": best,

@@ -300,7 +300,7 @@ def _graph_specs(runs: Any) -> dict[str, str]:
     for run, graph in runs.drop_duplicates("graph")[["run", "graph"]].itertuples(index=False):
         result = Path(run) / "result.json"
         if result.is_file():
-            specs[graph] = json.loads(result.read_text())["config"]["graph"]
+            specs[graph] = json.loads(result.read_text())["config"]["graph"]["spec"]
         elif found := re.search(r"graph\.spec='([^']+)'", str(run)):
             specs[graph] = found.group(1)
         else:

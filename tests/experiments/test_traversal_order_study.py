@@ -7,8 +7,7 @@ import pytest
 
 pytest.importorskip("hydra", reason="the experiments extra is not installed")
 
-from placerl.apps import compose_run
-from placerl.run_config import to_train_config
+from placerl.compose import compose_run
 from placerl.train import train
 
 STUDY = Path(__file__).resolve().parents[2] / "experiments" / "traversal_order_study"
@@ -25,7 +24,7 @@ def test_the_refine_arm_is_the_study_s_setting():
     run = compose("experiment=order_study", "agent=placeto_lstm")
     assert run.env.kind == "refine" and run.env.start_from_best and run.env.passes == 1
     assert run.env.reward == "normalized_delta"  # Placeto's sign: a move that saves is positive
-    assert run.env.initial == "random" and run.agent.warm_start is None
+    assert run.env.init == "random" and run.agent.warm_start is None
     assert run.cluster.spec == "placeto?n_devices=3" and run.agent.extractor == "lstm"
     assert run.agent.hyperparams["n_epochs"] == 2  # the placeto recipe's tuned PPO
 
@@ -45,11 +44,16 @@ def test_the_construct_and_learned_arms_share_the_episode_budget(experiment, kin
 def test_a_study_job_trains_and_records_its_best_placement(tmp_path):
     run = compose("experiment=order_study", "graph.spec='synthetic:cifar10?n=23&seed=1'",
                   "total_steps=256", "eval_every=128", "order=dfs_preorder", "threads=1")
-    result = train(to_train_config(run, str(tmp_path)))
+    result = train(run, out_dir=str(tmp_path))
     outcome = result.graphs[0]
     assert outcome.best_runtime <= outcome.final_runtime
     assert [point["step"] for point in result.curve][:3] == [0, 128, 256]
     assert (tmp_path / "result.json").is_file()
+    # the analyses read the graph's spec back from the job's result.json
+    import pandas as pd
+
+    jobs = pd.DataFrame({"run": [str(tmp_path)], "graph": [outcome.graph]})
+    assert analyze._graph_specs(jobs) == {outcome.graph: "synthetic:cifar10?n=23&seed=1"}
 
 
 def commands(*argv, fails=None, status=0):
