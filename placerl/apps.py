@@ -27,7 +27,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from placerl.compose import config_path, register_schemas, to_run
+from placerl.compose import check_arguments, config_path, register_schemas, to_run
 from placerl.errors import ConfigError
 from placerl.evaluate import evaluate
 from placerl.figures import plot_best_placement, plot_learning_curve
@@ -196,24 +196,23 @@ def _eval_main(cfg: DictConfig) -> None:
 
 def train_app() -> float | None:
     """``placerl-train``: train a policy (``placerl-train --help`` lists every option)."""
-    _check_arguments()
+    _check_arguments("train")
     return _train_main()
 
 
 def eval_app() -> None:
     """``placerl-eval``: a placer or a trained policy on graphs (``placerl-eval --help``)."""
-    _check_arguments()
+    _check_arguments("eval")
     _eval_main()
 
 
-def _check_arguments() -> None:
-    """Refuse an override Hydra would fail on with a parser message, saying how to quote it."""
-    from placerl.overrides import check_overrides
-
+def _check_arguments(config_name: str) -> None:
+    """Refuse an override Hydra would fail on without saying how to fix it."""
     try:
-        check_overrides(sys.argv[1:])
+        check_arguments(sys.argv[1:], config_name)
     except ConfigError as error:
-        sys.exit(f"error: {error}")
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)  # the exit status of a command-line usage error, as argparse's
 
 
 def run_evaluation(run: EvalRunConfig, out_dir: str) -> EvalResult:

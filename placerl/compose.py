@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,13 @@ def compose_run(*overrides: str, config_name: str = "train") -> Any:
     Raises:
         ConfigError: An override names a key the schema lacks.
     """
+    from placerl._extras import require
+
+    require("hydra", "placerl.compose (RunConfig's defaults)")
     from hydra import compose, initialize_config_dir, initialize_config_module
 
     register_schemas()
+    check_arguments(overrides, config_name)
     path = config_path()
     if path.startswith("pkg://"):
         context = initialize_config_module(config_module=CONFIG_MODULE, version_base=None)
@@ -62,6 +67,32 @@ def compose_run(*overrides: str, config_name: str = "train") -> Any:
         context = initialize_config_dir(config_dir=path, version_base=None)
     with context:
         return to_run(compose(config_name=config_name, overrides=list(overrides)))
+
+
+def config_groups() -> list[str]:
+    """The config groups of the tree (``graph``, ``experiment``, ...), Hydra's own aside."""
+    from importlib import resources
+
+    root = resources.files(CONFIG_MODULE) if config_path().startswith("pkg://") else Path(
+        config_path())  # fmt: skip
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in (
+        "hydra", "__pycache__"))  # fmt: skip
+
+
+def check_arguments(args: Sequence[str], config_name: str = "train") -> None:
+    """Refuse, before Hydra parses them, overrides it would fail on without a useful word: a
+    value with an unquoted ``=`` (with the quoted form to type) and an unknown key (with the
+    closest known one).
+
+    Raises:
+        ConfigError: Naming the override and the fix.
+    """
+    from placerl.overrides import check_override_keys, check_overrides
+    from placerl.run_config import EvalRunConfig, RunConfig
+
+    check_overrides(args)
+    schema = RunConfig if config_name == "train" else EvalRunConfig
+    check_override_keys(args, schema, config_groups())
 
 
 def to_run(cfg: Any) -> Any:

@@ -16,8 +16,11 @@ left alone too: every override refused here is one Hydra's parser refuses.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import re
 import shlex
+import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -184,3 +187,40 @@ def shell_word(arg: str) -> str:
     if any(char in arg for char in '"$`\\!'):
         return shlex.quote(arg)
     return f'"{arg}"'
+
+
+def check_override_keys(args: Sequence[str], schema: type, groups: Sequence[str] = ()) -> None:
+    """Refuse an override of a key that neither ``schema`` (a nested dataclass) declares nor
+    names a config group, with the closest known key: Hydra's own message ("Could not
+    override 'total_step'") names no alternative. Added keys (``+key``) are left to
+    :func:`placerl.run_config.check_known_keys`; ``hydra.*`` and ``group@package`` to Hydra;
+    the free mappings (``agent.hyperparams.*``) to what reads them.
+
+    Raises:
+        ConfigError: The key, and the closest known one.
+    """
+    known = _dotted_fields(schema)
+    choices = sorted({*known, *groups})
+    for arg in _overrides(args):
+        key = arg.partition("=")[0]
+        if key[:1] in "+~" or key.startswith("hydra") or "@" in key or "/" in key:
+            continue
+        if key in groups or key in known or any(key.startswith(f"{free}.") for free in
+                                                 known if known[free]):  # fmt: skip
+            continue
+        close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(f"unknown option {key!r}{hint} (placerl-train --help lists them)")
+
+
+def _dotted_fields(schema: type, prefix: str = "") -> dict[str, bool]:
+    """Every field of ``schema`` by dotted path, nested groups included; True marks a free
+    mapping, whose keys are anything."""
+    fields: dict[str, bool] = {}
+    types = typing.get_type_hints(schema)
+    for item in dataclasses.fields(schema):
+        path, kind = f"{prefix}{item.name}", types[item.name]
+        fields[path] = typing.get_origin(kind) is dict
+        if dataclasses.is_dataclass(kind):
+            fields.update(_dotted_fields(kind, f"{path}."))
+    return fields

@@ -185,8 +185,11 @@ def test_refine_env_passes_its_own_arguments():
 
 
 @pytest.mark.parametrize(("override", "error", "message"), [
-    ("total_step=5", ConfigCompositionException, "Key 'total_step' not in 'RunConfig'"),
-    ("env.max_nodz=5", ConfigCompositionException, "Key 'max_nodz' not in 'EnvGroup'"),
+    ("total_step=5", ConfigError, "unknown option 'total_step'; did you mean total_steps?"),
+    ("env.max_nodz=5", ConfigError, "unknown option 'env.max_nodz'; did you mean env.max_nodes?"),
+    ("grpah=cifar10", ConfigError, "unknown option 'grpah'; did you mean graph?"),
+    ("cluster.spec=gpu8_nvlink?n_devices=4", ConfigError,
+     "\"cluster.spec='gpu8_nvlink?n_devices=4'\""),
     ("total_steps=many", ConfigCompositionException, "could not be converted to Integer"),
     ("graph=imagenet", ConfigCompositionException, "Could not find 'graph/imagenet'"),
 ])  # fmt: skip
@@ -206,6 +209,34 @@ def test_added_keys_the_schema_lacks_fail_before_any_work(override, message):
     """Hydra's hint for a typo (``+key=...``) must not train the defaults without a word."""
     with pytest.raises(ConfigError, match=message):
         _compose(override)
+
+
+def test_the_train_app_says_how_to_quote_a_spec_and_spell_a_key(tmp_path):
+    done = _app(tmp_path, "train_app", "cluster.spec=gpu8_nvlink?n_devices=4")
+    assert done.returncode != 0 and "cluster.spec='gpu8_nvlink?n_devices=4'" in done.stderr
+    typo = _app(tmp_path, "train_app", "total_step=64")
+    assert typo.returncode != 0 and "did you mean total_steps?" in typo.stderr
+
+
+def test_help_gives_each_field_its_meaning(tmp_path):
+    done = _app(tmp_path, "train_app", "--help")
+    assert done.returncode == 0, done.stderr
+    for field, meaning in (("env.kind", "construct"), ("total_steps", "Env steps to train for"),
+                           ("agent.warm_start", "A placer to clone before RL")):  # fmt: skip
+        line = next(line for line in done.stdout.splitlines() if line.strip().startswith(field))
+        assert meaning in line or meaning in done.stdout.split(line)[1][:400], field
+
+
+def test_a_config_error_is_a_failed_job_the_report_lists(tmp_path):
+    from placerl.report import open_jobs
+
+    sweep = tmp_path / "sweep"
+    done = _app(tmp_path, "train_app", "-m", *TINY, "agent.warm_start_epochs=0",
+                f"hydra.sweep.dir={sweep}")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    [job] = open_jobs([sweep])
+    assert job.status == "failed"
+    assert "agent.warm_start_epochs must be an integer >= 1" in job.detail
 
 
 def test_the_train_app_refuses_an_added_typo(tmp_path):

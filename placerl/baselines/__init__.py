@@ -53,6 +53,7 @@ from placerl.baselines.api import (
     solve,
 )
 from placerl.baselines.problem import Problem
+from placerl.baselines.references import placer_spec
 
 __all__ = [
     "PLACERS",
@@ -63,6 +64,7 @@ __all__ = [
     "SearchLimitWarning",
     "Solution",
     "place",
+    "placer_spec",
     "register_placer",
     "solve",
 ]

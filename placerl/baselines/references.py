@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
@@ -146,6 +147,35 @@ def resolve_steps(specs: Sequence[str], steps: int | None) -> list[str]:
                               "number")  # fmt: skip
         resolved.append(spec.replace(STEPS, str(max(steps or 0, 1))))
     return resolved
+
+
+def placer_spec(name: str, **options: Any) -> str:
+    """The spec of placer ``name`` with ``options``, written in Python as keyword arguments
+    (the command line's ``name?key=value&...``), checked as :func:`parse_placer` checks one.
+
+    Example: ``placer_spec("local_search", init="best_of", max_evaluations=STEPS)`` is
+    ``"local_search?init=best_of&max_evaluations={steps}"``. Booleans are written
+    ``true``/``false``, lists and tuples comma-joined, and a ``&`` or ``%`` inside a value
+    (a nested spec with options of its own) percent-encoded, so that the query keeps it
+    whole and ``parse_placer`` gives it back as written.
+
+    Raises:
+        ConfigError: As :func:`parse_placer`: an unknown placer or option, a value of the
+            wrong type.
+    """
+    pairs = [f"{key}={quote(_spec_value(value), safe='?=,:/@{}')}"
+             for key, value in options.items()]  # fmt: skip
+    spec = f"{name}?{'&'.join(pairs)}" if pairs else name
+    parse_placer(resolve_steps([spec], 1)[0])
+    return spec
+
+
+def _spec_value(value: Any) -> str:
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value)).lower()
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    return str(value)
 
 
 def parse_placer(spec: str) -> tuple[str, dict[str, Any]]:
