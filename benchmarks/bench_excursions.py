@@ -51,7 +51,6 @@ from _common import add_run_options, apply_run_options, markdown_table, write_re
 from placerl.baselines import solve
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
-from placerl.run_config import to_train_config
 from placerl.sim import CostModel
 from placerl.sim.bounds import lower_bound
 from placerl.train import train
@@ -88,7 +87,7 @@ CASE_SETS = {"step_time": CaseSet(LAYERED + FAMILIES, "step_time", "heft"),
 
 
 def run(graph: str, cluster: str, seed: int, steps: int, case_set: CaseSet) -> dict[str, Any]:
-    from placerl.apps import compose_run
+    from placerl.compose import compose_run
 
     objective, reference = case_set.objective, case_set.reference
     overrides = ["experiment=excursions", f"graph.spec='{graph}'", f"cluster.spec='{cluster}'",
@@ -96,7 +95,7 @@ def run(graph: str, cluster: str, seed: int, steps: int, case_set: CaseSet) -> d
                  "eval_every=0", "eval_samples=0", f"baselines=[{reference},best_of]",
                  "progress_bar=false"]  # fmt: skip
     start = time.perf_counter()
-    result = train(to_train_config(compose_run(*overrides), out_dir=None))
+    result = train(compose_run(*overrides))
     seconds = time.perf_counter() - start
     outcome = result.graphs[0]
     climbed = solve("local_search", graph, cluster, objective=objective, init="best_of")

@@ -10,7 +10,7 @@ network's sizes and the graph, not on what the weights learned. Per recipe and s
   default: :func:`placerl.agents.episodes.rollout`'s ``incremental``; the per-node GNN
   recomputes the rows within reach of a change), side by side with ``whole``;
 * ``best_of``: the classic placers ``best_of`` runs, uncached;
-* ``guarded``: ``policy?search=greedy&start=best_of`` (the greedy placement or ``best_of``'s,
+* ``guarded``: ``policy?search=greedy&init=best_of`` (the greedy placement or ``best_of``'s,
   whichever simulates faster), ``best_of``'s seconds included.
 
 Each figure is the median of ``--repeat`` runs, the two greedy variants interleaved.
@@ -46,7 +46,6 @@ from placerl.baselines.problem import Problem
 from placerl.baselines.references import reference
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
-from placerl.run_config import to_train_config
 from placerl.train import train
 
 CLUSTER = "placeto?n_devices=4"
@@ -59,18 +58,20 @@ def graph_spec(size: int) -> str:
 
 def recipe_policy(recipe: str, spec: str, out: str) -> Any:
     """``recipe``'s network for ``spec``, after one tiny rollout of training."""
-    from placerl.apps import compose_run
+    from placerl.compose import compose_run
 
-    config = to_train_config(compose_run(*recipe_overrides(recipe)), out_dir=out)
+    run = compose_run(*recipe_overrides(recipe))
     graph = load_graph(spec)
     config = dataclasses.replace(
-        config, graph=spec, cluster=CLUSTER, total_steps=64, eval_every=0, warm_start=None,
-        checkpoint_every=0, baselines=(), progress_bar=False,
-        env_kwargs={**config.env_kwargs, "max_nodes": graph.num_nodes,
-                    "max_edges": graph.num_edges},
-        hyperparams={**config.hyperparams, "n_steps": 8, "batch_size": 64},
+        run, graph=dataclasses.replace(run.graph, spec=spec),
+        cluster=dataclasses.replace(run.cluster, spec=CLUSTER), total_steps=64, eval_every=0,
+        checkpoint_every=0, baselines=[], progress_bar=False,
+        env=dataclasses.replace(run.env, max_nodes=graph.num_nodes, max_edges=graph.num_edges),
+        agent=dataclasses.replace(run.agent, warm_start=None,
+                                  hyperparams={**run.agent.hyperparams, "n_steps": 8,
+                                               "batch_size": 64}),
     )  # fmt: skip
-    train(config)
+    train(config, out_dir=out)
     return load_model(f"{out}/model.zip", "cpu")
 
 
@@ -95,7 +96,7 @@ def measure(recipe: str, size: int, repeat: int) -> dict[str, Any]:
         reference(graph, cluster, "step_time", "best_of", use_cache=False)
         best_of_s = time.perf_counter() - start
         times["best_of"].append(best_of_s)
-        times["guarded"].append(run_search(model, env, "greedy", start="best_of").wall_s
+        times["guarded"].append(run_search(model, env, "greedy", init="best_of").wall_s
                                 + best_of_s)  # fmt: skip
     median = {name: statistics.median(values) for name, values in times.items()}
     return {"recipe": recipe, "nodes": size,

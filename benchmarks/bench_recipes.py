@@ -14,14 +14,14 @@ synthetic family, then places held-out graphs it never saw:
   policy step takes milliseconds), and the evaluations ``local_search`` needs to reach the
   policy's runtime;
 * ``zero-shot+best_of``: the same, or ``best_of``'s placement where that simulates faster
-  (``search=greedy&start=best_of``: two evaluations, the learned placer guarded by the
+  (``search=greedy&init=best_of``: two evaluations, the learned placer guarded by the
   classic ones; its inference seconds include computing ``best_of``, uncached);
 * ``local``: policy-guided local search at a budget of simulator evaluations, against
   ``local_search`` from ``best_of`` at the same budget: the geometric mean of its runs with
   ``LOCAL_SEARCH_SEEDS`` visiting orders, whose spread (recipe ``classic`` in the results)
   is the comparison's noise floor;
 * ``local+best_of``: the same search started from the better of the policy's greedy placement
-  and ``best_of``'s (``start=best_of``), so that both searches may start from the same place;
+  and ``best_of``'s (``init=best_of``), so that both searches may start from the same place;
 * ``training-fit``: the greedy placement of ``FIT_GRAPHS`` of the policy's own training graphs
   (spread evenly over them) against the best constructive placer: beside ``zero-shot`` it tells
   a policy that does not generalize from one that never fitted the graphs it trained on;
@@ -90,8 +90,8 @@ from placerl.baselines.problem import Problem
 from placerl.baselines.references import reference
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
-from placerl.run_config import to_train_config
-from placerl.train import TrainConfig, train
+from placerl.run_config import RunConfig
+from placerl.train import train
 
 OBJECTIVE = "step_time"
 
@@ -166,28 +166,30 @@ def recipe_overrides(recipe: str) -> list[str]:
     return ["~experiment"] if recipe == "default" else [f"experiment={recipe}"]
 
 
-def recipe_config(recipe: str, family: Family, seed: int, steps: int, out: str,
+def recipe_config(recipe: str, family: Family, seed: int, steps: int,
                   train_graphs: int | None = None, rollback_graphs: int = 0,
                   overrides: tuple[str, ...] = (),
-                  select_on_validation: bool = False) -> TrainConfig:  # fmt: skip
+                  select_on_validation: bool = False) -> RunConfig:  # fmt: skip
     """``recipe``'s training config on the family's training graphs (``train_graphs`` of
     them: see :meth:`Family.training`), rollback checking ``rollback_graphs`` of them (0:
     all), with further Hydra ``overrides`` (``env.reward=normalized_delta``); with
     ``select_on_validation`` the family's validation graphs choose the weights kept."""
-    from placerl.apps import compose_run
+    from placerl.compose import compose_run
 
-    config = to_train_config(compose_run(*recipe_overrides(recipe), *overrides), out_dir=out)
+    run = compose_run(*recipe_overrides(recipe), *overrides)
     training = family.training(train_graphs)
     placed = (*training, *family.held_out, *family.validation)
     graphs = [load_graph(spec) for spec in family.graphs(placed)]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),
                "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip
     return dataclasses.replace(
-        config, graph=family.graphs(training), cluster=family.cluster,
-        objective=OBJECTIVE, env_kwargs={**config.env_kwargs, **padding}, total_steps=steps,
-        seed=seed, eval_every=max(steps // 4, 1), eval_samples=0, checkpoint_every=0,
-        baselines=(), progress_bar=False, rollback_graphs=rollback_graphs,
-        validation_graphs=family.graphs(family.validation) if select_on_validation else (),
+        run, graph=dataclasses.replace(run.graph, spec=family.graphs(training)),
+        cluster=dataclasses.replace(run.cluster, spec=family.cluster),
+        env=dataclasses.replace(run.env, objective=OBJECTIVE, **padding),
+        agent=dataclasses.replace(run.agent, rollback_graphs=rollback_graphs),
+        total_steps=steps, seed=seed, eval_every=max(steps // 4, 1), eval_samples=0,
+        checkpoint_every=0, baselines=[], progress_bar=False,
+        validation_graphs=family.graphs(family.validation) if select_on_validation else [],
     )  # fmt: skip
 
 
@@ -236,11 +238,11 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
     problem = Problem(load_graph(spec), load_cluster(cluster_spec), OBJECTIVE)
     env = env_for(model, problem)
     # A policy that refines best_of's placement computes it first: its seconds count.
-    from_best_of = model.placerl_settings.get("initial") == "best_of"
+    from_best_of = model.placerl_settings.get("init") == "best_of"
     rows = []
     for method, search, start in METHODS:
         found = run_search(model, env, search, budget=0 if search == "greedy" else budget,
-                           start=start)  # fmt: skip
+                           init=start)  # fmt: skip
         rows.append({"method": method, "runtime": found.runtime,
                      "vs_constructive": found.runtime / placers.constructive,
                      "vs_best_of": found.runtime / placers.best_of.runtime,
@@ -609,9 +611,9 @@ def trained_policy(recipe: str, family: Family, seed: int,
     with tempfile.TemporaryDirectory() as scratch:
         out = kept or Path(scratch)
         start = time.perf_counter()
-        result = train(recipe_config(recipe, family, seed, args.steps, str(out),
-                                     args.train_graphs, args.rollback_graphs,
-                                     tuple(args.override), args.select_on_validation))  # fmt: skip
+        result = train(recipe_config(recipe, family, seed, args.steps, args.train_graphs,
+                                     args.rollback_graphs, tuple(args.override),
+                                     args.select_on_validation), out_dir=str(out))  # fmt: skip
         seconds = time.perf_counter() - start
         print(f"{recipe} seed {seed}: {result.steps} steps in {seconds:.0f} s (weights "
               f"of step {result.policy_step})", flush=True)  # fmt: skip

@@ -41,7 +41,8 @@ from _common import add_run_options, apply_run_options, markdown_table, write_re
 from placerl.agents.factory import PPO_DEFAULTS
 from placerl.agents.threads import available_cores
 from placerl.envs import PlacementEnv
-from placerl.train import TrainConfig, train
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup, RunConfig
+from placerl.train import train
 
 EXTRACTORS = ("gnn", "lstm", "mlp")
 SIZES = (100, 300)
@@ -85,12 +86,16 @@ def throughput(extractor: str, nodes: int, vec_env: str, steps: int, device: str
     """Env steps per second of ``steps`` training steps (PPO updates included), the share of
     the time in updates, and torch's thread count in the updates."""
     clock = PhaseClock()
-    result = train({"graph": graph(nodes), "cluster": CLUSTER, "extractor": extractor,
+    # The groups' bare defaults (the construct env, no warm start), not the main job's recipe;
+    # no rollback: PPO's own speed (rollback's checks are extra work).
+    agent = AgentGroup(extractor=extractor, warm_start=None, rollback=False,
+                       hyperparams=epoch_switch(epochs))  # fmt: skip
+    result = train({"graph": {"spec": graph(nodes)}, "cluster": {"spec": CLUSTER},
+                    "order": OrderGroup(), "env": EnvGroup(), "agent": agent,
                     "vec_env": vec_env, "total_steps": steps, "eval_every": 0, "n_envs": n_envs,
-                    "checkpoint_every": 0, "baselines": [], "device": device,
+                    "eval_samples": 0, "checkpoint_every": 0, "baselines": [], "device": device,
                     "rollout_threads": rollout_threads, "threads": threads,
-                    "hyperparams": epoch_switch(epochs),
-                    "rollback": False},  # PPO's own speed: rollback's checks are extra work
+                    "progress_bar": False, "resume": False},
                    callbacks=[clock])  # fmt: skip
     train_s = result.timings["train"]
     return result.timings["steps_per_s"], 1 - clock.rollout_s / train_s, int(
@@ -179,7 +184,7 @@ def main() -> None:
     parser.add_argument(
         "--devices", default="auto", help="comma-separated torch devices of the policy: cpu, cuda"
     )
-    parser.add_argument("--n-envs", default=str(TrainConfig.n_envs),
+    parser.add_argument("--n-envs", default=str(RunConfig.n_envs),
                         help="comma-separated env counts (default: placerl's)")  # fmt: skip
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
     parser.add_argument("--epochs", default="2,4",

@@ -57,16 +57,23 @@ def compose_run(*overrides: str, config_name: str = "train") -> Any:
 
     require("hydra", "placerl.compose (RunConfig's defaults)")
     from hydra import compose, initialize_config_dir, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
 
     register_schemas()
     check_arguments(overrides, config_name)
     path = config_path()
-    if path.startswith("pkg://"):
-        context = initialize_config_module(config_module=CONFIG_MODULE, version_base=None)
-    else:
-        context = initialize_config_dir(config_dir=path, version_base=None)
-    with context:
-        return to_run(compose(config_name=config_name, overrides=list(overrides)))
+    # A running Hydra app (placerl-train building a RunConfig, or a user's own) holds the
+    # global instance: compose beside it and hand it back.
+    active, GlobalHydra.instance().hydra = GlobalHydra.instance().hydra, None
+    try:
+        if path.startswith("pkg://"):
+            context = initialize_config_module(config_module=CONFIG_MODULE, version_base=None)
+        else:
+            context = initialize_config_dir(config_dir=path, version_base=None)
+        with context:
+            return to_run(compose(config_name=config_name, overrides=list(overrides)))
+    finally:
+        GlobalHydra.instance().hydra = active
 
 
 def config_groups() -> list[str]:

@@ -386,18 +386,23 @@ RESUMABLE_CHANGES = ("total_steps", "time_limit_s", "eval_every", "eval_samples"
                      "rollout_threads", "progress_bar", "force", "logger")  # fmt: skip
 
 
-def changed_options(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+def changed_options(saved: Mapping[str, Any], current: Mapping[str, Any],
+                    defaults: Mapping[str, Any] | None = None) -> list[str]:  # fmt: skip
     """The options (dotted: ``env.reward``) of ``current`` that ``saved`` (an earlier run's
     config) holds with another value, outside :data:`RESUMABLE_CHANGES`. An option that
-    ``saved`` lacks (added by a later placerl) is not a change."""
+    ``saved`` lacks (added by a later placerl) counts as its schema default there
+    (:meth:`RunConfig.schema`), which is what that run had."""
+    if defaults is None:
+        defaults = RunConfig.schema().to_dict()
     changed = []
-    for key in current.keys() & saved.keys():
-        if key in RESUMABLE_CHANGES:
+    for key in current:
+        if key in RESUMABLE_CHANGES or (key not in saved and key not in defaults):
             continue
-        mine, theirs = current[key], saved[key]
+        mine, theirs = current[key], saved.get(key, defaults.get(key))
         if isinstance(mine, Mapping) and isinstance(theirs, Mapping) and key not in (
                 "extractor_kwargs", "hyperparams"):  # fmt: skip
-            changed += [f"{key}.{name}" for name in changed_options(theirs, mine)]
+            inner = changed_options(theirs, mine, defaults.get(key) or {})
+            changed += [f"{key}.{name}" for name in inner]
         elif mine != theirs:
             changed.append(key)
     return sorted(changed)

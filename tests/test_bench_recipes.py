@@ -124,3 +124,31 @@ def test_a_negative_budget_is_refused_and_zero_means_no_limit(bench, monkeypatch
         capsys.readouterr().err)
     assert bench._budget_words(0).startswith("to its local optimum")
     assert bench._budget_words(240) == "at 240 simulator evaluations"
+
+
+def test_a_recipe_config_trains_on_the_family_and_its_policy_places_held_out_graphs(
+        bench, tmp_path):  # fmt: skip
+    """The composed recipe with the benchmark's settings over it (``recipe_config``), trained
+    (a clone, no PPO steps) and placing a held-out graph in every method."""
+    from placerl.agents.placer import load_model
+    from placerl.train import train
+
+    family = bench.Family("synthetic:layered?n=10&seed={seed}", range(2), (5,),
+                          "placeto?n_devices=2", validation=(7,))  # fmt: skip
+    config = bench.recipe_config("improve", family, 1, 0, rollback_graphs=1,
+                                 overrides=("env.passes=1",), select_on_validation=True)
+    assert config.graph.spec == family.graphs(range(2))
+    assert config.cluster.spec == family.cluster and config.env.objective == bench.OBJECTIVE
+    assert config.env.kind == "refine" and config.env.passes == 1  # the recipe, overridden
+    placed = [load_graph(spec) for spec in family.graphs((0, 1, 5, 7))]
+    assert config.env.max_nodes == max(g.num_nodes for g in placed)
+    assert config.env.max_edges == max(g.num_edges for g in placed)
+    assert config.agent.warm_start == "best_move" and config.agent.rollback_graphs == 1
+    assert config.validation_graphs == family.graphs((7,)) and config.baselines == []
+    assert (config.seed, config.total_steps, config.eval_samples) == (1, 0, 0)
+    train(config, out_dir=str(tmp_path))
+    model = load_model(tmp_path / "model.zip", "cpu")
+    assert model.placerl_settings["init"] == "best_of"  # its seconds count in the rows
+    rows = bench.place_held_out(model, family.held_out_graphs()[0], family.cluster, 20)
+    assert [row["method"] for row in rows] == [method for method, _, _ in bench.METHODS]
+    assert all(row["vs_best_of"] <= 1 + 1e-9 for row in rows)  # undo_worse from best_of

@@ -30,7 +30,28 @@ def test_each_row_trains_with_its_epochs(bench, monkeypatch):
 
     monkeypatch.setattr(bench, "train", fake_train)
     row = bench.rows_for(100, "lstm", "cpu", 8, 1024, 30_000.0, 1, ("dummy",), epochs=4)
-    assert configs[0]["hyperparams"] == bench.epoch_switch(4)
+    assert configs[0]["agent"].hyperparams == bench.epoch_switch(4)
     assert row["epochs"] == 4 and row["dummy steps/s"] == 512
     bench.rows_for(100, "lstm", "cpu", 8, 1024, 30_000.0, 1, ("dummy",))
-    assert configs[1]["hyperparams"] == {}
+    assert configs[1]["agent"].hyperparams == {}
+
+
+def test_a_throughput_run_trains_the_bare_construct_setting(bench, monkeypatch):
+    """A real (tiny) run: the config the benchmark gives ``train`` is valid and trains the
+    groups' bare defaults (construct env, no warm start, no rollback), not the main job."""
+    from placerl.run_config import RunConfig
+    from placerl.train import train as real
+
+    configs = []
+
+    def recording(config, **kwargs):
+        configs.append(config)
+        return real(config, **kwargs)
+
+    monkeypatch.setattr(bench, "train", recording)
+    speed, update_share, threads = bench.throughput("mlp", 12, "dummy", 64, "cpu", 2,
+                                                    epochs=4)  # fmt: skip
+    assert speed > 0 and 0 < update_share < 1 and threads >= 1
+    run = RunConfig.from_dict(configs[0])
+    assert run.env.kind == "construct" and run.agent.warm_start is None
+    assert not run.agent.rollback and run.agent.hyperparams == bench.epoch_switch(4)

@@ -1,4 +1,4 @@
-"""evaluate(): any placer, a trained policy included, in the training result schema."""
+"""evaluate(): any placer, a trained policy included, in the result schema training shares."""
 
 import json
 
@@ -21,8 +21,10 @@ def test_a_placer_in_the_training_schema(tmp_path):
     assert first.speedups()["single_device"] == pytest.approx(
         first.baselines["single_device"] / first.final_runtime)
     written = json.loads((tmp_path / "result.json").read_text())
-    assert written["config"]["placer"] == "heft" and written["steps"] == 0
+    assert written["kind"] == "eval" and written["schema"] == 2
+    assert written["config"]["placer"] == "heft" and "steps" not in written
     assert written["graphs"][1]["best_placement"] == result.graphs[1].best_placement
+    assert written["graphs"][1]["best_placement_by_op"] == result.graphs[1].best_placement_by_op
     assert written["provenance"]["placerl"]
     bound = lower_bound(CostModel(GRAPH, CLUSTER))
     assert written["graphs"][0]["lower_bound"] == first.lower_bound == bound <= first.final_runtime
@@ -36,11 +38,15 @@ def test_placer_options_come_with_the_spec():
 
 def test_a_trained_policy_is_evaluated_like_any_placer(tmp_path):
     pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
+    from placerl.run_config import AgentGroup, EnvGroup
     from placerl.train import train
 
-    trained = train({"graph": GRAPH, "cluster": CLUSTER, "extractor": "mlp", "n_envs": 2,
-                     "total_steps": 64, "eval_every": 0, "out_dir": str(tmp_path),
-                     "hyperparams": {"n_steps": 32, "batch_size": 32}})  # fmt: skip
+    agent = AgentGroup(extractor="mlp", warm_start=None,
+                       hyperparams={"n_steps": 32, "batch_size": 32})  # fmt: skip
+    trained = train({"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER}, "env": EnvGroup(),
+                     "agent": agent, "n_envs": 2, "total_steps": 64, "eval_every": 0,
+                     "eval_samples": 0, "progress_bar": False, "resume": False},
+                    out_dir=str(tmp_path))  # fmt: skip
     result = evaluate(GRAPH, CLUSTER, f"policy?path={tmp_path}/model.zip")
     assert result.graphs[0].final_runtime == pytest.approx(trained.graphs[0].final_runtime)
 

@@ -9,7 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from placerl.figures import plot_learning_curve, runtime_limits
-from placerl.train import GraphOutcome, TrainResult
+from placerl.results import GraphOutcome, TrainResult
 
 
 def _result(curve_ms: list[float], baselines_ms: dict[str, float]) -> TrainResult:

@@ -65,8 +65,10 @@ def test_offline_run_holds_config_metrics_summaries_and_media(tmp_path):
     assert {"final_runtime_ms", "best_runtime_ms", "speedup/heft"} <= summary
     (table,) = (out / "wandb").glob("offline-run-*/files/media/table/placement_*.table.json")
     rows = json.loads(table.read_text())["data"]
-    best = json.loads((out / "best_placement.json").read_text())["0"]["placement"]
-    assert [device for _, _, device in rows] == best
+    best = json.loads((out / "best_placement.json").read_text())["layered-n12-s0"]
+    assert [node for _, node, _, _ in rows] == list(range(len(best["placement"])))
+    assert {op: device for _, _, op, device in rows} == best["devices"]  # names, not indices
+    assert {graph for graph, _, _, _ in rows} == {"layered-n12-s0"}
 
 
 def test_training_goes_on_when_wandb_cannot_start(monkeypatch, tmp_path):
