@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +28,37 @@ def config_path() -> str:
 
 @functools.cache
 def register_schemas() -> None:
-    """Store the schemas ``train.yaml`` and ``eval.yaml`` compose on, and the apps' ``--help``
-    (every field with its meaning), in Hydra's ConfigStore."""
+    """Store the schemas ``train.yaml`` and ``eval.yaml`` compose on in Hydra's ConfigStore,
+    and the apps' ``--help``: every field with its meaning and the value the app runs with
+    (the main job's, composed with a help of the schema's defaults first)."""
+    _store_schemas()
+    _store_help(main_job)
+
+
+@functools.cache
+def _store_schemas() -> None:
+    """The schemas, and a help of their defaults (``train.yaml`` names one to compose)."""
+    from hydra.core.config_store import ConfigStore
+
+    from placerl.run_config import EvalRunConfig, RunConfig
+
+    ConfigStore.instance().store(name="run_schema", node=RunConfig.schema())
+    ConfigStore.instance().store(name="eval_schema", node=EvalRunConfig.schema())
+    _store_help(None)
+
+
+def _store_help(values: Callable[[str], Any] | None) -> None:
     from hydra.core.config_store import ConfigStore
 
     from placerl.config_help import help_template
     from placerl.run_config import EvalRunConfig, RunConfig
 
-    store = ConfigStore.instance()
-    store.store(name="run_schema", node=RunConfig.schema())
-    store.store(name="eval_schema", node=EvalRunConfig.schema())
-    for app, schema in (("placerl-train", RunConfig), ("placerl-eval", EvalRunConfig)):
-        store.store(group="hydra/help", name=app.replace("-", "_"),
-                    node={"app_name": app, "header": "", "footer": "",
-                          "template": help_template(app, schema)})  # fmt: skip
+    for app, config_name, schema in (("placerl-train", "train", RunConfig),
+                                      ("placerl-eval", "eval", EvalRunConfig)):  # fmt: skip
+        template = help_template(app, schema, values(config_name) if values else None)
+        ConfigStore.instance().store(group="hydra/help", name=app.replace("-", "_"),
+                                     node={"app_name": app, "header": "", "footer": "",
+                                           "template": template})  # fmt: skip
 
 
 def compose_run(*overrides: str, config_name: str = "train") -> Any:
@@ -59,7 +76,7 @@ def compose_run(*overrides: str, config_name: str = "train") -> Any:
     from hydra import compose, initialize_config_dir, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    register_schemas()
+    _store_schemas()
     check_arguments(overrides, config_name)
     path = config_path()
     # A running Hydra app (placerl-train building a RunConfig, or a user's own) holds the

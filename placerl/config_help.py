@@ -44,9 +44,10 @@ class FieldDoc:
     meaning: str
 
 
-def field_docs(schema: type, prefix: str = "") -> list[FieldDoc]:
+def field_docs(schema: type, prefix: str = "", values: Any = None) -> list[FieldDoc]:
     """Every field of the dataclass ``schema``, a nested dataclass's fields after its own
-    entry, in declaration order."""
+    entry, in declaration order; the defaults are those of ``values`` (an instance of
+    ``schema``) when given, else the fields' own."""
     meanings = attribute_docs(schema)
     types = _type_hints(schema)
     docs = []
@@ -54,17 +55,19 @@ def field_docs(schema: type, prefix: str = "") -> list[FieldDoc]:
         kind = types.get(item.name, item.type)
         path = f"{prefix}{item.name}"
         nested = isinstance(kind, type) and dataclasses.is_dataclass(kind)
-        default = "" if nested else _default(item)
+        value = getattr(values, item.name) if values is not None else None
+        default = "" if nested else repr(value) if values is not None else _default(item)
         docs.append(FieldDoc(path, _type_name(kind), default, meanings.get(item.name, "")))
         if nested:
-            docs += field_docs(kind, f"{path}.")
+            docs += field_docs(kind, f"{path}.", value)
     return docs
 
 
-def field_help(schema: type) -> str:
-    """The fields of ``schema`` as text: ``path: type = default`` and the meaning under it."""
+def field_help(schema: type, values: Any = None) -> str:
+    """The fields of ``schema`` as text: ``path: type = default`` and the meaning under it
+    (the defaults of ``values``, an instance, when given)."""
     blocks = []
-    for doc in field_docs(schema):
+    for doc in field_docs(schema, values=values):
         head = f"{doc.path}: {doc.type}" + (f" = {doc.default}" if doc.default else "")
         meaning = textwrap.fill(doc.meaning or "(no description)", WIDTH, initial_indent="    ",
                                 subsequent_indent="    ")  # fmt: skip
@@ -138,10 +141,11 @@ def _default(item: dataclasses.Field) -> str:
     return "(computed)"
 
 
-def help_template(app_name: str, schema: type) -> str:
+def help_template(app_name: str, schema: type, values: Any = None) -> str:
     """A Hydra help template (``hydra.help.template``) for the app ``app_name`` composing on
     ``schema``: its config groups (Hydra's ``$APP_CONFIG_GROUPS``), every field with its
-    meaning (:func:`field_help`) and how to quote a spec that holds ``?`` and ``=``.
+    meaning (:func:`field_help`; the defaults of ``values``, the run the app makes with no
+    overrides, when given) and how to quote a spec that holds ``?`` and ``=``.
 
     Hydra reads the template through OmegaConf, which resolves ``${...}``, then substitutes
     its ``$NAMES`` with :class:`string.Template`; the text taken from the schema is escaped
@@ -149,7 +153,7 @@ def help_template(app_name: str, schema: type) -> str:
     """
     summary = _plain((inspect.getdoc(schema) or schema.__name__).splitlines()[0])
     examples = "\n".join(f"  {app_name} {shell_word(quoted_override(f'{path}={spec}'))}"
-                         for path, spec in _spec_examples(schema))  # fmt: skip
+                         for path, spec in _spec_examples(schema, values))  # fmt: skip
     text = "\n".join([
         f"{app_name}: {summary}", "",
         "== Config groups ==",
@@ -157,10 +161,12 @@ def help_template(app_name: str, schema: type) -> str:
     ])  # fmt: skip
     fields = "\n".join([
         "== Fields ==",
-        "Override any field by its dotted path (path=value). The defaults shown are the "
-        "schema's,", "before the config groups apply: "
-        f"{app_name} --cfg job prints the composed config.", "",
-        field_help(schema), "",
+        "Override any field by its dotted path (path=value). " + (
+            f"The values shown are what {app_name} runs" if values is not None else
+            "The defaults shown are the schema's,"), (
+            "with no overrides; " if values is not None else
+            "before the config groups apply; ") + f"{app_name} --cfg job prints a composed "
+        "config.", "", field_help(schema, values), "",
         "== Quoting a spec ==",
         "Hydra reserves '=' and '&' in a value: quote a spec that holds options (after its "
         "'?'),", "for Hydra inside quotes for the shell, as in", examples, "",
@@ -169,11 +175,11 @@ def help_template(app_name: str, schema: type) -> str:
     return f"{_escaped(text)}\n$APP_CONFIG_GROUPS\n{_escaped(fields)}"
 
 
-def _spec_examples(schema: type) -> list[tuple[str, str]]:
+def _spec_examples(schema: type, values: Any = None) -> list[tuple[str, str]]:
     """Up to two ``(path, spec)`` from the schema's string defaults that hold ``?`` and
     ``=``; a made-up one when there is none."""
     found = []
-    for doc in field_docs(schema):
+    for doc in field_docs(schema, values=values):
         value = ast.literal_eval(doc.default) if doc.default[:1] in ("'", '"') else None
         if isinstance(value, str) and "?" in value and "=" in value:
             found.append((doc.path, value))

@@ -62,7 +62,7 @@ class ClusterGroup:
 
     Attributes:
         spec: A cluster spec (``load_cluster``); on the command line quote one that holds
-            ``?`` or ``=``: ``"cluster.spec='gpu8_nvlink?n_devices=4'"``.
+            ``=`` or ``&``: ``"cluster.spec='gpu8_nvlink?n_devices=4'"``.
     """
 
     spec: str = "gpu8_nvlink?n_devices=4"
@@ -285,8 +285,12 @@ class RunConfig:
         _check_choice("vec_env", self.vec_env, VEC_ENVS)
         _check_choice("env.invalid_action", self.env.invalid_action, INVALID_ACTIONS)
         from placerl._env_ids import ENV_KINDS
+        from placerl.agents.factory import ALGORITHMS
+        from placerl.graph.orders import ORDERS
 
         _check_choice("env.kind", self.env.kind, tuple(ENV_KINDS))
+        _check_choice("order.name", self.order.name, tuple(ORDERS))
+        _check_choice("agent.algo", self.agent.algo, tuple(ALGORITHMS))
         if self.env.start_from_best and self.env.kind != "refine":
             raise ConfigError(
                 "env.start_from_best needs env.kind='refine' (episodes that start from a "

@@ -169,7 +169,7 @@ def test_the_help_template_shows_groups_fields_and_how_to_quote_a_spec():
     assert text.startswith("tiny: A run: a group and its schedule.\n\n== Config groups ==\n")
     assert "\n<APP_CONFIG_GROUPS>\n== Fields ==\n" in text
     assert field_help(Outer) in text  # '$5' and '${oc.env:HOME}' as written
-    assert "tiny --cfg job prints the composed config" in text
+    assert "tiny --cfg job prints a composed config" in text
     assert "\n  tiny \"inner.spec='placeto?n_devices=2&bandwidth=1e9'\"\n" in text
 
 
@@ -229,3 +229,14 @@ def test_hydra_prints_the_template_as_the_apps_help(tmp_path):
     assert "== Config groups ==" in out and "inner: large, small" in out
     assert field_help(Outer) in out
     assert "tiny \"inner.spec='placeto?n_devices=2&bandwidth=1e9'\"" in out
+
+
+def test_the_help_shows_the_values_the_app_runs_with():
+    """Given the run an app makes with no overrides, the help shows its values, not the
+    schema's bare defaults."""
+    from placerl.compose import main_job
+    from placerl.run_config import RunConfig
+
+    text = field_help(RunConfig, main_job("train"))
+    assert "env.kind: str = 'refine'" in text  # the main job's recipe, not the bare 'construct'
+    assert "env.moves: int | None = 4" in text

@@ -56,6 +56,11 @@ TRAIN = [
     ({"env": {"kind": "beam"}}, "env.kind must be one of construct, refine, dual, one_shot, "
                                 "hierarchical, got 'beam'"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+    ({"order": {"name": "bsf"}}, "order.name must be one of topo, .*bfs.*, got 'bsf'"),
+    ({"agent": {"algo": "ppx"}}, "agent.algo must be one of maskable_ppo, ppo, .*got 'ppx'"),
+    ({"env": {"invalid_action": "ignore"}},
+     "env.invalid_action must be one of raise, penalize, nearest, got 'ignore'"),
+    ({"vec_env": "ray"}, "vec_env must be one of dummy, subproc, got 'ray'"),
     ({"validation_graphs": [GRAPH], "eval_every": 0},
      "validation_graphs choose the weights keep_best keeps at each evaluation: they need "
      "keep_best=True and eval_every > 0, got keep_best=True, eval_every=0"),
