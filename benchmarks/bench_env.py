@@ -55,7 +55,7 @@ def timed_steps(env, steps: int, whole_episodes: bool, full_evaluation: bool = F
 def measure(mode: str, objective: str, n: int) -> dict:
     # Refine episodes start from a random placement (the default single-device start has no
     # transfers to price, which flatters every step).
-    extra = {"initial": "uniform"} if mode == "refine" else {}
+    extra = {"init": "uniform"} if mode == "refine" else {}
     env = MODES[mode](graph=f"synthetic:layered?n={n}&seed=0", cluster="placeto",
                       objective=objective, **extra)  # fmt: skip
     env.reset(seed=0)

@@ -10,7 +10,7 @@ training throughput (env steps per second, evaluations and updates included).
 
 The recipes (``RECIPES``, per objective; the weights of the best greedy evaluation are kept):
 
-* ``step_time``: Placeto's refinement, started well. ``PlacementRefine-v0`` from the best
+* ``step_time``: Placeto's refinement, started well. ``PlacementRefine-v1`` from the best
   constructive placer's placement, the policy cloned from that placer first (so it starts as
   "keep every node where it is"), the dense ``normalized_delta`` reward against that placer's
   runtime. ``local_search`` from the same start is the non-learned placer to beat.

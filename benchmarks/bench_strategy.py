@@ -4,7 +4,7 @@ Three tables, all on training graphs of the zoo (forward + backward, gradients a
 
 1. **Strategies**: the step time (strategy cost) of data parallelism, Megatron-LM's tensor
    parallelism, PaSE's DP with and without TAP-style folding and, on the transformers, a GNN
-   policy trained by MaskablePPO on ``placerl/Parallelize-v0`` (folded, ``--rl-steps`` steps,
+   policy trained by MaskablePPO on ``placerl/Parallelize-v1`` (folded, ``--rl-steps`` steps,
    its greedy strategy), for BERT-base, GPT-2 small, ResNet-50 and Inception-v3 on
    ``gpu8_nvlink`` and ``gpu4_pcie``; solve and training times, memory per device.
 2. **Vertex orders**: the DP's largest dependent set, largest and total table and solve time

@@ -22,8 +22,10 @@ LAYERS = [
     {"baselines"},
     {"envs"},
     {"agents"},
+    {"results", "overrides", "config_help"},
+    {"run_config", "compose"},
     {"train"},
-    {"run_config", "figures", "evaluate", "comparison", "report_figures", "report", "dashboard"},
+    {"figures", "evaluate", "summary", "comparison", "report_figures", "report", "dashboard"},
     {"tracking"},
     {"apps"},
     {"cli", "__main__", "__init__"},
@@ -99,8 +101,8 @@ def test_light_imports_load_no_heavy_module(statement):
 def test_importing_placerl_registers_the_env_ids_without_building_them():
     code = (
         "import sys, gymnasium as gym, placerl; "
-        "assert 'placerl/Placement-v0' in gym.registry; "
+        "assert 'placerl/Placement-v1' in gym.registry; "
         "assert 'placerl.envs' not in sys.modules; "
-        "gym.make('placerl/SanityChain-v0'); assert 'placerl.envs' in sys.modules"
+        "gym.make('placerl/SanityChain-v1'); assert 'placerl.envs' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

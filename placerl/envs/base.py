@@ -479,9 +479,9 @@ def refuse_unknown(cls: type, unknown: Mapping[str, Any]) -> None:
 
 
 def _arguments(cls: type) -> list[str]:
-    """The keyword arguments of ``cls``'s constructor and its bases', in order."""
+    """The keyword arguments of ``cls``'s constructor and its bases', the bases' first."""
     names: dict[str, None] = {}
-    for klass in cls.__mro__:
+    for klass in reversed(cls.__mro__):
         if "__init__" in vars(klass) and klass.__module__.startswith("placerl."):
             for p in inspect.signature(klass.__init__).parameters.values():
                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self":

@@ -10,7 +10,7 @@ from placerl.agents.episodes import rollout
 from placerl.agents.imitation import behaviour_clone
 from placerl.agents.search import SEARCHES, run_search
 from placerl.baselines import solve
-from placerl.envs import OneShotPlacementEnv, PlacementEnv
+from placerl.envs import PlacementEnv, PlacementOneShotEnv
 from placerl.errors import ConfigError
 from placerl.train import train
 
@@ -18,7 +18,7 @@ GRAPH, CLUSTER = "synthetic:layered?n=16&seed=1", "placeto?n_devices=3"
 
 
 def _env(**kwargs):
-    return OneShotPlacementEnv(GRAPH, CLUSTER, **kwargs)
+    return PlacementOneShotEnv(GRAPH, CLUSTER, **kwargs)
 
 
 def _logits(model, env):

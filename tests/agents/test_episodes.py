@@ -31,7 +31,7 @@ def _untrained(env):
 
 
 def test_a_refine_rollout_never_ends_worse_than_its_start():
-    env = PlacementRefineEnv(GRAPH, CLUSTER, initial="heft")
+    env = PlacementRefineEnv(GRAPH, CLUSTER, init="heft")
     heft = solve("heft", GRAPH, CLUSTER)
     run = rollout(_untrained(env), env, graph=0, seed=0)
     end = env.placement  # where the untrained episode ended
@@ -42,7 +42,7 @@ def test_a_refine_rollout_never_ends_worse_than_its_start():
 
 
 def test_sampled_refine_episodes_keep_their_best_placement_too():
-    env = PlacementRefineEnv(GRAPH, CLUSTER, initial="heft")
+    env = PlacementRefineEnv(GRAPH, CLUSTER, init="heft")
     runs, _ = sampled_rollouts(_untrained(env), env, 4, seed=0)
     heft = solve("heft", GRAPH, CLUSTER).runtime
     assert len(runs) == 4 and all(r.runtime <= heft * (1 + 1e-12) for r in runs)

@@ -21,8 +21,8 @@ GRAPH, CLUSTER = "synthetic:layered?n=12&seed=1", "placeto?n_devices=3"
 TWO = [GRAPH, "synthetic:layered?n=12&seed=2"]
 
 
-def refine_env(initial: str = "m_topo") -> PlacementRefineEnv:
-    return PlacementRefineEnv(graph=TWO, cluster=CLUSTER, initial=initial, undo_worse=True)
+def refine_env(init: str = "m_topo") -> PlacementRefineEnv:
+    return PlacementRefineEnv(graph=TWO, cluster=CLUSTER, init=init, undo_worse=True)
 
 
 def untrained(env: PlacementRefineEnv):
@@ -42,11 +42,11 @@ def test_keeps_and_moves_weigh_equal_shares(flags):
 
 def test_best_move_demonstrations_are_one_improvement_step_per_node():
     env = PlacementRefineEnv(graph=[GRAPH, "synthetic:layered?n=12&seed=2"], cluster=CLUSTER,
-                             initial="m_topo", undo_worse=True)  # fmt: skip
+                             init="m_topo", undo_worse=True)  # fmt: skip
     demos = expert_episodes(env, "best_move")
     assert len(demos.actions) == 24  # a pass over each graph's 12 nodes
     replay = PlacementRefineEnv(graph=[GRAPH, "synthetic:layered?n=12&seed=2"], cluster=CLUSTER,
-                                initial="m_topo")  # fmt: skip
+                                init="m_topo")  # fmt: skip
     keeps, starts, ends = [], [], []
     for g in range(2):
         _, info = replay.reset(seed=0, options={"graph": g})
@@ -70,7 +70,7 @@ def test_placer_demonstrations_while_constructing_weigh_alike():
 
 
 def test_a_placer_expert_refining_another_start_is_balanced_too():
-    env = PlacementRefineEnv(graph=GRAPH, cluster=CLUSTER, initial="single_device")
+    env = PlacementRefineEnv(graph=GRAPH, cluster=CLUSTER, init="single_device")
     demos = expert_episodes(env, "heft")
     heft = np.asarray(solve("heft", GRAPH, CLUSTER).placement)
     order = env.case.order

@@ -10,7 +10,7 @@ from placerl.agents.imitation import behaviour_clone
 from placerl.agents.node_heads import MaskableNodePolicy
 from placerl.agents.search import SEARCHES, run_search
 from placerl.baselines import solve
-from placerl.envs import DualPlacementEnv, PlacementEnv
+from placerl.envs import PlacementDualEnv, PlacementEnv
 from placerl.errors import ConfigError
 from placerl.train import train
 
@@ -18,7 +18,7 @@ GRAPH, CLUSTER = "synthetic:layered?n=16&seed=1", "placeto?n_devices=3"
 
 
 def _env(**kwargs):
-    return DualPlacementEnv(GRAPH, CLUSTER, **kwargs)
+    return PlacementDualEnv(GRAPH, CLUSTER, **kwargs)
 
 
 @pytest.mark.parametrize("extractor", ["gnn", "lstm"])

@@ -8,18 +8,25 @@ import pytest
 
 from placerl.baselines import solve
 from placerl.errors import ConfigError
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
 
 GRAPH = "synthetic:layered?n=12&seed=0"
 
 
+def tiny_run(env: EnvGroup) -> dict:
+    """64 steps of the GNN policy on ``GRAPH`` over two devices, in ``env``."""
+    return {"graph": {"spec": GRAPH}, "cluster": {"spec": "placeto?n_devices=2"},
+            "order": OrderGroup(), "env": env,
+            "agent": AgentGroup(warm_start=None, hyperparams={"n_steps": 32, "batch_size": 32}),
+            "n_envs": 1, "total_steps": 64, "eval_every": 0, "eval_samples": 0,
+            "baselines": ["single_device"], "resume": False, "progress_bar": False}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
     out = tmp_path_factory.mktemp("policy")
-    train({"graph": GRAPH, "cluster": "placeto?n_devices=2", "extractor": "gnn", "n_envs": 1,
-           "total_steps": 64, "eval_every": 0, "hyperparams": {"n_steps": 32, "batch_size": 32},
-           "baselines": ["single_device"], "env_kwargs": {"max_nodes": 16, "max_edges": 40},
-           "out_dir": str(out)})  # fmt: skip
+    train(tiny_run(EnvGroup(max_nodes=16, max_edges=40)), out_dir=str(out))
     return out / "model.zip"
 
 
@@ -84,13 +91,13 @@ def test_a_gnn_policy_places_graphs_beyond_its_padding_as_it_would_with_more(mod
 @pytest.mark.parametrize("kind", ["per-node states", "recurrent"])
 def test_a_policy_that_reads_only_its_padding_refuses_a_larger_graph(tmp_path, kind):
     from placerl.agents import make_agent
-    from placerl.envs import DualPlacementEnv, PlacementEnv
+    from placerl.envs import PlacementDualEnv, PlacementEnv
 
     if kind == "recurrent":
         env = PlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40)
         model = make_agent("recurrent_ppo", env, "gnn", n_steps=16, batch_size=16)
     else:
-        env = DualPlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40)
+        env = PlacementDualEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40)
         model = make_agent("maskable_ppo", env, "gnn", head="nodes", n_steps=16, batch_size=16)
     model.save(tmp_path / "model.zip")
     with pytest.raises(ConfigError, match=r"has 30 nodes; the policy's padding is max_nodes=16, "
@@ -102,14 +109,12 @@ def test_a_policy_that_reads_only_its_padding_refuses_a_larger_graph(tmp_path, k
 @pytest.fixture(scope="module")
 def refine_path(tmp_path_factory):
     out = tmp_path_factory.mktemp("refine")
-    train({"graph": GRAPH, "cluster": "placeto?n_devices=2", "env": "refine", "n_envs": 1,
-           "total_steps": 64, "eval_every": 0, "hyperparams": {"n_steps": 32, "batch_size": 32},
-           "baselines": ["single_device"], "env_kwargs": {"initial": "single_device"},
-           "out_dir": str(out)})  # fmt: skip
+    train(tiny_run(EnvGroup(kind="refine", init="single_device", reward="normalized_delta")),
+          out_dir=str(out))  # fmt: skip
     return out / "model.zip"
 
 
-def test_a_refining_policy_starts_where_initial_says(refine_path):
+def test_a_refining_policy_starts_where_init_says(refine_path):
     from placerl.agents.placer import env_for, load_model
     from placerl.agents.search import run_search
     from placerl.baselines.problem import Problem
@@ -118,31 +123,67 @@ def test_a_refining_policy_starts_where_initial_says(refine_path):
 
     problem = Problem(load_graph(GRAPH), load_cluster("placeto?n_devices=2"), "step_time")
     model = load_model(refine_path, "cpu")
-    assert env_for(model, problem).initial == "single_device"  # as trained
-    env = env_for(model, problem, initial="heft")
-    assert env.initial == "heft"
+    assert env_for(model, problem).init == "single_device"  # as trained
+    env = env_for(model, problem, init="heft")
+    assert env.init == "heft"
     heft = solve("heft", GRAPH, "placeto?n_devices=2")
     found = run_search(model, env, "greedy")
     assert found.runtime <= heft.runtime * (1 + 1e-12)  # a refinement never ends above its start
     placed = solve("policy", GRAPH, "placeto?n_devices=2", path=str(refine_path),
-                   initial="best_of?placers=heft,m_etf")  # fmt: skip
+                   init="best_of?placers=heft,m_etf")  # fmt: skip
     assert placed.runtime <= heft.runtime * (1 + 1e-12)
 
 
-def test_a_bad_initial_placement_is_refused_by_name(refine_path):
-    with pytest.raises(ConfigError, match="initial='nowhere' is neither an env initial placement"):
-        solve("policy", GRAPH, "placeto?n_devices=2", path=str(refine_path), initial="nowhere")
+def test_init_starts_a_constructing_policys_search_not_its_env(model_path):
+    from placerl.agents.placer import env_for, load_model
+    from placerl.baselines.problem import Problem
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    problem = Problem(load_graph(GRAPH), load_cluster("placeto?n_devices=2"), "step_time")
+    with pytest.raises(ConfigError, match=r"init='heft': the policy's env \(construct\) starts "
+                                          r"from no placement; only a refining policy takes one"):
+        env_for(load_model(model_path, "cpu"), problem, init="heft")
+    placed = solve("policy", GRAPH, "placeto?n_devices=2", path=str(model_path), init="heft")
+    assert placed.runtime <= solve("heft", GRAPH, "placeto?n_devices=2").runtime * (1 + 1e-12)
+
+
+def test_saved_settings_rebuild_init_and_invalid_action_old_names_too(refine_path):
+    """A policy's env takes its saved ``init`` and ``invalid_action``; one saved before the
+    rename (``initial``) or before ``invalid_action`` existed still rebuilds."""
+    from placerl.agents.placer import env_for, load_model
+    from placerl.baselines.problem import Problem
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    problem = Problem(load_graph(GRAPH), load_cluster("placeto?n_devices=2"), "step_time")
+    model = load_model(refine_path, "cpu")
+    saved = dict(model.placerl_settings)
+    assert saved["invalid_action"] == "nearest" and saved["init"] == "single_device"
+    try:
+        model.placerl_settings = {**saved, "invalid_action": "raise"}
+        assert env_for(model, problem).invalid_action == "raise"
+        old = {k: v for k, v in saved.items() if k not in ("init", "invalid_action")}
+        model.placerl_settings = {**old, "initial": "heft"}
+        env = env_for(model, problem)
+        assert (env.init, env.invalid_action) == ("heft", "nearest")
+    finally:
+        model.placerl_settings = saved  # load_model caches the model
+
+
+def test_a_bad_init_placement_is_refused_by_name(refine_path):
+    with pytest.raises(ConfigError, match="init='nowhere' is neither an env start placement"):
+        solve("policy", GRAPH, "placeto?n_devices=2", path=str(refine_path), init="nowhere")
 
 
 BAD = [
     ({"cluster": "placeto?n_devices=3"}, "the policy places on 2 devices; the cluster has 3"),
     ({"path": "nowhere.zip"}, "no policy file at nowhere.zip"),
-    ({"initial": "heft"}, r"initial='heft': the policy's env \(construct\) starts from no "
-                          r"placement; only a refining policy takes one"),
+    ({"init": "nowhere"}, "unknown placer 'nowhere'"),  # a constructing policy's search init
 ]
 
 
-@pytest.mark.parametrize(("change", "message"), BAD, ids=["devices", "path", "initial"])
+@pytest.mark.parametrize(("change", "message"), BAD, ids=["devices", "path", "init"])
 def test_bad_uses(model_path, change, message):
     arguments = {"graph": GRAPH, "cluster": "placeto?n_devices=2", "path": str(model_path),
                  **change}  # fmt: skip

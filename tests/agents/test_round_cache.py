@@ -8,7 +8,7 @@ import torch
 from placerl.agents import make_agent
 from placerl.agents.episodes import one_episode, rollout
 from placerl.agents.extractors import GNN_LAYERS, GnnExtractor
-from placerl.envs import DualPlacementEnv, PlacementEnv
+from placerl.envs import PlacementDualEnv, PlacementEnv
 
 CLUSTER = "placeto?n_devices=3"
 GRAPHS = ["synthetic:layered?n=40&seed=1", "synthetic:layered?n=24&seed=2"]
@@ -33,7 +33,7 @@ def _episode_steps(env, seed=0, graph=0):
 
 @pytest.mark.parametrize("layer", sorted(GNN_LAYERS))
 def test_each_step_gets_the_whole_passes_embeddings_from_a_few_rows(layer):
-    env = DualPlacementEnv(GRAPHS, CLUSTER)
+    env = PlacementDualEnv(GRAPHS, CLUSTER)
     torch.manual_seed(0)
     extractor = GnnExtractor(env.observation_space, layer=layer, hidden=16, per_node=True)
     first = _episode_steps(env, graph=0)
@@ -57,7 +57,7 @@ def test_each_step_gets_the_whole_passes_embeddings_from_a_few_rows(layer):
 
 
 def test_an_unchanged_observation_recomputes_nothing_and_batches_take_the_whole_pass():
-    env = DualPlacementEnv(GRAPHS[0], CLUSTER)
+    env = PlacementDualEnv(GRAPHS[0], CLUSTER)
     torch.manual_seed(0)
     extractor = GnnExtractor(env.observation_space, hidden=16, per_node=True)
     obs, _ = env.reset(seed=0)
@@ -74,7 +74,7 @@ def test_an_unchanged_observation_recomputes_nothing_and_batches_take_the_whole_
 
 
 def test_a_step_that_raises_leaves_the_cache_as_the_last_good_step_left_it(monkeypatch):
-    env = DualPlacementEnv(GRAPHS[0], CLUSTER)
+    env = PlacementDualEnv(GRAPHS[0], CLUSTER)
     torch.manual_seed(0)
     extractor = GnnExtractor(env.observation_space, hidden=16, per_node=True)
     steps = _episode_steps(env)[:3]
@@ -96,7 +96,7 @@ def _interrupted(*args, **kwargs):
 
 
 def test_a_nested_block_leaves_the_outer_cache_in_place():
-    env = DualPlacementEnv(GRAPHS[0], CLUSTER)
+    env = PlacementDualEnv(GRAPHS[0], CLUSTER)
     extractor = GnnExtractor(env.observation_space, hidden=16, per_node=True)
     with extractor.episode():
         outer = extractor._episode
@@ -107,7 +107,7 @@ def test_a_nested_block_leaves_the_outer_cache_in_place():
 
 
 def test_gradients_take_the_whole_pass_inside_an_episode_block():
-    env = DualPlacementEnv(GRAPHS[0], CLUSTER)
+    env = PlacementDualEnv(GRAPHS[0], CLUSTER)
     extractor = GnnExtractor(env.observation_space, hidden=16, per_node=True)
     obs, _ = env.reset(seed=0)
     with extractor.episode():
@@ -124,7 +124,7 @@ def test_the_neighbourhood_extractor_keeps_no_cache():
 
 
 def test_a_greedy_episode_reusing_rows_places_as_the_whole_pass_does():
-    env = DualPlacementEnv(GRAPHS[0], CLUSTER)
+    env = PlacementDualEnv(GRAPHS[0], CLUSTER)
     model = make_agent("maskable_ppo", env, "gnn", seed=0, n_steps=64, batch_size=64)
     model.learn(64)  # weights away from their initialization
     reused = rollout(model, env, graph=0, seed=0)
@@ -140,7 +140,7 @@ def test_a_greedy_episode_reusing_rows_places_as_the_whole_pass_does():
 
 
 def test_one_episode_enters_every_extractor_of_the_policy():
-    env = DualPlacementEnv(GRAPHS[0], CLUSTER)
+    env = PlacementDualEnv(GRAPHS[0], CLUSTER)
     policy = make_agent("maskable_ppo", env, "gnn", seed=0).policy
     extractors = [m for m in policy.modules() if isinstance(m, GnnExtractor)]
     assert extractors
@@ -151,7 +151,7 @@ def test_one_episode_enters_every_extractor_of_the_policy():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_reusing_rows_on_cuda_gives_the_whole_passes_embeddings():
-    env = DualPlacementEnv(GRAPHS[0], CLUSTER)
+    env = PlacementDualEnv(GRAPHS[0], CLUSTER)
     torch.manual_seed(0)
     extractor = GnnExtractor(env.observation_space, hidden=16, per_node=True).cuda()
     steps = _episode_steps(env)

@@ -13,6 +13,7 @@ from placerl.baselines import solve
 from placerl.baselines.references import reference
 from placerl.envs import PlacementEnv, PlacementRefineEnv
 from placerl.errors import ConfigError
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
 
 GRAPH, CLUSTER = "synthetic:layered?n=16&seed=1", "placeto?n_devices=3"
@@ -21,9 +22,11 @@ GRAPH, CLUSTER = "synthetic:layered?n=16&seed=1", "placeto?n_devices=3"
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
     out = tmp_path_factory.mktemp("search")
-    train({"graph": GRAPH, "cluster": CLUSTER, "n_envs": 2, "total_steps": 128, "eval_every": 0,
-           "env_kwargs": {"reward": "normalized_delta"}, "baselines": ["single_device"],
-           "out_dir": str(out)})  # fmt: skip
+    train({"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER}, "order": OrderGroup(),
+           "env": EnvGroup(reward="normalized_delta"), "agent": AgentGroup(warm_start=None),
+           "n_envs": 2, "total_steps": 128, "eval_every": 0, "eval_samples": 0,
+           "baselines": ["single_device"], "resume": False, "progress_bar": False},
+          out_dir=str(out))  # fmt: skip
     return out / "model.zip"
 
 
@@ -172,7 +175,7 @@ def test_sampled_episodes_run_through_the_envs_wrappers(model):
 
 @pytest.mark.parametrize("search", ["greedy", "sample", "local", "active"])
 def test_searches_work_on_wrapped_refine_envs(search):
-    env = gym.wrappers.TimeLimit(PlacementRefineEnv(GRAPH, CLUSTER, initial="heft"), 1000)
+    env = gym.wrappers.TimeLimit(PlacementRefineEnv(GRAPH, CLUSTER, init="heft"), 1000)
     model = make_agent("maskable_ppo", env.unwrapped, "gnn", n_steps=32, batch_size=32)
     result = run_search(model, env, search, budget=0 if search == "greedy" else 60)
     assert result.evaluations <= 60 + 17  # the greedy episode is always run
@@ -209,31 +212,53 @@ def test_the_policy_placer_takes_a_search_and_a_budget(model_path):
 # runtime, so its own search would not be worse than the start it is bounded by.
 @pytest.mark.parametrize(("search", "budget"), [("greedy", 0), ("sample", 80), ("local", 30),
                                                 ("active", 80)])  # fmt: skip
-def test_a_start_placer_bounds_every_search(search, budget):
+def test_an_init_placer_bounds_every_search(search, budget):
     untrained = _untrained(_env())
-    best_of = reference(GRAPH, CLUSTER, placer="best_of").runtime  # cached, as start= reads it
+    best_of = reference(GRAPH, CLUSTER, placer="best_of").runtime  # cached, as init= reads it
     alone = run_search(untrained, _env(), search, budget=budget, seed=0)
-    started = run_search(untrained, _env(), search, budget=budget, seed=0, start="best_of")
+    started = run_search(untrained, _env(), search, budget=budget, seed=0, init="best_of")
     assert alone.runtime > best_of * 1.01  # the untrained policy alone is worse
-    assert started.runtime <= best_of * (1 + 1e-12) and started.info["start"] == "best_of"
+    assert started.runtime <= best_of * (1 + 1e-12) and started.info["init"] == "best_of"
     assert started.greedy_runtime == pytest.approx(alone.greedy_runtime)
-    if search == "greedy":  # the start's one evaluation is counted
+    if search == "greedy":  # init's one evaluation is counted
         assert started.evaluations == alone.evaluations + 1
 
 
 def test_local_search_climbs_from_the_start_when_it_is_better():
     graph = "synthetic:layered?n=30&seed=2"
     env = PlacementEnv(graph, CLUSTER)
-    found = run_search(_untrained(env), env, "local", budget=200, seed=0, start="heft")
+    found = run_search(_untrained(env), env, "local", budget=200, seed=0, init="heft")
     heft = solve("heft", graph, CLUSTER).runtime
     assert found.greedy_runtime > heft  # so the climb began at heft's placement
     assert found.runtime < heft * (1 - 1e-9)  # it moved on from heft's placement
     assert found.evaluations <= 200
 
 
-def test_the_policy_placer_takes_a_start(model_path):
-    started = solve("policy", GRAPH, CLUSTER, path=str(model_path), start="heft")
+def test_the_policy_placer_takes_an_init(model_path):
+    started = solve("policy", GRAPH, CLUSTER, path=str(model_path), init="heft")
     assert started.runtime <= solve("heft", GRAPH, CLUSTER).runtime * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("old", ["start", "initial"])
+def test_the_old_names_of_init_are_refused_naming_it(model_path, model, old):
+    from placerl.agents.placer import env_for, policy_placer
+    from placerl.baselines.problem import Problem
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    with pytest.raises(ConfigError, match=rf"unknown option\(s\) {old} for placer 'policy'; "
+                                          r"known: .*\binit\b"):  # fmt: skip
+        solve("policy", GRAPH, CLUSTER, path=str(model_path), **{old: "heft"})
+    with pytest.raises(ConfigError, match=f"policy_placer: option '{old}' is now 'init'"):
+        policy_placer(model_path, **{old: "heft"})
+    with pytest.raises(ConfigError, match=f"run_search: option '{old}' is now 'init'"):
+        run_search(model, _env(), **{old: "heft"})
+    problem = Problem(load_graph(GRAPH), load_cluster(CLUSTER), "step_time")
+    with pytest.raises(ConfigError, match=f"env_for: option '{old}' is now 'init'"):
+        env_for(model, problem, **{old: "heft"})
+    unknown = r"run_search\(\) got an unexpected keyword argument 'begin'"
+    with pytest.raises(TypeError, match=unknown):  # any other name: as Python says
+        run_search(model, _env(), begin="heft")
 
 
 BAD = [
@@ -279,7 +304,7 @@ def test_rollout_accepts_an_env_made_by_gymnasium_make():
     import placerl  # noqa: F401  (registers the ids)
     from placerl.agents import rollout
 
-    env = gym.make("placerl/Placement-v0", graph=GRAPH, cluster=CLUSTER)
+    env = gym.make("placerl/Placement-v1", graph=GRAPH, cluster=CLUSTER)
     model = make_agent("maskable_ppo", env, "mlp", n_steps=16, batch_size=16)
     assert rollout(model, env).feasible
     assert run_search(model, env, "sample", budget=3).evaluations == 3
@@ -287,7 +312,7 @@ def test_rollout_accepts_an_env_made_by_gymnasium_make():
 
 @pytest.mark.parametrize(("search", "budget"), [("greedy", 0), ("local", 40)])
 def test_a_refine_search_keeps_the_best_placement_its_episode_passed_through(search, budget):
-    env = PlacementRefineEnv(GRAPH, CLUSTER, initial="heft")
+    env = PlacementRefineEnv(GRAPH, CLUSTER, init="heft")
     untrained = _untrained(env)
     found = run_search(untrained, env, search, budget=budget, seed=0)
     heft = solve("heft", GRAPH, CLUSTER).runtime

@@ -49,6 +49,12 @@ CONSTRUCTION = [
      "memory must be one of mask, penalty, got 'ignore'"),
     ("unknown render mode", {"render_mode": "human"}, ConfigError,
      "render_mode must be 'ansi', 'rgb_array' or None, got 'human'"),
+    ("unknown invalid_action", {"invalid_action": "skip"}, ConfigError,
+     "invalid_action must be one of raise, penalize, nearest, got 'skip'"),
+    ("invalid_action not a string", {"invalid_action": None}, ConfigError,
+     "invalid_action must be one of raise, penalize, nearest, got None"),
+    ("unknown argument", {"grpah": SMALL}, ConfigError,
+     "has no argument 'grpah'; known: graph, cluster, order, objective, reward, memory"),
     ("unknown reference placer", {"reference": "oracle"}, ConfigError, "unknown placer 'oracle'"),
     ("reference option of the wrong type", {"reference": "local_search?time_limit=abc"},
      ConfigError, "option 'time_limit' of placer 'local_search' must be a number, got 'abc'"),
@@ -67,12 +73,14 @@ REFINE_CONSTRUCTION = [
     ("passes as a float", {"passes": 2.0}, ConfigError, "passes must be an integer >= 1, got 2.0"),
     ("zero moves", {"moves": 0}, ConfigError, "moves must be an integer >= 1, got 0"),
     ("moves as text", {"moves": "8"}, ConfigError, "moves must be an integer >= 1, got '8'"),
-    ("unknown initial", {"initial": "warm"}, ConfigError,
-     "initial='warm' is neither an env initial placement (uniform, reference) nor a placer spec"),
-    ("initial placer option of the wrong type", {"initial": "random?seed=x"}, ConfigError,
+    ("unknown init", {"init": "warm"}, ConfigError,
+     "init='warm' is neither an env start placement (uniform, reference) nor a placer spec"),
+    ("init placer option of the wrong type", {"init": "random?seed=x"}, ConfigError,
      "option 'seed' of placer 'random' must be an integer, got 'x'"),
-    ("initial placer with a bad option", {"initial": "heft?depth=1"}, ConfigError,
+    ("init placer with a bad option", {"init": "heft?depth=1"}, ConfigError,
      "unknown option(s) depth for placer 'heft'"),
+    ("initial, init's old name", {"initial": "uniform"}, ConfigError,
+     "argument 'initial' of PlacementRefineEnv is now 'init'"),
     ("undo_worse not a bool", {"undo_worse": "yes"}, ConfigError,
      "undo_worse must be true or false, got 'yes'"),
 ]  # fmt: skip
@@ -175,17 +183,19 @@ def test_bad_reset_arguments(case, kwargs, error, message):
 
 
 REFINE_RESET = [
-    ("initial of the wrong length", {"initial": [0, 1]}, PlacementError,
-     "reset option 'initial': placement has shape (2,); expected (12,)"),
-    ("initial device out of range", {"initial": [9] * 12}, PlacementError,
-     "reset option 'initial': placement puts node"),
-    ("initial as floats", {"initial": [0.5] * 12}, PlacementError, "non-integer device 0.5"),
-    ("initial for a graph the env lacks", {"initial": {5: [0] * 12}}, ConfigError,
-     "reset option 'initial': graph index 5; the env has graphs 0..0"),
-    ("initial keyed by text", {"initial": {"0": [0] * 12}}, ConfigError,
-     "reset option 'initial': a graph index must be an integer >= 0, got '0'"),
-    ("a bad placement for another key", {"initial": {0: [0] * 12, 1: [9]}}, ConfigError,
+    ("init of the wrong length", {"init": [0, 1]}, PlacementError,
+     "reset option 'init': placement has shape (2,); expected (12,)"),
+    ("init device out of range", {"init": [9] * 12}, PlacementError,
+     "reset option 'init': placement puts node"),
+    ("init as floats", {"init": [0.5] * 12}, PlacementError, "non-integer device 0.5"),
+    ("init for a graph the env lacks", {"init": {5: [0] * 12}}, ConfigError,
+     "reset option 'init': graph index 5; the env has graphs 0..0"),
+    ("init keyed by text", {"init": {"0": [0] * 12}}, ConfigError,
+     "reset option 'init': a graph index must be an integer >= 0, got '0'"),
+    ("a bad placement for another key", {"init": {0: [0] * 12, 1: [9]}}, ConfigError,
      "graph index 1; the env has graphs 0..0"),
+    ("initial, init's old name", {"initial": [0] * 12}, ConfigError,
+     "reset option 'initial' is now 'init'"),
 ]  # fmt: skip
 
 
@@ -194,6 +204,57 @@ REFINE_RESET = [
 def test_bad_refine_reset_options(case, options, error, message):
     with pytest.raises(error, match=re.escape(message)):
         build(PlacementRefineEnv).reset(seed=0, options=options)
+
+
+def test_initial_on_an_env_without_a_start_placement_names_init_too():
+    with pytest.raises(ConfigError, match=re.escape(
+            "argument 'initial' of PlacementEnv is now 'init' (PlacementEnv takes no 'init' "
+            "either)")):
+        build(initial="uniform")
+    with pytest.raises(ConfigError, match=re.escape(
+            "argument 'initial' of PlacementRefineEnv is now 'init'")):
+        gym.make("placerl/PlacementRefine-v1", graph=SMALL, initial="uniform")
+    with pytest.raises(ConfigError, match=re.escape(
+            "unknown reset option(s) initial; known: graph")):
+        build().reset(options={"initial": [0] * 12})
+
+
+@pytest.mark.parametrize("cls", ENVS)
+@pytest.mark.parametrize("action", [0, 1, 2])
+def test_raise_refuses_a_device_whose_kind_cannot_run_the_node_by_name(cls, action):
+    from placerl.cluster import Cluster, Device
+    from placerl.graph import CompGraph
+
+    graph = CompGraph([{"name": "gpu_op", "cost": 1.0, "costs": {"cpu": float("inf")}}])
+    cluster = Cluster([Device("gpu:0", "gpu"), Device("cpu:0", "cpu"), Device("gpu:1", "gpu")],
+                      bandwidth=1e9)  # fmt: skip
+    env = cls(graph=graph, cluster=cluster, invalid_action="raise")
+    env.reset(seed=0)
+    if action == 1:
+        with pytest.raises(PlacementError, match=re.escape(
+                "node 0 ('gpu_op'): device 1 (cpu:0) cannot run it; allowed: [0, 2]")):
+            env.step(action)
+    else:
+        assert env.step(action)[-1]["placement"].tolist() == [action]
+
+
+@pytest.mark.parametrize("cls", ENVS)
+def test_raise_refuses_a_device_that_cannot_hold_the_group_by_name(cls):
+    from placerl.graph import CompGraph
+
+    graph = CompGraph([{"name": f"n{i}", "cost": 1.0, "mem_bytes": 10.0} for i in range(2)])
+    kwargs = {"init": "uniform"} if cls is PlacementRefineEnv else {}
+    env = cls(graph=graph, cluster=homogeneous(2, memory=15.0), invalid_action="raise", **kwargs)
+    env.reset(seed=0, options={"init": [0, 1]} if kwargs else None)
+    if cls is PlacementEnv:
+        env.step(0)  # n0 on device 0: n1 no longer fits there
+    v = int(env.case.order[env._row])
+    message = (f"node {v} ('n{v}'): device {1 - v} (gpu:{1 - v}) cannot hold its group "
+               "(10 bytes, 5 free); allowed: [" if cls is PlacementRefineEnv else
+               "node 1 ('n1'): device 0 (gpu:0) cannot hold its group (10 bytes, 5 free); "
+               "allowed: [1]")  # fmt: skip
+    with pytest.raises(PlacementError, match=re.escape(message)):
+        env.step(1 - v if cls is PlacementRefineEnv else 0)
 
 
 def test_precomputed_references_must_match_the_graph_at_construction():
@@ -205,8 +266,8 @@ def test_precomputed_references_must_match_the_graph_at_construction():
 
 
 def test_start_from_best_wraps_only_the_refine_env():
-    with pytest.raises(ConfigError, match="StartFromBest wraps placerl/PlacementRefine-v0"):
-        StartFromBest(gym.make("placerl/Placement-v0", graph=SMALL))
+    with pytest.raises(ConfigError, match="StartFromBest wraps placerl/PlacementRefine-v1"):
+        StartFromBest(gym.make("placerl/Placement-v1", graph=SMALL))
 
 
 @pytest.mark.parametrize("cls", ENVS)

@@ -16,22 +16,22 @@ SMALL = "synthetic:layered?n=12&seed=1"
 GRAPHS = [SMALL, "synthetic:chain?n=6", "msr:bert24_inference"]
 
 MODES = {
-    "construct": ("placerl/Placement-v0", {}),
-    "construct, dense reward": ("placerl/Placement-v0", {"reward": "normalized_delta"}),
-    "construct, penalty memory": ("placerl/Placement-v0", {"memory": "penalty"}),
-    "construct, several graphs": ("placerl/Placement-v0", {"graph": GRAPHS}),
-    "construct, random order": ("placerl/Placement-v0", {"order": "random", "order_seed": 3}),
-    "refine from single_device": ("placerl/PlacementRefine-v0", {}),
-    "refine from uniform": ("placerl/PlacementRefine-v0", {"initial": "uniform"}),
-    "refine from the random placer": ("placerl/PlacementRefine-v0", {"initial": "random?seed=3"}),
-    "refine from reference": ("placerl/PlacementRefine-v0", {"initial": "reference",
+    "construct": ("placerl/Placement-v1", {}),
+    "construct, dense reward": ("placerl/Placement-v1", {"reward": "normalized_delta"}),
+    "construct, penalty memory": ("placerl/Placement-v1", {"memory": "penalty"}),
+    "construct, several graphs": ("placerl/Placement-v1", {"graph": GRAPHS}),
+    "construct, random order": ("placerl/Placement-v1", {"order": "random", "order_seed": 3}),
+    "refine from single_device": ("placerl/PlacementRefine-v1", {}),
+    "refine from uniform": ("placerl/PlacementRefine-v1", {"init": "uniform"}),
+    "refine from the random placer": ("placerl/PlacementRefine-v1", {"init": "random?seed=3"}),
+    "refine from reference": ("placerl/PlacementRefine-v1", {"init": "reference",
                                                              "reference": "heft"}),
-    "refine from a placer": ("placerl/PlacementRefine-v0", {"initial": "m_topo", "passes": 2}),
-    "refine, several graphs": ("placerl/PlacementRefine-v0", {"graph": GRAPHS,
-                                                              "initial": "uniform"}),
-    "refine, pipeline": ("placerl/PlacementRefine-v0", {"objective": "pipeline"}),
-    "refine, short episodes": ("placerl/PlacementRefine-v0", {"moves": 5}),
-    "sanity": ("placerl/SanityBranches-v0", {}),
+    "refine from a placer": ("placerl/PlacementRefine-v1", {"init": "m_topo", "passes": 2}),
+    "refine, several graphs": ("placerl/PlacementRefine-v1", {"graph": GRAPHS,
+                                                              "init": "uniform"}),
+    "refine, pipeline": ("placerl/PlacementRefine-v1", {"objective": "pipeline"}),
+    "refine, short episodes": ("placerl/PlacementRefine-v1", {"moves": 5}),
+    "sanity": ("placerl/SanityBranches-v1", {}),
 }  # fmt: skip
 
 
@@ -91,20 +91,20 @@ def test_a_reset_seed_replays_its_episode_after_other_episodes(mode):
 
 
 def test_refine_starts_from_the_placement_given_in_the_reset_options():
-    env = make("placerl/PlacementRefine-v0")
+    env = make("placerl/PlacementRefine-v1")
     start = np.arange(12) % 4
-    env.reset(seed=0, options={"initial": start})
+    env.reset(seed=0, options={"init": start})
     np.testing.assert_array_equal(env.unwrapped.placement, start)
-    env.reset(seed=0, options={"initial": {0: start[::-1].copy()}})  # by graph index
+    env.reset(seed=0, options={"init": {0: start[::-1].copy()}})  # by graph index
     np.testing.assert_array_equal(env.unwrapped.placement, start[::-1])
-    two = make("placerl/PlacementRefine-v0", graph=[SMALL, "synthetic:chain?n=6"])
-    two.reset(seed=0, options={"graph": 0, "initial": {1: np.zeros(6, int)}})  # graph 1's only
+    two = make("placerl/PlacementRefine-v1", graph=[SMALL, "synthetic:chain?n=6"])
+    two.reset(seed=0, options={"graph": 0, "init": {1: np.zeros(6, int)}})  # graph 1's only
     single = reference(SMALL, "gpu4_pcie").placement
     np.testing.assert_array_equal(two.unwrapped.placement, single)  # graph 0: its default
 
 
 def test_reset_options_pick_the_graph():
-    env = make("placerl/Placement-v0", graph=GRAPHS)
+    env = make("placerl/Placement-v1", graph=GRAPHS)
     for index in (2, 0, 1):
         _, info = env.reset(seed=0, options={"graph": index})
         assert (
@@ -114,7 +114,7 @@ def test_reset_options_pick_the_graph():
 
 
 def test_start_from_best_starts_each_episode_from_the_best_placement_so_far():
-    env = StartFromBest(make("placerl/PlacementRefine-v0", initial="uniform"))
+    env = StartFromBest(make("placerl/PlacementRefine-v1", init="uniform"))
     _, info = env.reset(seed=0)
     best = info["best_runtime"]
     rng = np.random.default_rng(0)
@@ -129,14 +129,14 @@ def test_start_from_best_starts_each_episode_from_the_best_placement_so_far():
         _, info = env.reset(seed=0)  # the same seed, yet it starts from the best so far
         np.testing.assert_array_equal(env.unwrapped.placement, placement)
         assert info["runtime"] == pytest.approx(best)
-    plain = make("placerl/PlacementRefine-v0", initial="uniform")
+    plain = make("placerl/PlacementRefine-v1", init="uniform")
     plain.reset(seed=0)
     assert not np.array_equal(plain.unwrapped.placement, placement)  # the wrapper did it
     assert env.best_placement(graph_index=3) is None
 
 
 def test_two_start_from_best_envs_with_the_same_seeds_and_actions_agree():
-    a, b = (StartFromBest(make("placerl/PlacementRefine-v0", initial="uniform")) for _ in "ab")
+    a, b = (StartFromBest(make("placerl/PlacementRefine-v1", init="uniform")) for _ in "ab")
     for seed in (0, 1, 0, 2):  # the history is the same, so the starts are the same
         actions = actions_for(a, seed)
         assert_same(trajectory(a, seed, actions), trajectory(b, seed, actions))
@@ -152,8 +152,8 @@ import gymnasium as gym, numpy as np
 import placerl
 
 digest = hashlib.sha256()
-for env_id, kwargs in [("placerl/Placement-v0", {}), ("placerl/PlacementRefine-v0",
-                       {"initial": "uniform", "reference": "heft"})]:
+for env_id, kwargs in [("placerl/Placement-v1", {}), ("placerl/PlacementRefine-v1",
+                       {"init": "uniform", "reference": "heft"})]:
     env = gym.make(env_id, graph="synthetic:layered?n=12&seed=1", cluster="gpu4_pcie", **kwargs)
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=4)

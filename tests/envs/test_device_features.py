@@ -26,7 +26,7 @@ from placerl.envs.device_features import (
     START,
     TRANSFER,
 )
-from placerl.envs.dual import DualPlacementEnv
+from placerl.envs.dual import PlacementDualEnv
 from placerl.envs.sanity import SanityEnv
 from placerl.graph import CompGraph
 from placerl.graph import load_graph as load_graph_spec
@@ -130,7 +130,7 @@ def test_memory_mask_shows_as_not_allowed():
 
 def test_refine_counts_the_node_out_of_its_own_device():
     graph, cluster = _fork()
-    env = PlacementRefineEnv(graph=graph, cluster=cluster, order="topo", initial="single_device")
+    env = PlacementRefineEnv(graph=graph, cluster=cluster, order="topo", init="single_device")
     obs, _ = env.reset(seed=0)  # everything on device 0, focus on a
     d = obs["devices"]
     np.testing.assert_allclose(d[:, LOAD], [2 / 3, 0])  # b and c, not a itself
@@ -297,7 +297,7 @@ def test_earliest_finish_in_heft_order_places_as_heft(seed, n, comm, gaps, shuff
     if shuffled:  # edges not listed by producer: the sends must still go in HEFT's order
         edges = [graph.edges[i] for i in np.random.default_rng(seed).permutation(graph.num_edges)]
         graph = CompGraph(graph.nodes, edges, name=graph.name)
-    env = DualPlacementEnv(graph=graph, cluster=cluster)
+    env = PlacementDualEnv(graph=graph, cluster=cluster)
     heft = reference(graph, cluster, env.objective, "heft").placement
     obs, _ = env.reset(seed=0)
     done = False

@@ -1,6 +1,7 @@
-"""``placerl/PlacementDual-v0``: select a ready node, then place it (DOPPLER's MDP)."""
+"""``placerl/PlacementDual-v1``: select a ready node, then place it (DOPPLER's MDP)."""
 
 import math
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 import placerl  # noqa: F401  (registers the ids)
 from placerl.baselines import place
 from placerl.cluster import homogeneous, load_cluster
-from placerl.envs import DualPlacementEnv
+from placerl.envs import PlacementDualEnv
 from placerl.errors import PlacementError
 from placerl.graph import CompGraph, load_graph
 from placerl.graph.orders import traversal_order
@@ -32,7 +33,7 @@ def training_graph(layers: int = 4) -> CompGraph:
     return CompGraph(nodes, sorted(set(edges)))
 
 
-def play(env: DualPlacementEnv, choose) -> tuple[list, dict, list[int]]:
+def play(env: PlacementDualEnv, choose) -> tuple[list, dict, list[int]]:
     """Run an episode; returns the rewards, the last info and the selected nodes in order."""
     env.reset(seed=0)
     rewards, selected, done, info = [], [], False, {}
@@ -54,7 +55,7 @@ def random_choice(seed: int):
 
 
 def test_two_steps_per_node_and_the_phases_show_in_the_observation():
-    env = DualPlacementEnv(graph=SMALL, cluster="placeto?n_devices=3")
+    env = PlacementDualEnv(graph=SMALL, cluster="placeto?n_devices=3")
     obs, info = env.reset(seed=0)
     assert env.action_space.n == 24
     assert obs["current"].sum() == 0 and obs["ready"].sum() > 0 and not obs["devices"].any()
@@ -78,7 +79,7 @@ def test_two_steps_per_node_and_the_phases_show_in_the_observation():
 @pytest.mark.parametrize("graph", [SMALL, "training"])
 def test_every_selected_node_has_its_producers_placed(graph):
     g = training_graph() if graph == "training" else load_graph(graph)
-    env = DualPlacementEnv(graph=g, cluster=homogeneous(2))
+    env = PlacementDualEnv(graph=g, cluster=homogeneous(2))
     _, _, selected = play(env, random_choice(1))
     position = np.argsort(traversal_order(g, "topo"))
     placed = set()
@@ -97,7 +98,7 @@ def test_every_selected_node_has_its_producers_placed(graph):
 def test_random_episodes_always_finish(n, seed, devices, fold):
     """Property: whatever the graph, groups and choices, some node stays ready until all
     are placed, and every node ends on a device."""
-    env = DualPlacementEnv(graph=f"synthetic:layered?n={n}&seed={seed}",
+    env = PlacementDualEnv(graph=f"synthetic:layered?n={n}&seed={seed}",
                            cluster=homogeneous(devices), fold=fold)  # fmt: skip
     _, info, selected = play(env, random_choice(seed))
     assert len(selected) == len(env.ready_tables.rows)
@@ -105,7 +106,7 @@ def test_random_episodes_always_finish(n, seed, devices, fold):
 
 
 def test_random_episodes_finish_on_a_training_graph_with_groups():
-    env = DualPlacementEnv(graph=training_graph(6), cluster=homogeneous(3))
+    env = PlacementDualEnv(graph=training_graph(6), cluster=homogeneous(3))
     for seed in range(5):
         _, info, selected = play(env, random_choice(seed))
         assert len(selected) == 6 and (info["placement"] >= 0).all()
@@ -113,7 +114,7 @@ def test_random_episodes_finish_on_a_training_graph_with_groups():
 
 
 def test_the_expert_replays_heft_in_heft_order():
-    env = DualPlacementEnv(graph="synthetic:layered?n=40&seed=1", cluster="placeto?n_devices=4")
+    env = PlacementDualEnv(graph="synthetic:layered?n=40&seed=1", cluster="placeto?n_devices=4")
     heft = np.asarray(place("heft", env.graphs[0], env.cluster))
     _, info, selected = play(env, lambda e, obs: e.expert_action(heft))
     np.testing.assert_array_equal(info["placement"], heft)
@@ -123,7 +124,7 @@ def test_the_expert_replays_heft_in_heft_order():
 
 
 def test_dense_rewards_sum_to_the_final_improvement():
-    env = DualPlacementEnv(graph=SMALL, cluster="placeto?n_devices=3", reward="normalized_delta")
+    env = PlacementDualEnv(graph=SMALL, cluster="placeto?n_devices=3", reward="normalized_delta")
     rewards, info, _ = play(env, random_choice(2))
     reference = env.case.reference_runtime
     assert sum(rewards) == pytest.approx((reference - info["runtime"]) / reference)
@@ -133,7 +134,7 @@ def test_dense_rewards_sum_to_the_final_improvement():
 def test_no_ready_node_that_fits_ends_the_episode_with_the_penalty():
     too_big = CompGraph([{"name": "a", "cost": 1.0, "mem_bytes": 10.0},
                          {"name": "b", "cost": 1.0, "mem_bytes": 10.0}])  # fmt: skip
-    env = DualPlacementEnv(graph=too_big, cluster=homogeneous(1, memory=15.0))
+    env = PlacementDualEnv(graph=too_big, cluster=homogeneous(1, memory=15.0))
     env.reset(seed=0)
     env.step(0)
     _, reward, done, _, info = env.step(0)
@@ -142,15 +143,16 @@ def test_no_ready_node_that_fits_ends_the_episode_with_the_penalty():
 
 
 def test_registered_and_rebuilt_from_its_settings():
-    env = gym.make("placerl/PlacementDual-v0", graph=SMALL, cluster="gpu4_pcie")
-    assert isinstance(env.unwrapped, DualPlacementEnv)
+    env = gym.make("placerl/PlacementDual-v1", graph=SMALL, cluster="gpu4_pcie")
+    assert isinstance(env.unwrapped, PlacementDualEnv)
     assert env.unwrapped.settings()["env"] == "dual"
 
 
 # ---------------------------------------------------------------------------- bad input
 @pytest.fixture
 def env():
-    env = DualPlacementEnv(graph="synthetic:layered?n=12&seed=1", cluster=load_cluster("gpu4_pcie"))
+    env = PlacementDualEnv(graph="synthetic:layered?n=12&seed=1", cluster=load_cluster("gpu4_pcie"),
+                           invalid_action="raise")  # fmt: skip
     env.reset(seed=0)
     return env
 
@@ -168,7 +170,8 @@ def test_a_placed_node_or_padding_is_refused(env):
     env.step(0)
     with pytest.raises(PlacementError, match="is placed already"):
         env.step(first)
-    padded = DualPlacementEnv(graph="synthetic:layered?n=12&seed=1", max_nodes=16)
+    padded = PlacementDualEnv(graph="synthetic:layered?n=12&seed=1", max_nodes=16,
+                              invalid_action="raise")  # fmt: skip
     padded.reset(seed=0)
     with pytest.raises(PlacementError, match=r"row 14 .* 12 rows, 14 is padding"):
         padded.step(14)
@@ -177,12 +180,15 @@ def test_a_placed_node_or_padding_is_refused(env):
 def test_a_device_the_node_cannot_use_is_refused_by_name():
     too_big = CompGraph([{"name": "a", "cost": 1.0, "mem_bytes": 10.0},
                          {"name": "b", "cost": 1.0, "mem_bytes": 10.0}])  # fmt: skip
-    env = DualPlacementEnv(graph=too_big, cluster=homogeneous(2, memory=15.0))
+    env = PlacementDualEnv(graph=too_big, cluster=homogeneous(2, memory=15.0),
+                           invalid_action="raise")  # fmt: skip
     env.reset(seed=0)
     env.step(0)
     env.step(0)
     env.step(1)
-    with pytest.raises(PlacementError, match=r"device 0 cannot take node 1 \('b'\); allowed: \[1"):
+    message = ("node 1 ('b'): device 0 (gpu:0) cannot hold its group (10 bytes, 5 free); "
+               "allowed: [1]")
+    with pytest.raises(PlacementError, match=re.escape(message)):
         env.step(0)
 
 
@@ -197,7 +203,32 @@ def test_actions_that_are_not_rows_are_refused(env, action, message):
         env.step(action)
 
 
-def test_a_device_index_out_of_range_is_refused(env):
-    env.step(int(np.flatnonzero(env.action_masks())[0]))
-    with pytest.raises(PlacementError, match=r"action 7 is not a device index in 0\.\.3"):
+def test_a_place_step_action_past_the_devices_is_invalid_then_outside_the_space(env):
+    """In a place step, actions 4..11 are in the ``Discrete(12)`` space but name no device:
+    the mask rules them out (``invalid_action``); 12 is outside the space."""
+    row = int(np.flatnonzero(env.action_masks())[0])
+    env.step(row)
+    v = int(env.case.order[row])
+    message = (f"node {v} ({env.graphs[0].names[v]!r}): action 7 is not a device (the cluster "
+               "has devices 0..3); allowed: [0, 1, 2, 3]")
+    with pytest.raises(PlacementError, match=re.escape(message)):
         env.step(7)
+    with pytest.raises(PlacementError, match=r"action 12 is not a row or device index in 0\.\.11"):
+        env.step(12)
+
+
+def test_nearest_takes_the_nearest_ready_row_and_device():
+    """The default: a row that is not ready goes to the nearest ready row, a device past the
+    devices to the nearest device (cyclic index distance over the 12 actions)."""
+    env = PlacementDualEnv(graph="synthetic:layered?n=12&seed=1", cluster="gpu4_pcie")
+    env.reset(seed=0)
+    ready = np.flatnonzero(env.action_masks())
+    waiting = int(np.flatnonzero(~env.action_masks())[-1])
+    gaps = np.abs(ready - waiting)
+    expected = int(ready[np.argmin(np.minimum(gaps, 12 - gaps))])
+    _, reward, _, _, info = env.step(waiting)
+    assert (info["invalid_action"], info["action_taken"], reward) == (waiting, expected, 0.0)
+    assert env._row == expected
+    _, _, _, _, info = env.step(9)  # devices 0..3: 3 is 6 away, 0 is 3 away (cyclic)
+    assert (info["invalid_action"], info["action_taken"]) == (9, 0)
+    assert env.placement[env.case.order[expected]] == 0

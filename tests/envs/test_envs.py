@@ -11,6 +11,8 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 import placerl  # registers the ids
+import placerl.envs
+from placerl._env_ids import ENV_IDS, ENV_KINDS, PLACEMENT_ENVS, env_class
 from placerl.baselines.list_scheduling import upward_rank
 from placerl.baselines.problem import Problem
 from placerl.cluster import homogeneous
@@ -22,10 +24,11 @@ from placerl.graph import CompGraph, load_graph
 from placerl.graph.folding import fold_repeats
 from placerl.graph.orders import ORDERS
 from placerl.sim import simulate
-from tests.envs import assert_clone_resumes
+from tests.envs import assert_clone_resumes, masked_problem
 
 # The measured ids run real models on worker processes: tests/measure/test_envs.py checks them;
-# Parallelize-v0 decides configurations, not devices: tests/envs/test_parallelize.py.
+# Parallelize-v1 decides configurations, not devices: tests/envs/test_parallelize.py (the
+# checkers below run on every id).
 IDS = sorted(
     env_id
     for env_id, spec in gym.registry.items()
@@ -42,38 +45,13 @@ def make(env_id, **kwargs):
 
 
 def random_allowed(env, rng):
-    """A uniformly random action among those the env's mask allows (the dual and hierarchical
-    envs refuse the others; the other envs apply and penalize them, which the tests below
-    check)."""
-    return _draw(env.unwrapped.action_space, env.unwrapped.action_masks(), rng)
-
-
-def _draw(space, mask, rng):
+    """A uniformly random action among those the env's mask allows (what a masked algorithm
+    takes; tests/envs/test_invalid_actions.py checks the others)."""
+    space, mask = env.unwrapped.action_space, env.unwrapped.action_masks()
     if isinstance(space, gym.spaces.MultiDiscrete):  # one choice per row
         rows = mask.reshape(len(space.nvec), -1)
         return np.array([rng.choice(np.flatnonzero(row)) for row in rows])
     return int(rng.choice(np.flatnonzero(mask)))
-
-
-def sample_allowed_actions(env):
-    """Make ``env.action_space.sample()`` draw actions ``env`` allows: the checkers step with
-    unmasked samples, which the dual and hierarchical envs refuse. Gymnasium's determinism
-    check seeds the space and samples before its reset: that sample is drawn from the actions
-    allowed at a start."""
-    env.reset(seed=0)
-    space, first = env.action_space, env.action_masks()
-    seed, fresh = space.seed, [False]
-
-    def seeded(value=None):
-        fresh[0] = True
-        return seed(value)
-
-    def sample(mask=None):
-        allowed = first if fresh[0] else env.action_masks()
-        fresh[0] = False
-        return _draw(space, allowed, space.np_random)
-
-    space.seed, space.sample = seeded, sample
 
 
 def rollout(env, seed, actions=None):
@@ -91,25 +69,74 @@ def rollout(env, seed, actions=None):
 
 
 def test_ids_are_registered():
-    assert {"placerl/Placement-v0", "placerl/PlacementRefine-v0", "placerl/SanityChain-v0"} <= set(
+    assert {"placerl/Placement-v1", "placerl/PlacementRefine-v1", "placerl/SanityChain-v1"} <= set(
         IDS
     )
 
 
-@pytest.mark.parametrize("objective", ["step_time", "pipeline"])
+def checker_arguments(env_id):
+    """The arguments each id's checks run with: the small masked problem, where every env's
+    masks rule actions out (so that the checkers' unmasked samples meet ``invalid_action``),
+    under both objectives; the sanity ids and Parallelize-v1 on their own problems. The
+    measured ids run on the simulator here, over every order: they are the construct and
+    refine envs with another objective, whose real runs tests/measure/test_envs.py checks."""
+    if "Sanity" in env_id or "Parallelize" in env_id:
+        return [{}]
+    if "Measured" in env_id:
+        return [{"objective": "step_time"}]
+    graph, cluster = masked_problem()
+    return [{"graph": graph, "cluster": cluster, "objective": objective}
+            for objective in ("step_time", "pipeline")]  # fmt: skip
+
+
 @pytest.mark.parametrize("order", sorted(ORDERS))
-@pytest.mark.parametrize("env_id", IDS)
-def test_gymnasium_and_sb3_checkers_pass(env_id, order, objective):
-    env = make(env_id, order=order, objective=objective)
-    if "Dual" in env_id or "Hierarchical" in env_id:
-        sample_allowed_actions(env.unwrapped)
-    gym_check_env(env.unwrapped, skip_render_check=True)
-    sb3_check_env(env.unwrapped, warn=False)
+@pytest.mark.parametrize("env_id", [env_id for env_id, _, _ in ENV_IDS])
+def test_gymnasium_and_sb3_checkers_pass_with_no_extra_arguments(env_id, order):
+    """The checkers step with unmasked ``action_space.sample()``: the default
+    ``invalid_action`` (``nearest``) takes what the masks rule out."""
+    for kwargs in checker_arguments(env_id):
+        env = gym.make(env_id, order=order, **kwargs)
+        gym_check_env(env.unwrapped, skip_render_check=True)
+        sb3_check_env(env.unwrapped, warn=False)
+
+
+@pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
+@pytest.mark.parametrize("env_id", [env_id for env_id, _, _ in ENV_IDS])
+def test_every_id_is_v1_and_its_v0_names_it(env_id):
+    """Gymnasium refuses a removed older version of a registered name, naming the new id."""
+    assert env_id.endswith("-v1") and env_id.replace("-v1", "-v0") not in gym.registry
+    with pytest.raises(gym.error.DeprecatedEnv, match=f"Please use `{env_id}` instead"):
+        gym.make(env_id.replace("-v1", "-v0"))
+
+
+@pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
+def test_placement_v0_names_placement_v1():
+    with pytest.raises(gym.error.DeprecatedEnv, match="placerl/Placement-v1"):
+        gym.make("placerl/Placement-v0")
+
+
+def _camel(kind):
+    return "" if kind == "construct" else "".join(w.capitalize() for w in kind.split("_"))
+
+
+@pytest.mark.parametrize(("kind", "row"), PLACEMENT_ENVS.items())
+def test_kind_id_and_class_follow_one_naming_rule(kind, row):
+    """Kind ``k`` <-> id ``placerl/Placement<K>-v1`` <-> class ``Placement<K>Env``, in one
+    table; the envs package exports every class under that name and no other."""
+    env_id, entry = row
+    cls = env_class(kind)
+    assert env_id == ENV_KINDS[kind] == f"placerl/Placement{_camel(kind)}-v1"
+    assert entry.endswith(f":Placement{_camel(kind)}Env") and cls.__name__ == entry.split(":")[1]
+    assert cls.kind == kind and getattr(placerl.envs, cls.__name__) is cls
+    assert gym.spec(env_id).entry_point == entry
+    old = {"dual": "DualPlacementEnv", "one_shot": "OneShotPlacementEnv",
+           "hierarchical": "HierarchicalPlacementEnv"}.get(kind)  # fmt: skip
+    assert old is None or not hasattr(placerl.envs, old)
 
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_same_seed_same_episode(env_id):
-    kwargs = {"initial": "uniform"} if "Refine" in env_id else {}
+    kwargs = {"init": "uniform"} if "Refine" in env_id else {}
     a = rollout(make(env_id, **kwargs), seed=7)
     b = rollout(make(env_id, **kwargs), seed=7)
     assert a[1] == b[1]
@@ -130,13 +157,13 @@ def test_pickle_round_trip_mid_episode(env_id):
 
 
 def test_vector_envs_and_wrappers():
-    vec = gym.make_vec("placerl/Placement-v0", num_envs=2, vectorization_mode="sync", graph=SMALL)
+    vec = gym.make_vec("placerl/Placement-v1", num_envs=2, vectorization_mode="sync", graph=SMALL)
     obs, _ = vec.reset(seed=0)
     assert obs["nodes"].shape == (2, 12, NUM_BASE_FEATURES + 3)
     obs, reward, *_ = vec.step(np.array([0, 1]))
     assert reward.shape == (2,)
     vec.close()
-    limited = make("placerl/PlacementRefine-v0", max_episode_steps=3)
+    limited = make("placerl/PlacementRefine-v1", max_episode_steps=3)
     limited.reset(seed=0)
     outcomes = [limited.step(0) for _ in range(3)]
     assert outcomes[-1][3] is True  # TimeLimit truncates
@@ -145,7 +172,7 @@ def test_vector_envs_and_wrappers():
 
 
 def test_sb3_vec_envs_including_subprocesses():
-    dummy = DummyVecEnv([lambda: make("placerl/Placement-v0")] * 2)
+    dummy = DummyVecEnv([lambda: make("placerl/Placement-v1")] * 2)
     dummy.reset()
     dummy.step(np.array([0, 1]))
     masks = dummy.env_method("action_masks")
@@ -154,7 +181,7 @@ def test_sb3_vec_envs_including_subprocesses():
 
     # placerl's own start method (a fork server that imported torch; spawn where there is
     # none): the env factories are pickled either way, as in training
-    sub = SubprocVecEnv([lambda: make("placerl/PlacementRefine-v0")] * 2,
+    sub = SubprocVecEnv([lambda: make("placerl/PlacementRefine-v1")] * 2,
                         start_method=start_method())  # fmt: skip
     try:
         sub.reset()
@@ -167,7 +194,7 @@ def test_sb3_vec_envs_including_subprocesses():
 def test_maskable_ppo_finds_action_masks():
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-    vec = DummyVecEnv([lambda: make("placerl/SanityMemory-v0")])
+    vec = DummyVecEnv([lambda: make("placerl/SanityMemory-v1")])
     assert is_masking_supported(vec)
     vec.reset()
     assert get_action_masks(vec).shape == (1, 2)
@@ -207,7 +234,7 @@ def test_observation_updates_and_fresh_arrays():
 
 
 def test_refine_start_time_feature_is_relative_to_current_node():
-    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform")
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", init="uniform")
     obs, info = env.reset(seed=1)
     result = simulate(env.case.graph, env.placement, env.cluster)
     order = env.case.order
@@ -217,7 +244,7 @@ def test_refine_start_time_feature_is_relative_to_current_node():
 
 
 def test_refine_leaving_a_node_in_place_reuses_the_simulation(monkeypatch):
-    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform",
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", init="uniform",
                              reward="normalized_delta")  # fmt: skip
     env.reset(seed=1)
     calls = []
@@ -243,7 +270,7 @@ def _runtime_if(env, device):
 
 
 def test_best_move_is_the_device_of_one_best_improvement_step():
-    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform")
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", init="uniform")
     checked = moved = 0
     for seed in range(3):
         env.reset(seed=seed)
@@ -269,7 +296,7 @@ def _fresh_twin(env, **kwargs):
     """An env reset to ``env``'s placement and step: what its observation must be."""
     twin = PlacementRefineEnv(graph=env.case.graph, cluster=env.cluster,
                               objective=env.objective, **kwargs)  # fmt: skip
-    twin.reset(seed=0, options={"initial": env.placement})
+    twin.reset(seed=0, options={"init": env.placement})
     twin._t = env._t
     twin._focus(int(twin.case.steps[twin._t]))
     return twin
@@ -278,7 +305,7 @@ def _fresh_twin(env, **kwargs):
 @pytest.mark.parametrize("objective", ["step_time", "pipeline"])
 @pytest.mark.parametrize("undo", [False, True])
 def test_undo_worse_undoes_exactly_the_moves_that_slow_the_placement(undo, objective):
-    kwargs = {"initial": "uniform", "objective": objective}
+    kwargs = {"init": "uniform", "objective": objective}
     env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", undo_worse=undo, **kwargs)
     rng = np.random.default_rng(0)
     undone = 0
@@ -303,7 +330,7 @@ def test_undo_worse_undoes_exactly_the_moves_that_slow_the_placement(undo, objec
                 assert "undone" not in info
             assert info["runtime"] == pytest.approx(env.case.model.runtime(env.placement))
             if not done:  # every observation array as a fresh env's at this placement
-                twin = _fresh_twin(env, initial="uniform")
+                twin = _fresh_twin(env, init="uniform")
                 for key, value in twin._observation().items():
                     np.testing.assert_allclose(obs[key], value, rtol=1e-5, atol=1e-6,
                                                err_msg=key)  # fmt: skip
@@ -319,7 +346,7 @@ def test_keeps_placement_needs_an_episode():
 
 
 def test_short_refine_episodes_start_at_a_drawn_node_and_go_on_in_order():
-    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", initial="uniform", moves=5)
+    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", init="uniform", moves=5)
     firsts = set()
     for seed in range(6):
         obs, _ = env.reset(seed=seed)
@@ -401,7 +428,7 @@ def test_colocation_groups_move_together():
 
 # ------------------------------------------------------------------------- memory
 def test_memory_mask_and_stuck_episodes():
-    env = gym.make("placerl/SanityMemory-v0")
+    env = gym.make("placerl/SanityMemory-v1")
     _, info = env.reset(seed=0)
     env.step(0)
     _, _, _, _, info = env.step(0)  # 12 GiB on device 0: op2 no longer fits there
@@ -427,7 +454,7 @@ def test_refine_episodes_that_cannot_go_on_end_with_the_penalty():
     chain = CompGraph([{"name": f"n{i}", "cost": 1.0, "mem_bytes": 10.0} for i in range(3)],
                       [("n0", "n1"), ("n1", "n2")])  # fmt: skip
     env = PlacementRefineEnv(graph=chain, cluster=homogeneous(2, memory=15.0),
-                             reward="log_speedup", initial="single_device")  # fmt: skip
+                             reward="log_speedup", init="single_device")  # fmt: skip
     _, info = env.reset(seed=0)  # all on one device: 30 bytes on 15, infeasible
     assert info["feasible"] is False and info["action_mask"].tolist() == [0, 1]
     _, reward, done, _, info = env.step(1)  # n0 moves; n1 fits nowhere now (10 + 10 > 15)
@@ -481,7 +508,7 @@ def test_sanity_optimum_by_brute_force(name):
         if simulate(g, p, c).feasible
     )
     assert best == pytest.approx(problem.optimal_runtime, rel=1e-12)
-    env = gym.make(f"placerl/Sanity{name.capitalize()}-v0")
+    env = gym.make(f"placerl/Sanity{name.capitalize()}-v1")
     _, info = env.reset(seed=0)
     assert info["optimal_runtime"] == problem.optimal_runtime
 
@@ -516,7 +543,7 @@ def test_graph_lists_sample_one_graph_per_episode():
 
 
 @pytest.mark.parametrize("objective", ["step_time", "pipeline"])
-@pytest.mark.parametrize("env_id", ["placerl/Placement-v0", "placerl/PlacementRefine-v0"])
+@pytest.mark.parametrize("env_id", ["placerl/Placement-v1", "placerl/PlacementRefine-v1"])
 def test_fold_visits_first_copies_only_and_ties_every_copy(env_id, objective):
     graph = load_graph("zoo:transformer?variant=bert_tiny&training=true")
     env = make(env_id, graph=graph, objective=objective, fold=True)
@@ -534,7 +561,7 @@ def test_fold_visits_first_copies_only_and_ties_every_copy(env_id, objective):
 
 def test_fold_must_be_a_bool():
     with pytest.raises(placerl.errors.ConfigError, match="fold must be True or False, got 1"):
-        make("placerl/Placement-v0", fold=1)
+        make("placerl/Placement-v1", fold=1)
 
 
 @pytest.mark.parametrize(("cls", "kwargs", "per_episode"), [

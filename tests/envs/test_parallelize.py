@@ -1,5 +1,7 @@
-"""placerl/Parallelize-v0: checkers, determinism, the strategy it builds, bad input, learning."""
+"""placerl/Parallelize-v1: checkers, determinism, the strategy it builds, bad input, learning."""
 
+
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -19,7 +21,7 @@ from placerl.graph.passes import with_backward
 from placerl.graph.torch_import import from_module
 from tests.envs import assert_clone_resumes
 
-ID = "placerl/Parallelize-v0"
+ID = "placerl/Parallelize-v1"
 TINY = "zoo:transformer?variant=bert_tiny&training=true"
 
 
@@ -94,13 +96,21 @@ def test_folding_visits_one_copy_of_each_block_and_ties_the_others():
         np.testing.assert_array_equal(info["placement"][copy], info["placement"][copies[0]])
 
 
-def test_a_masked_slot_wraps_onto_the_variables_configurations():
+def test_a_masked_slot_becomes_the_nearest_valid_one_or_is_refused_by_name():
     env = ParallelizeEnv(TINY)
     env.reset(seed=0)
     i = int(env.sequence[0])
     count = len(env.cost.space.configs[i])
-    env.step(count)  # masked: the first configuration again
-    assert env.chosen[i] == 0
+    assert count < env.num_slots - 2  # slot ``count`` is masked and nearer C - 1 than 0
+    _, _, _, _, info = env.step(count)
+    assert env.chosen[i] == count - 1 == info["action_taken"] and info["invalid_action"] == count
+    strict = ParallelizeEnv(TINY, invalid_action="raise")
+    strict.reset(seed=0)
+    v = int(strict.cost.space.variables[i])
+    message = (f"variable {i} (node {v} ({strict.graph.names[v]!r})): slot {count} is past its "
+               f"{count} configurations; allowed: 0..{count - 1}")
+    with pytest.raises(PlacementError, match=re.escape(message)):
+        strict.step(count)
 
 
 # ------------------------------------------------------------------------- bad input
@@ -162,4 +172,4 @@ def test_parallelize_holds_one_graph():
 def test_the_placement_envs_refuse_the_strategy_objective():
     message = "objective 'strategy' chooses a configuration per node, not a device: use placerl/"
     with pytest.raises(ConfigError, match=message):
-        gym.make("placerl/Placement-v0", graph=TINY, objective="strategy")
+        gym.make("placerl/Placement-v1", graph=TINY, objective="strategy")

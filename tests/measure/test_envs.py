@@ -8,7 +8,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import placerl  # noqa: F401  (registers the ids)
 
-MEASURED = ["placerl/PlacementMeasured-v0", "placerl/PlacementRefineMeasured-v0"]
+MEASURED = ["placerl/PlacementMeasured-v1", "placerl/PlacementRefineMeasured-v1"]
 OPTIONS = {"objective": "measured?warmup=0&repeats=1"}
 
 

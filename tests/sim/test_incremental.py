@@ -106,7 +106,7 @@ def test_refine_env_with_pipeline_reports_the_full_evaluation():
     from placerl.envs import PlacementRefineEnv
 
     env = PlacementRefineEnv(graph="msr:bert24_training", cluster="msr:bert24_training",
-                             objective="pipeline", initial="uniform", passes=2)  # fmt: skip
+                             objective="pipeline", init="uniform", passes=2)  # fmt: skip
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     for _ in range(100):
