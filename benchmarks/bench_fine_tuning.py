@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
 
 GRAPHS = {
@@ -38,7 +39,8 @@ GRAPHS = {
     "layered_100": ("synthetic:layered?n=100&seed=0", "placeto?n_devices=4"),
 }
 DENSE = {"reward": "normalized_delta", "reference": "best_of"}
-#: name -> (train options over the base run, hyperparameters)
+#: name -> (options over the base run, hyperparameters). The options: ``rollback``
+#: (``agent.rollback``), ``env`` (fields over the construct env's) and ``align``.
 VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "default": ({"rollback": False}, {}),
     "rollback": ({"rollback": True}, {}),
@@ -49,7 +51,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "separate_extractors": ({"rollback": False},
                             {"policy_kwargs": {"share_features_extractor": False}}),
     "gae_lambda_1": ({"rollback": False}, {"gae_lambda": 1.0}),
-    "dense_reward": ({"rollback": False, "env_kwargs": DENSE}, {}),
+    "dense_reward": ({"rollback": False, "env": DENSE}, {}),
     "episode_rollouts": ({"rollback": False, "align": True}, {}),
 }
 
@@ -82,9 +84,16 @@ def run(graph: str, variant: str, seed: int, steps: int) -> dict[str, Any]:
 
         hyperparams = {**hyperparams, "n_steps": load_graph(spec).num_nodes}
     sampled = SampledRuntime()
-    result = train({"graph": spec, "cluster": cluster, "warm_start": "best_of",
-                    "total_steps": steps, "eval_every": 1_024, "keep_best": False, "seed": seed,
-                    "baselines": ["heft"], "hyperparams": hyperparams, **options},
+    # The groups' bare defaults (the construct env, the GNN), not the main job's recipe.
+    env = EnvGroup(**options.pop("env", {}))
+    agent = AgentGroup(warm_start="best_of", rollback=options.pop("rollback"),
+                       hyperparams=hyperparams)  # fmt: skip
+    if options:
+        raise ValueError(f"variant {variant!r}: unknown options {sorted(options)}")
+    result = train({"graph": {"spec": spec}, "cluster": {"spec": cluster},
+                    "order": OrderGroup(), "env": env, "agent": agent, "total_steps": steps,
+                    "eval_every": 1_024, "keep_best": False, "seed": seed, "eval_samples": 0,
+                    "baselines": ["heft"], "progress_bar": False, "resume": False},
                    callbacks=[sampled])  # fmt: skip
     greedy = np.array([c["runtimes"][0] for c in result.curve])
     start, fifth = greedy[0], max(1, len(sampled.means) // 5)

@@ -32,12 +32,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
 from placerl.comparison import compare_pairs
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
 
 GRAPHS = ("synthetic:layered?n=100&seed=0", "synthetic:cifar10?seed=0")
 CLUSTER = "placeto?n_devices=4"
 
-#: Rollout layouts: envs, steps per env per rollout, PPO epochs, minibatch size; 4 epochs at
+#: Rollout layouts (``n_envs`` and ``agent.hyperparams``): envs, steps per env per rollout, PPO
+#: epochs, minibatch size; 4 epochs at
 #: 1e-3 were placerl's defaults until 2026-11-27, when the ``8x128_2ep`` settings replaced them.
 _PPO = {"n_epochs": 4, "batch_size": 256, "learning_rate": 1e-3}
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -52,19 +54,32 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                                 "batch_size": 256, "learning_rate": 2e-3}},
     "16x64_2ep": {"n_envs": 16, "hyperparams": {"n_steps": 64, "n_epochs": 2,
                                                  "batch_size": 256, "learning_rate": 2e-3}},
-    "default": {},  # placerl's defaults, whatever they are when this runs
+    # placerl's defaults (train()'s n_envs, make_agent's PPO settings), whatever they are when
+    # this runs; not the main job's tuned recipe
+    "default": {},
 }
+
+
+def config(variant: str, graph: str, seed: int, steps: int, every: int,
+           extractor: str = "gnn") -> dict[str, Any]:  # fmt: skip
+    """The :func:`train` config of one run: the groups' bare defaults (the construct env, no
+    warm start), not the main job's recipe, with the variant's layout over them; no rollback
+    and the last weights kept: the learning curves of PPO itself."""
+    layout = dict(VARIANTS[variant])
+    agent = AgentGroup(extractor=extractor, warm_start=None, rollback=False,
+                       hyperparams=layout.pop("hyperparams", {}))  # fmt: skip
+    return {"graph": {"spec": graph}, "cluster": {"spec": CLUSTER}, "order": OrderGroup(),
+            "env": EnvGroup(), "agent": agent, "total_steps": steps, "eval_every": every,
+            "eval_samples": 0, "checkpoint_every": 0, "baselines": ["heft"], "seed": seed,
+            "keep_best": False, "progress_bar": False, "resume": False,
+            **layout}  # fmt: skip
 
 
 def run(variant: str, graph: str, seed: int, steps: int, every: int,
         extractor: str = "gnn", label: str = "") -> dict[str, Any]:  # fmt: skip
     """One training run: the curve of greedy runtime over HEFT's, recorded as the variant's
     name followed by ``label`` (which code made it, when that changed)."""
-    config = {"graph": graph, "cluster": CLUSTER, "extractor": extractor, "total_steps": steps,
-              "eval_every": every, "checkpoint_every": 0, "baselines": ["heft"], "seed": seed,
-              "keep_best": False, "rollback": False,  # the learning curves of PPO itself
-              **VARIANTS[variant]}  # fmt: skip
-    result = train(config)
+    result = train(config(variant, graph, seed, steps, every, extractor))
     (outcome,) = result.graphs
     heft = outcome.baselines["heft"]
     return {"variant": variant + label, "extractor": extractor, "graph": graph, "seed": seed,

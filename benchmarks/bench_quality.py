@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
 from placerl.baselines import solve
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
 
 CONSTRUCTIVE = ("single_device", "random", "round_robin", "m_topo", "heft", "m_etf", "m_sct")
@@ -105,18 +106,21 @@ def placers(case: Case, time_limit: float) -> tuple[dict[str, float], str]:
     return out, start
 
 
-def refine_from(start: str) -> dict[str, Any]:
+def refine_from(start: str) -> dict[str, dict[str, Any]]:
     """Refine ``start``'s placement, cloned first, rewarded against it."""
-    return {"env": "refine", "warm_start": start,
-            "env_kwargs": {"initial": start, "reward": "normalized_delta", "reference": start}}
+    return {"env": {"kind": "refine", "init": start, "reward": "normalized_delta",
+                    "reference": start},
+            "agent": {"warm_start": start}}  # fmt: skip
 
 
-def construct_dense(start: str) -> dict[str, Any]:
+def construct_dense(start: str) -> dict[str, dict[str, Any]]:
     """Construct from scratch, dense reward against single device."""
-    return {"env_kwargs": {"reward": "normalized_delta"}}
+    return {"env": {"reward": "normalized_delta"}, "agent": {}}
 
 
-RECIPES: dict[str, Callable[[str], dict[str, Any]]] = {
+#: Per objective: the ``env`` and ``agent`` fields a recipe sets over the groups' bare
+#: defaults (:class:`~placerl.run_config.EnvGroup`, ``AgentGroup(warm_start=None)``).
+RECIPES: dict[str, Callable[[str], dict[str, dict[str, Any]]]] = {
     "step_time": refine_from, "pipeline": construct_dense}  # fmt: skip
 
 
@@ -124,11 +128,17 @@ def learn(case: Case, extractor: str, start: str, steps: int, time_limit: float,
           samples: int) -> dict[str, float]:  # fmt: skip
     """Train on the case by its objective's recipe; greedy, best-of-K and best-seen runtimes,
     and the throughput."""
-    result = train({"graph": case.graph, "cluster": case.cluster, "objective": case.objective,
-                    **RECIPES[case.objective](start), "extractor": extractor,
-                    "total_steps": steps, "time_limit_s": time_limit, "eval_every": 1_000,
-                    "checkpoint_every": 0, "eval_samples": samples, "baselines": [],
-                    "rollback": False})  # as measured for the README, before rollback existed
+    recipe = RECIPES[case.objective](start)
+    # The groups' bare defaults under the recipe, not the main job's; no rollback: as measured
+    # for the README, before rollback existed.
+    env = EnvGroup(objective=case.objective, **recipe["env"])
+    agent = AgentGroup(**{"extractor": extractor, "warm_start": None, "rollback": False,
+                          **recipe["agent"]})  # fmt: skip
+    result = train({"graph": {"spec": case.graph}, "cluster": {"spec": case.cluster},
+                    "order": OrderGroup(), "env": env, "agent": agent, "total_steps": steps,
+                    "time_limit_s": time_limit, "eval_every": 1_000, "checkpoint_every": 0,
+                    "eval_samples": samples, "baselines": [], "progress_bar": False,
+                    "resume": False})  # fmt: skip
     (outcome,) = result.graphs
     timings = result.timings
     return {"greedy": outcome.final_runtime, "sampled": outcome.sampled_runtime,

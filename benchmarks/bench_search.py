@@ -52,6 +52,7 @@ from placerl.baselines.problem import Problem
 from placerl.baselines.references import reference
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
 
 FAMILY = "synthetic:layered?n=80&seed={seed}"
@@ -66,10 +67,13 @@ def train_policy(seed: int, steps: int, out: str) -> str:
     graphs = [load_graph(FAMILY.format(seed=s)) for s in (*TRAIN, *HELD_OUT)]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),
                "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip
-    result = train({"graph": specs, "cluster": CLUSTER, "objective": OBJECTIVE,
-                    "env_kwargs": padding, "warm_start": START, "total_steps": steps,
-                    "seed": seed, "eval_every": 4_000, "checkpoint_every": 0, "baselines": [],
-                    "out_dir": out})  # fmt: skip
+    # The groups' bare defaults (the construct env, the GNN), not the main job's recipe.
+    result = train({"graph": {"spec": specs}, "cluster": {"spec": CLUSTER},
+                    "order": OrderGroup(), "env": EnvGroup(objective=OBJECTIVE, **padding),
+                    "agent": AgentGroup(warm_start=START), "total_steps": steps, "seed": seed,
+                    "eval_every": 4_000, "eval_samples": 0, "checkpoint_every": 0,
+                    "baselines": [], "progress_bar": False, "resume": False},
+                   out_dir=out)  # fmt: skip
     print(f"seed {seed}: trained {result.steps} steps in {result.timings['train']:.0f} s "
           f"(policy of step {result.policy_step})", flush=True)
     return str(Path(out) / "model.zip")

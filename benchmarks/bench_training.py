@@ -40,6 +40,7 @@ from _common import add_run_options, apply_run_options, markdown_table, write_re
 
 from placerl.baselines import solve
 from placerl.graph import load_graph
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
 
 CONSTRUCTIVE = ("single_device", "round_robin", "m_topo", "heft", "m_etf", "m_sct")
@@ -67,10 +68,21 @@ def first_step(curve: list[dict[str, Any]], target: float) -> int | str:
     return "-"
 
 
-def run(label: str, config: dict[str, Any], best: float, seed: int) -> dict[str, Any]:
-    """One training run as a table row (ratios to the best constructive runtime ``best``)."""
-    result = train({"rollback": False,  # as measured for the README, before rollback existed
-                    **config, "seed": seed, "checkpoint_every": 0, "baselines": []})
+def config(env: dict[str, Any] | None = None, agent: dict[str, Any] | None = None,
+           **options: Any) -> dict[str, Any]:  # fmt: skip
+    """A :func:`train` config on the groups' bare defaults (the construct env, no warm start,
+    no sampled rollouts), not the main job's recipe: the settings the README's figures were
+    measured with, ``env`` and ``agent`` fields over them, then ``options``. No rollback: as
+    measured for the README, before rollback existed."""
+    return {"order": OrderGroup(), "env": EnvGroup(**(env or {})),
+            "agent": AgentGroup(**{"warm_start": None, "rollback": False, **(agent or {})}),
+            "eval_samples": 0, "progress_bar": False, "resume": False, **options}  # fmt: skip
+
+
+def run(label: str, settings: dict[str, Any], best: float, seed: int) -> dict[str, Any]:
+    """One training run of :func:`config`'s ``settings`` as a table row (ratios to the best
+    constructive runtime ``best``)."""
+    result = train(config(**settings, seed=seed, checkpoint_every=0, baselines=[]))
     (outcome,) = result.graphs
     row = {"variant": label, "seed": seed,
            "greedy": round(outcome.final_runtime / best, 3),
@@ -91,7 +103,8 @@ Variants = Callable[[str], dict[str, dict[str, Any]]]
 def variants_study(variants: Variants, steps: int, seeds: int) -> list[dict[str, Any]]:
     """Each variant (built from the best constructive placer's name) for every seed."""
     start, best = best_constructive(GRAPH, CLUSTER)
-    base = {"graph": GRAPH, "cluster": CLUSTER, "total_steps": steps, "eval_every": 1_000}
+    base = {"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER}, "total_steps": steps,
+            "eval_every": 1_000}  # fmt: skip
     return [run(label, {**base, **change}, best, seed)
             for label, change in variants(start).items() for seed in range(seeds)]
 
@@ -99,7 +112,7 @@ def variants_study(variants: Variants, steps: int, seeds: int) -> list[dict[str,
 def reward_study(steps: int, seeds: int) -> list[dict[str, Any]]:
     """Sparse and dense rewards, against single device and against the best placer."""
     return variants_study(lambda start: {
-        f"{reward} vs {ref}": {"env_kwargs": {"reward": reward, "reference": ref}}
+        f"{reward} vs {ref}": {"env": {"reward": reward, "reference": ref}}
         for reward in ("log_speedup", "normalized_delta")
         for ref in ("single_device", start)
     }, steps, seeds)  # fmt: skip
@@ -109,11 +122,12 @@ def warm_start_study(steps: int, seeds: int) -> list[dict[str, Any]]:
     """Construct and refine envs, each with and without cloning the best placer first."""
 
     def variants(start: str) -> dict[str, dict[str, Any]]:
-        refine = {"env": "refine", "env_kwargs": {"initial": start, "reference": start,
-                                                  "reward": "normalized_delta"}}  # fmt: skip
-        return {"construct": {}, "construct + clone": {"warm_start": start},
-                "refine from best": refine,
-                "refine from best + clone": {**refine, "warm_start": start}}  # fmt: skip
+        refine = {"kind": "refine", "init": start, "reference": start,
+                  "reward": "normalized_delta"}  # fmt: skip
+        return {"construct": {}, "construct + clone": {"agent": {"warm_start": start}},
+                "refine from best": {"env": refine},
+                "refine from best + clone": {"env": refine,
+                                             "agent": {"warm_start": start}}}  # fmt: skip
 
     return variants_study(variants, steps, seeds)
 
@@ -122,9 +136,9 @@ def ablation_study(steps: int, seeds: int) -> list[dict[str, Any]]:
     """The HEFT device features and the device-equivariant head, each switched off."""
     return variants_study(lambda start: {
         "gnn, device features, device head": {},
-        "no device features": {"extractor_kwargs": {"device_features": False}},
-        "mlp head": {"head": "mlp"},
-        "neither": {"head": "mlp", "extractor_kwargs": {"device_features": False}},
+        "no device features": {"agent": {"extractor_kwargs": {"device_features": False}}},
+        "mlp head": {"agent": {"head": "mlp"}},
+        "neither": {"agent": {"head": "mlp", "extractor_kwargs": {"device_features": False}}},
     }, steps, seeds)  # fmt: skip
 
 
@@ -135,19 +149,19 @@ def generalization_study(steps: int, seeds: int) -> list[dict[str, Any]]:
     graphs = [load_graph(spec) for spec in train_specs + test_specs]
     padding = {"max_nodes": max(g.num_nodes for g in graphs),
                "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip
-    base = {"cluster": CLUSTER, "env_kwargs": padding, "eval_every": 0, "baselines": [],
-            "rollback": False}  # as measured for the README, before rollback existed
+    base = {"cluster": {"spec": CLUSTER}, "env": padding, "eval_every": 0, "baselines": []}
     rows = []
     for seed in range(seeds):
         with tempfile.TemporaryDirectory() as out:
-            shared = train({**base, "graph": train_specs, "total_steps": 4 * steps,
-                            "seed": seed, "out_dir": out, "checkpoint_every": 0})  # fmt: skip
+            shared = train(config(**base, graph={"spec": train_specs}, total_steps=4 * steps,
+                                  seed=seed, checkpoint_every=0), out_dir=out)  # fmt: skip
             model = str(Path(out) / "model.zip")
             for spec in test_specs:
                 placer, best = best_constructive(spec, CLUSTER)
                 zero_shot = solve("policy", spec, CLUSTER, "step_time", path=model).runtime
-                alone = train({**base, "graph": spec, "total_steps": steps, "seed": seed,
-                               "eval_every": 1_000, "checkpoint_every": 0})  # fmt: skip
+                alone = train(config(**{**base, "eval_every": 1_000}, graph={"spec": spec},
+                                     total_steps=steps, seed=seed,
+                                     checkpoint_every=0))  # fmt: skip
                 row = {"graph": spec.split(":")[1], "seed": seed, "best_placer": placer,
                        "zero_shot_vs_best": round(zero_shot / best, 3),
                        "per_graph_vs_best": round(alone.final_runtime / best, 3),

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import markdown_table, write_results
 
-from placerl.train import vs_best_baseline
+from placerl.results import vs_best_baseline
 
 
 def trials(sweep: Path, searched: list[str]) -> list[dict[str, Any]]:

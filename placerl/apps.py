@@ -4,7 +4,7 @@
 :class:`~placerl.run_config.RunConfig`, trains with :func:`~placerl.train.train` in Hydra's run
 directory (re-running the same directory resumes from its checkpoint), prints the policy
 against the baseline placers and saves ``learning_curve.png`` and ``placement.png`` there.
-``placerl-train --help`` lists the config groups.
+``placerl-train --help`` lists the config groups and every field with its meaning.
 
 ``placerl-eval`` runs any placer, or a trained policy (``placer='policy?path=.../model.zip'``),
 on the same graphs and clusters and writes the same ``result.json`` schema.
@@ -13,6 +13,7 @@ on the same graphs and clusters and writes the same ``result.json`` schema.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import sys
@@ -63,8 +64,7 @@ register_schemas()
 def run_training(run: RunConfig, out_dir: str) -> TrainResult:
     """Train as ``run`` says, writing under ``out_dir`` and tracking with ``run.logger``;
     print and return the result."""
-    config = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
-    tracker = open_tracker(run.logger, config, out_dir)
+    tracker = open_tracker(run.logger, run.to_dict(), out_dir)
     try:
         result = train(run, out_dir=out_dir, callbacks=tracker.callbacks())
         print(summary_table(result))
@@ -217,7 +217,7 @@ def _check_arguments(config_name: str) -> None:
 
 def run_evaluation(run: EvalRunConfig, out_dir: str) -> EvalResult:
     """Evaluate as ``run`` says, writing under ``out_dir`` and tracking with ``run.logger``."""
-    config = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
+    config = json.loads(json.dumps(dataclasses.asdict(run)))
     tracker = open_tracker(run.logger, config, out_dir, job_type="eval")
     try:
         result = evaluate(run.graph.spec, run.cluster.spec, run.placer, objective=run.objective,

@@ -27,11 +27,12 @@ from placerl.results import (
     why_infeasible,
     write_result,
 )
+from placerl.run_config import BASE_BASELINES
 from placerl.sim import CostModel, lower_bound, penalized_runtime, simulate
 
 
 def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
-             objective: str = "step_time", baselines: Sequence[str] = ("single_device",),
+             objective: str = "step_time", baselines: Sequence[str] = BASE_BASELINES,
              out_dir: str | None = None) -> EvalResult:  # fmt: skip
     """Place every graph with ``placer`` and compare with ``baselines``.
 
@@ -61,6 +62,7 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
         result = solve(name, graph, devices, objective, **options)
         single = reference(graph, devices, objective, "single_device").score
         runtime = penalized_runtime(result.simulation, single)
+        why = why_infeasible(result.simulation)
         compared = {b: reference(graph, devices, objective, b) for b in baselines}
         bound = lower_bound(CostModel(graph, devices, objective))
         outcomes.append(GraphOutcome(
@@ -70,9 +72,10 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
             baselines={b: ref.score for b, ref in compared.items()},
             infeasible={b: why_infeasible(simulate(graph, ref.placement, devices, objective))
                         for b, ref in compared.items() if not ref.feasible},
-            best_feasible=bool(result.simulation.feasible), lower_bound=bound))  # fmt: skip
-    config = {"graph": graphs if isinstance(graphs, str) else specs, "cluster": cluster,
-              "objective": objective, "placer": placer, "baselines": list(baselines)}  # fmt: skip
+            final_infeasible=why, best_infeasible=why, lower_bound=bound))  # fmt: skip
+    config = {"graph": {"spec": graphs if isinstance(graphs, str) else specs},
+              "cluster": {"spec": cluster}, "objective": objective, "placer": placer,
+              "baselines": list(baselines)}  # fmt: skip
     evaluation = EvalResult(config, outcomes, timings={"evaluate": time.perf_counter() - start},
                             out_dir=out_dir, provenance=provenance())  # fmt: skip
     if out_dir is not None:

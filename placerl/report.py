@@ -96,7 +96,7 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
     config = flat_config(result["config"])
     if result_kind(result, run / "result.json") == "eval":
         order, agent, seed = NO_ORDER, config["placer"], 0
-        cluster, objective = config["cluster"], config["objective"]
+        cluster, objective = config["cluster.spec"], config["objective"]
     else:
         order, seed = config["order.name"], config["seed"]
         agent = f"{config['agent.algo']}_{config['agent.extractor']}"

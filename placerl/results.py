@@ -29,7 +29,10 @@ RESULT_KINDS = ("train", "eval")
 
 
 def why_infeasible(simulation: Any) -> str:
-    """What keeps a simulated placement (a ``SimResult``) from fitting, in words."""
+    """What keeps a simulated placement (a ``SimResult``) from fitting, in words; empty when
+    it fits."""
+    if simulation.feasible:
+        return ""
     kinds = []
     if (np.asarray(simulation.memory_excess) > 0).any():
         kinds.append("memory")
@@ -64,7 +67,9 @@ class GraphOutcome:
         infeasible: ``{baseline spec: why}`` for each baseline whose placement does not fit
             (``memory``, ``colocation``, ``device kind``, ``failed run``): its runtime is a
             penalty, not a runtime.
-        best_feasible: Whether the best placement fits.
+        final_infeasible: Why the final greedy placement does not fit (``memory``, ...);
+            empty when it fits.
+        best_infeasible: Why the best placement does not fit; empty when it fits.
         lower_bound: No placement of the graph runs faster (:func:`placerl.sim.lower_bound`;
             ``None`` where the objective has no bound).
     """
@@ -77,7 +82,8 @@ class GraphOutcome:
     baselines: dict[str, float]
     best_placement_by_op: dict[str, str] = field(default_factory=dict)
     infeasible: dict[str, str] = field(default_factory=dict)
-    best_feasible: bool = True
+    final_infeasible: str = ""
+    best_infeasible: str = ""
     lower_bound: float | None = None
 
     @property
@@ -113,6 +119,7 @@ class TrainResult:
             per graph, in training episodes or evaluations.
         model: The trained SB3 model with the weights the outcomes were measured with (not
             written to ``result.json``; ``out_dir/model.zip`` holds it when there is one).
+            Its training env is closed: ``model.set_env(env)`` before ``model.learn``.
     """
 
     config: dict[str, Any]

@@ -245,11 +245,16 @@ class RunConfig:
                    baselines=list(BASE_BASELINES))  # fmt: skip
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
-        """The main job with ``data`` over it, as Hydra's dotted overrides would be.
+    def from_dict(cls, data: Mapping[str, Any], base: RunConfig | None = None) -> RunConfig:
+        """``base`` (the main job, ``RunConfig()``, by default) with ``data`` over it, as
+        the command line's dotted overrides go over the composed run.
 
-        A mapping for a group updates the main job's group field by field; a group
-        dataclass replaces it whole (``{"env": EnvGroup(kind="dual")}``).
+        A mapping updates key by key, into groups and into ``agent.hyperparams`` and
+        ``agent.extractor_kwargs`` (as ``agent.hyperparams.n_steps=64`` does); a group
+        dataclass replaces its group whole (``{"env": EnvGroup(kind="dual")}``). Leaving the
+        main job's recipe, e.g. for another env kind, is easiest from the bare groups
+        (``base=RunConfig.schema()``, what ``placerl-train '~experiment'`` starts from) or
+        from a composed run (``compose_run("env=construct")``).
 
         Raises:
             ConfigError: An unknown key (with the closest known one), a flat name of the
@@ -260,7 +265,7 @@ class RunConfig:
         if not isinstance(data, Mapping):
             raise ConfigError(f"a run config is a RunConfig or a mapping, got {data!r}")
         check_known_keys(data, cls)
-        return _merged(cls(), data)
+        return _merged(base if base is not None else cls(), data)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON values, nested as the fields are."""
@@ -279,6 +284,8 @@ class RunConfig:
             value = getattr(self.agent, name)
             check_int(value, f"agent.{name}", minimum=1 if name == "warm_start_epochs" else 0)
         check_int(self.order.seed, "order.seed")
+        _check_specs("graph.spec", self.graph.spec, many=True)
+        _check_specs("cluster.spec", self.cluster.spec, many=False)
         limit = self.time_limit_s
         if isinstance(limit, bool) or not (isinstance(limit, int | float) and limit >= 0):
             raise ConfigError(f"time_limit_s must be a number >= 0, got {limit!r}")
@@ -294,7 +301,9 @@ class RunConfig:
         if self.env.start_from_best and self.env.kind != "refine":
             raise ConfigError(
                 "env.start_from_best needs env.kind='refine' (episodes that start from a "
-                f"placement), got env.kind={self.env.kind!r}"
+                f"placement), got env.kind={self.env.kind!r}; to leave the main job's refine "
+                f"env, give the whole group ({{'env': EnvGroup(kind={self.env.kind!r})}}, or "
+                f"env={self.env.kind} on the command line)"
             )
         if self.agent.warm_start_rounds and self.agent.warm_start is None:
             raise ConfigError(f"agent.warm_start_rounds={self.agent.warm_start_rounds} needs "
@@ -438,10 +447,21 @@ def _merged(base: Any, updates: Mapping[str, Any]) -> Any:
         current = getattr(base, key)
         if dataclasses.is_dataclass(current) and isinstance(value, Mapping):
             value = _merged(current, value)
+        elif isinstance(current, Mapping) and isinstance(value, Mapping):
+            value = {**current, **value}  # hyperparams: key by key, as Hydra merges them
         elif isinstance(value, Sequence) and not isinstance(value, str):
             value = list(value)
         changes[key] = copy.deepcopy(value)
     return dataclasses.replace(base, **changes)
+
+
+def _check_specs(name: str, value: Any, *, many: bool) -> None:
+    """A spec, or (``many``) a non-empty list of them."""
+    specs = value if many and isinstance(value, Sequence) and not isinstance(value, str) else [
+        value]  # fmt: skip
+    if not specs or not all(isinstance(spec, str) and spec for spec in specs):
+        kind = "a spec or a non-empty list of specs" if many else "a spec"
+        raise ConfigError(f"{name} must be {kind} (strings), got {value!r}")
 
 
 def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:

@@ -96,13 +96,12 @@ def _rows(result: Result, g: int, outcome: GraphOutcome,
     placement the policy found: what the search recipes report)."""
     if isinstance(result, EvalResult):
         mine = Row(notes.label(result.config["placer"]), outcome.final_runtime,
-                   "" if outcome.best_feasible else "does not fit")  # fmt: skip
+                   outcome.final_infeasible)
         rows, mine_runtime = [mine], outcome.final_runtime
     else:
         rows = [Row(f"policy (greedy, weights of step {result.policy_step:,})",
-                    outcome.final_runtime), *_last_weights(result, g),
-                Row("policy (best seen)", outcome.best_runtime,
-                    "" if outcome.best_feasible else "does not fit")]  # fmt: skip
+                    outcome.final_runtime, outcome.final_infeasible), *_last_weights(result, g),
+                Row("policy (best seen)", outcome.best_runtime, outcome.best_infeasible)]
         mine_runtime = outcome.best_runtime
     rows += [Row(notes.label(spec), runtime, outcome.infeasible.get(spec, ""))
              for spec, runtime in outcome.baselines.items()]  # fmt: skip

@@ -35,7 +35,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from placerl._env_ids import env_class
 from placerl._options import check_out_dir
@@ -73,6 +75,15 @@ class RunProgress:
     warm_start: dict[str, Any] | None = None
 
 
+class FinalRollout(NamedTuple):
+    """A graph's rollouts of the kept weights: the greedy one's runtime and placement, and
+    the best runtime of it and ``eval_samples`` sampled ones."""
+
+    runtime: float
+    sampled_runtime: float
+    placement: Any
+
+
 @dataclass
 class Envs:
     """The envs of a run: ``evaluation`` (greedy episodes, every graph), ``validation``
@@ -89,7 +100,9 @@ def train(config: RunConfig | Mapping[str, Any] | None = None, *, out_dir: str |
 
     Args:
         config: A :class:`~placerl.run_config.RunConfig`, or a mapping over the main job
-            (``{"env": {"kind": "construct"}, "total_steps": 4000}``); ``None``: the main job.
+            (``{"total_steps": 4000, "env": {"reward": "log_speedup"}}``; see
+            :meth:`RunConfig.from_dict <placerl.run_config.RunConfig.from_dict>`);
+            ``None``: the main job.
         out_dir: Where files go (``None``: nowhere; the result still holds the model).
         callbacks: Further SB3 callbacks (experiment tracking reaches training this way).
 
@@ -221,12 +234,12 @@ def learn(run: RunConfig, model: Any, envs: Envs, progress: RunProgress, out: Pa
 
 
 def final_rollouts(run: RunConfig, model: Any, envs: Envs, progress: RunProgress, evaluate: Any,
-                   save: Callable[[Any], None]) -> tuple[int, list[tuple[float, float]]]:
+                   save: Callable[[Any], None]) -> tuple[int, list[FinalRollout]]:
     """Evaluate the last weights and ``save`` them (resuming continues from them), keep the
     best evaluation's if ``keep_best``, then run them greedily and sampled on every graph.
 
     Returns:
-        The step of the kept weights, and ``(greedy, best sampled)`` runtimes per graph.
+        The step of the kept weights, and each graph's final rollouts.
     """
     from placerl.agents.episodes import best_rollout
 
@@ -243,7 +256,7 @@ def final_rollouts(run: RunConfig, model: Any, envs: Envs, progress: RunProgress
                                       samples=run.eval_samples, greedy=greedy)  # fmt: skip
         for rollout in (final, sampled):
             progress.best.offer(g, rollout.runtime, rollout.feasible, rollout.placement, steps)
-        finals.append((final.runtime, sampled.runtime))
+        finals.append(FinalRollout(final.runtime, sampled.runtime, final.placement))
     found = [progress.best.by_graph[g]["runtime"] for g in range(len(finals))]
     if not progress.best_curve or progress.best_curve[-1]["best"] != found:  # found better
         progress.best_curve.append({"step": steps, "best": found})
@@ -252,7 +265,7 @@ def final_rollouts(run: RunConfig, model: Any, envs: Envs, progress: RunProgress
     return policy_step, finals
 
 
-def compare(run: RunConfig, env: Any, progress: RunProgress, finals: Sequence[tuple[float, float]],
+def compare(run: RunConfig, env: Any, progress: RunProgress, finals: Sequence[FinalRollout],
             steps: int) -> list[GraphOutcome]:  # fmt: skip
     """Each graph's outcome beside the baseline placers (``{steps}`` filled in with the steps
     trained, from the shared reference cache) and the lower bound."""
@@ -264,33 +277,32 @@ def compare(run: RunConfig, env: Any, progress: RunProgress, finals: Sequence[tu
     for g, graph in enumerate(env.graphs):
         references = {spec: reference(graph, env.cluster, run.env.objective, resolved)
                       for spec, resolved in zip(run.baselines, specs, strict=True)}  # fmt: skip
-        best = progress.best.by_graph[g]
-        final, sampled = finals[g]
+        best, final = progress.best.by_graph[g], finals[g]
+        model = env.graph_case(g).model  # the env's cost model: measured runs stay cached
+        why = functools.partial(_why_infeasible, model)
         outcomes.append(GraphOutcome(
-            graph=graph.name, final_runtime=final, sampled_runtime=sampled,
+            graph=graph.name, final_runtime=final.runtime, sampled_runtime=final.sampled_runtime,
             best_runtime=best["runtime"], best_placement=best["placement"],
             best_placement_by_op=placement_by_op(graph, env.cluster, best["placement"]),
             baselines={spec: ref.score for spec, ref in references.items()},
-            infeasible=_infeasible(references, graph, env.cluster, run.env.objective),
-            best_feasible=best["feasible"],
-            lower_bound=lower_bound(env.graph_case(g).model)))  # fmt: skip
+            infeasible={spec: why(ref.placement) for spec, ref in references.items()
+                        if not ref.feasible},
+            final_infeasible=why(final.placement), best_infeasible=why(best["placement"]),
+            lower_bound=lower_bound(model)))  # fmt: skip
     progress.timings["baselines"] = time.perf_counter() - start
     return outcomes
 
 
-def _infeasible(references: Mapping[str, Any], graph: Any, cluster: Any,
-                objective: str) -> dict[str, str]:  # fmt: skip
-    """``{spec: why}`` of the references whose placement does not fit."""
-    from placerl.sim import simulate
-
-    return {spec: why_infeasible(simulate(graph, ref.placement, cluster, objective))
-            for spec, ref in references.items() if not ref.feasible}  # fmt: skip
+def _why_infeasible(model: Any, placement: Any) -> str:
+    """Why ``placement`` does not fit under the cost ``model`` (empty when it fits)."""
+    return why_infeasible(model.evaluate(np.asarray(placement), times=False))
 
 
 def _placement_record(outcome: GraphOutcome) -> dict[str, Any]:
     """A graph's entry of ``best_placement.json``."""
-    return {"runtime": outcome.best_runtime, "feasible": outcome.best_feasible,
-            "placement": outcome.best_placement, "devices": outcome.best_placement_by_op}
+    return {"runtime": outcome.best_runtime, "feasible": not outcome.best_infeasible,
+            "placement": outcome.best_placement,
+            "placement_by_op": outcome.best_placement_by_op}
 
 
 def make_env(arguments: Mapping[str, Any], kind: str) -> Any:

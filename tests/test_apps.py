@@ -318,7 +318,7 @@ def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
            "baselines=[single_device,heft]", f"hydra.run.dir={out}"]
     done = _app(tmp_path, "eval_app", *job)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "random?seed=1" in done.stdout and "single_device" in done.stdout
+    assert "[1] random?seed=1" in done.stdout and "single device" in done.stdout
     result = json.loads((out / "result.json").read_text())
     assert result["config"]["placer"] == "random?seed=1"
     assert set(result["graphs"][0]["baselines"]) == {"single_device", "heft"}
@@ -379,13 +379,14 @@ def test_each_recipe_has_an_optuna_search_that_runs_its_env(tmp_path, search, ki
     assert done.returncode == 0, done.stderr[-2000:]
     (trial,) = sweep.glob("trial_*")
     config = json.loads((trial / "result.json").read_text())["config"]
-    assert config["env"] == kind and config["warm_start"] == "best_of"
-    assert config["warm_start_epochs"] == 5  # a command-line value beats the search space
+    assert config["env"]["kind"] == kind and config["agent"]["warm_start"] == "best_of"
+    assert config["agent"]["warm_start_epochs"] == 5  # a command-line value beats the search
     sampled = dict(o.split("=", 1) for o in yaml.safe_load(
         (trial / ".hydra" / "overrides.yaml").read_text()))  # fmt: skip
     rate = float(sampled["++agent.hyperparams.learning_rate"])
-    assert config["hyperparams"]["learning_rate"] == pytest.approx(rate)
-    assert config["extractor_kwargs"]["hidden"] == int(sampled["++agent.extractor_kwargs.hidden"])
+    assert config["agent"]["hyperparams"]["learning_rate"] == pytest.approx(rate)
+    hidden = int(sampled["++agent.extractor_kwargs.hidden"])
+    assert config["agent"]["extractor_kwargs"]["hidden"] == hidden
 
 
 def test_a_job_folder_name_stays_short_stable_and_distinct():

@@ -58,3 +58,38 @@ def test_duplicate_runs_and_unequal_evaluation_steps_are_refused(bench):
             _run("16x64", "g1", 0, [1.0, 1.0, 1.0], steps=(0, 500, 1000))]
     with pytest.raises(ValueError, match="evaluated at different steps"):
         bench.paired(runs)
+
+
+def test_a_run_trains_the_bare_construct_setting_with_the_variants_layout(bench, monkeypatch):
+    """A real (tiny) run: the config the benchmark gives ``train`` is valid and trains the
+    groups' bare defaults (construct env, no warm start, no rollback, placerl's PPO settings
+    for ``default``), not the main job's recipe."""
+    from placerl.run_config import AgentGroup, EnvGroup, OrderGroup, RunConfig
+    from placerl.train import train as real
+
+    layered = bench.config("16x64", "synthetic:layered?n=100&seed=0", 3, 1_000, 100, "lstm")
+    run = RunConfig.from_dict(layered).check()
+    assert (run.order, run.env) == (OrderGroup(), EnvGroup())
+    assert run.agent == AgentGroup(extractor="lstm", warm_start=None, rollback=False,
+                                   hyperparams=bench.VARIANTS["16x64"]["hyperparams"])  # fmt: skip
+    assert (run.graph.spec, run.cluster.spec) == ("synthetic:layered?n=100&seed=0", bench.CLUSTER)
+    assert (run.n_envs, run.total_steps, run.eval_every, run.seed) == (16, 1_000, 100, 3)
+    assert (run.eval_samples, run.checkpoint_every, run.baselines) == (0, 0, ["heft"])
+    assert not (run.keep_best or run.progress_bar or run.resume)
+    default = RunConfig.from_dict(bench.config("default", "synthetic:cifar10?seed=0", 0, 64, 32))
+    assert default.agent == AgentGroup(warm_start=None, rollback=False)
+    assert default.n_envs == RunConfig.schema().n_envs
+
+    configs = []
+
+    def recording(config, **kwargs):
+        configs.append(config)
+        return real(config, **kwargs)
+
+    monkeypatch.setitem(bench.VARIANTS, "tiny", {"n_envs": 2, "hyperparams": {
+        "n_steps": 16, "batch_size": 32}})  # fmt: skip
+    monkeypatch.setattr(bench, "train", recording)
+    row = bench.run("tiny", "synthetic:layered?n=10&seed=0", 0, 64, 32, "mlp", " (t)")
+    assert (row["variant"], row["extractor"], row["seed"]) == ("tiny (t)", "mlp", 0)
+    assert row["steps"] == [0, 32, 64, 64] and len(row["ratio"]) == 4
+    assert RunConfig.from_dict(configs[0]).agent.extractor == "mlp"

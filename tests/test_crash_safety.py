@@ -11,26 +11,32 @@ import pytest
 pytest.importorskip("stable_baselines3", reason="the rl extra is not installed")
 
 from placerl._processes import adopt_environment, start_method
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 
-CONFIG = {"graph": "synthetic:layered?n=12&seed=0", "cluster": "placeto?n_devices=2",
-          "extractor": "mlp", "n_envs": 1, "hyperparams": {"n_steps": 32, "batch_size": 32},
-          "total_steps": 640, "eval_every": 32, "checkpoint_every": 32, "baselines": [],
-          "warm_start": None, "threads": 1, "seed": 3}  # fmt: skip
+#: The groups' bare defaults (the construct env, no warm start), not the main job's recipe.
+CONFIG = {"graph": {"spec": "synthetic:layered?n=12&seed=0"},
+          "cluster": {"spec": "placeto?n_devices=2"}, "order": OrderGroup(), "env": EnvGroup(),
+          "agent": AgentGroup(extractor="mlp", warm_start=None,
+                              hyperparams={"n_steps": 32, "batch_size": 32}),
+          "n_envs": 1, "total_steps": 640, "eval_every": 32, "eval_samples": 0,
+          "checkpoint_every": 32, "baselines": [], "progress_bar": False, "threads": 1,
+          "seed": 3}  # fmt: skip
 
 
-def _train(config: dict, environ: dict) -> None:
+def _train(config: dict, out_dir: str, environ: dict) -> None:
     adopt_environment(environ)
     from placerl.train import train
 
-    train(config)
+    train(config, out_dir=out_dir)
 
 
 def _start(out_dir) -> multiprocessing.Process:
     """A training process of its own (forked from a server that imported torch once)."""
-    config = {**CONFIG, "out_dir": str(out_dir), "resume": True}
+    config = {**CONFIG, "resume": True}
     environ = {**os.environ, "WANDB_MODE": "disabled"}
     job = multiprocessing.get_context(start_method()).Process(target=_train,
-                                                              args=(config, environ))
+                                                              args=(config, str(out_dir),
+                                                                    environ))  # fmt: skip
     job.start()
     return job
 

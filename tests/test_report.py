@@ -36,8 +36,8 @@ def _train_config(order, seed, **settings):
 
 
 def _write(folder, order, seed, runtime, placer=None, graph="g", **settings):
-    config = ({"placer": placer, "cluster": "placeto", "objective": "step_time"} if placer else
-              _train_config(order, seed, **settings))
+    evaluation = {"placer": placer, "cluster": {"spec": "placeto"}, "objective": "step_time"}
+    config = evaluation if placer else _train_config(order, seed, **settings)
     result = {"kind": "eval" if placer else "train", "schema": RESULT_SCHEMA,
               "config": config, "steps": 0 if placer else 100,
               "timings": {"train": 1.0}, "curve": [] if placer else [

@@ -93,13 +93,13 @@ def test_best_placement_names_a_device_of_the_cluster_for_every_op(tmp_path):
     assert list(written) == [graph.name]
     best = written[graph.name]
     devices = [device.name for device in cluster.devices]
-    assert sorted(best["devices"]) == sorted(graph.names)  # every op, by name
-    assert set(best["devices"].values()) <= set(devices)
-    assert [best["devices"][name] for name in graph.names] == [devices[d]
+    assert sorted(best["placement_by_op"]) == sorted(graph.names)  # every op, by name
+    assert set(best["placement_by_op"].values()) <= set(devices)
+    assert [best["placement_by_op"][name] for name in graph.names] == [devices[d]
                                                                for d in best["placement"]]
     (outcome,) = result.graphs
     assert best["runtime"] == outcome.best_runtime and best["feasible"] is True
-    assert best["devices"] == outcome.best_placement_by_op
+    assert best["placement_by_op"] == outcome.best_placement_by_op
 
 
 @pytest.mark.parametrize("folder", [True, False], ids=["out_dir", "no out_dir"])
@@ -457,8 +457,8 @@ BAD = [
     ({"time_limit_s": -1}, "time_limit_s must be a number >= 0, got -1"),
     ({"time_limit_s": "1m"}, "time_limit_s must be a number >= 0, got '1m'"),
     ({"epochs": 3}, "unknown option 'epochs'.*known here: agent, baselines"),
-    ({"order": {"name": "zigzag"}}, "unknown traversal order 'zigzag'"),
-    ({"agent": {"algo": "sac"}}, "unknown algorithm 'sac'"),
+    ({"order": {"name": "zigzag"}}, "order.name must be one of topo, .*got 'zigzag'"),
+    ({"agent": {"algo": "sac"}}, "agent.algo must be one of maskable_ppo, .*got 'sac'"),
     ({"env": {"start_from_best": True}},
      "env.start_from_best needs env.kind='refine'.*got env.kind='construct'"),
     ({"device": "tpu"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got 'tpu'"),

@@ -4,12 +4,15 @@ Algorithms (the :data:`ALGORITHMS` registry):
 
 * ``maskable_ppo`` (default) - sb3-contrib's MaskablePPO: the policy never picks a device the
   env's :meth:`action_masks` rules out.
-* ``ppo``, ``a2c`` - SB3's PPO and A2C, without masks: a masked device is applied and scored by
-  the env's infeasibility penalty.
+* ``ppo``, ``a2c`` - SB3's PPO and A2C, without masks: an action the mask forbids is handled
+  as the env's ``invalid_action`` option says (:mod:`placerl.envs.invalid`): ``nearest``
+  (default) replaces it by the nearest allowed action, ``penalize`` does so and subtracts a
+  penalty from the step's reward, ``raise`` raises.
 * ``recurrent_ppo`` - sb3-contrib's RecurrentPPO with ``MultiInputLstmPolicy``: an LSTM across
   the steps of an episode, like the decoder of the seq2seq placers. It cannot use action
-  masks (sb3-contrib has no masked recurrent policy), so it relies on the env's documented
-  penalty; and its LSTM sits between the extractor and the head, so it uses SB3's MLP head.
+  masks (sb3-contrib has no masked recurrent policy), so a forbidden action it takes goes
+  through the env's ``invalid_action`` option as well; and its LSTM sits between the
+  extractor and the head, so it uses SB3's MLP head.
 
 Heads (``head=``): ``devices`` (default where possible), the device-equivariant heads of
 :mod:`placerl.agents.heads`; ``mlp``, SB3's MLP over the flat features, tied to one device count;

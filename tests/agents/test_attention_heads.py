@@ -12,6 +12,7 @@ from placerl.agents.search import SEARCHES, run_search
 from placerl.baselines import solve
 from placerl.envs import PlacementEnv, PlacementOneShotEnv
 from placerl.errors import ConfigError
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
 
 GRAPH, CLUSTER = "synthetic:layered?n=16&seed=1", "placeto?n_devices=3"
@@ -59,10 +60,12 @@ def test_cloning_reproduces_the_expert():
 
 
 def test_the_trained_one_shot_policy_is_a_placer_with_every_search(tmp_path):
-    result = train({"graph": GRAPH, "cluster": CLUSTER, "env": "one_shot", "n_envs": 2,
-                    "total_steps": 64, "eval_every": 0, "baselines": ["single_device"],
-                    "warm_start": "heft", "hyperparams": {"n_steps": 16, "batch_size": 16},
-                    "out_dir": str(tmp_path)})  # fmt: skip
+    agent = AgentGroup(warm_start="heft", hyperparams={"n_steps": 16, "batch_size": 16})
+    result = train({"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER},
+                    "order": OrderGroup(), "env": EnvGroup(kind="one_shot"), "agent": agent,
+                    "n_envs": 2, "total_steps": 64, "eval_every": 0, "eval_samples": 0,
+                    "baselines": ["single_device"], "progress_bar": False, "resume": False},
+                   out_dir=str(tmp_path))  # fmt: skip
     path = str(tmp_path / "model.zip")
     greedy = solve("policy", GRAPH, CLUSTER, path=path)
     assert greedy.runtime == pytest.approx(result.graphs[0].final_runtime)

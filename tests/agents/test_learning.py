@@ -57,13 +57,18 @@ def test_identity_style_the_fast_device_is_learned():
 @pytest.mark.slow
 @pytest.mark.parametrize("extractor", ["gnn", "lstm"])
 def test_trained_policy_beats_random_and_round_robin(extractor):
-    """The training recipe (train()'s defaults: 8 envs, greedy evaluations, the best
-    evaluation's weights kept) on an 80-node graph."""
+    """The plain training recipe (the groups' bare defaults, not the main job's: the construct
+    env, no warm start, 8 envs, greedy evaluations, the best evaluation's weights kept) on an
+    80-node graph."""
+    from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
     from placerl.train import train
 
-    result = train({"graph": "synthetic:layered?n=80&seed=0", "cluster": "placeto?n_devices=4",
-                    "extractor": extractor, "total_steps": 20_000, "seed": 0,
-                    "baselines": ["random", "round_robin"]})  # fmt: skip
+    result = train({"graph": {"spec": "synthetic:layered?n=80&seed=0"},
+                    "cluster": {"spec": "placeto?n_devices=4"}, "order": OrderGroup(),
+                    "env": EnvGroup(), "agent": AgentGroup(extractor=extractor, warm_start=None),
+                    "total_steps": 20_000, "seed": 0, "eval_samples": 0,
+                    "baselines": ["random", "round_robin"], "progress_bar": False,
+                    "resume": False})  # fmt: skip
     (outcome,) = result.graphs
     for placer, runtime in outcome.baselines.items():
         assert outcome.final_runtime < runtime, placer

@@ -12,6 +12,7 @@ from placerl.agents.search import SEARCHES, run_search
 from placerl.baselines import solve
 from placerl.envs import PlacementDualEnv, PlacementEnv
 from placerl.errors import ConfigError
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
 
 GRAPH, CLUSTER = "synthetic:layered?n=16&seed=1", "placeto?n_devices=3"
@@ -74,10 +75,12 @@ def test_cloning_imitates_the_expert_in_its_order():
 
 
 def test_the_trained_dual_policy_is_a_placer_with_every_search(tmp_path):
-    result = train({"graph": GRAPH, "cluster": CLUSTER, "env": "dual", "n_envs": 2,
-                    "total_steps": 128, "eval_every": 0, "baselines": ["single_device"],
-                    "warm_start": "heft", "warm_start_epochs": 20,
-                    "out_dir": str(tmp_path)})  # fmt: skip
+    result = train({"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER},
+                    "order": OrderGroup(), "env": EnvGroup(kind="dual"),
+                    "agent": AgentGroup(warm_start="heft", warm_start_epochs=20), "n_envs": 2,
+                    "total_steps": 128, "eval_every": 0, "eval_samples": 0,
+                    "baselines": ["single_device"], "progress_bar": False, "resume": False},
+                   out_dir=str(tmp_path))  # fmt: skip
     path = str(tmp_path / "model.zip")
     greedy = solve("policy", GRAPH, CLUSTER, path=path)
     assert greedy.runtime == pytest.approx(result.graphs[0].final_runtime)

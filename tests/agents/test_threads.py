@@ -7,6 +7,7 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from placerl.agents import threads
+from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import _worker_env, train
 
 
@@ -120,10 +121,14 @@ def test_rollouts_and_updates_get_their_own_thread_counts():
     before = torch.get_num_threads()
     record = _RecordThreads()
     try:
-        result = train({"graph": "synthetic:layered?n=10&seed=0", "cluster": "placeto",
-                        "extractor": "mlp", "n_envs": 2, "total_steps": 64, "eval_every": 0,
-                        "hyperparams": {"n_steps": 16, "batch_size": 16}, "baselines": [],
-                        "threads": 3, "rollout_threads": 1}, callbacks=[record])  # fmt: skip
+        agent = AgentGroup(extractor="mlp", warm_start=None,
+                           hyperparams={"n_steps": 16, "batch_size": 16})  # fmt: skip
+        result = train({"graph": {"spec": "synthetic:layered?n=10&seed=0"},
+                        "cluster": {"spec": "placeto"}, "order": OrderGroup(), "env": EnvGroup(),
+                        "agent": agent, "n_envs": 2, "total_steps": 64, "eval_every": 0,
+                        "eval_samples": 0, "baselines": [], "progress_bar": False,
+                        "resume": False, "threads": 3, "rollout_threads": 1},
+                       callbacks=[record])  # fmt: skip
         assert record.during_rollouts == {1}
         assert record.during_updates == {3} and record.at_training_end == 1
         assert result.timings["torch_threads"] == 3
