@@ -67,7 +67,7 @@ def test_offline_run_holds_config_metrics_summaries_and_media(tmp_path):
     rows = json.loads(table.read_text())["data"]
     best = json.loads((out / "best_placement.json").read_text())["layered-n12-s0"]
     assert [node for _, node, _, _ in rows] == list(range(len(best["placement"])))
-    assert {op: device for _, _, op, device in rows} == best["placement_by_op"]  # names, not indices
+    assert {op: device for _, _, op, device in rows} == best["placement_by_op"]  # by name
     assert {graph for graph, _, _, _ in rows} == {"layered-n12-s0"}
 
 
