@@ -63,7 +63,7 @@ def env_class(kind: str) -> type:
     from placerl.errors import ConfigError
 
     if kind not in PLACEMENT_ENVS:
-        raise ConfigError(f"env must be one of {', '.join(PLACEMENT_ENVS)}, got {kind!r}")
+        raise ConfigError(f"env.kind must be one of {', '.join(PLACEMENT_ENVS)}, got {kind!r}")
     module, name = PLACEMENT_ENVS[kind][1].split(":")
     return getattr(importlib.import_module(module), name)
 

@@ -28,11 +28,17 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from placerl.compose import check_arguments, config_path, register_schemas, to_run
+from placerl.compose import (
+    check_arguments,
+    config_path,
+    register_help,
+    register_schemas,
+    to_run,
+)
 from placerl.errors import ConfigError
 from placerl.evaluate import evaluate
 from placerl.figures import plot_best_placement, plot_learning_curve
-from placerl.results import EvalResult, Result, TrainResult, vs_best_baseline
+from placerl.results import EvalResult, Result, TrainResult, result_kind, vs_best_baseline
 from placerl.run_config import EvalRunConfig, RunConfig
 from placerl.summary import summary_table
 from placerl.tracking import open_tracker
@@ -161,10 +167,9 @@ def _train_main(cfg: DictConfig) -> float | None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with recorded_failure(out_dir):
         run = to_run(cfg).check()
-        changed = _changed_keys(out_dir, run)
-        if changed:  # e.g. an Optuna trial number that now stands for other parameters
-            print(f"{out_dir} holds a result of another configuration ({', '.join(changed)} "
-                  "differ); training again")  # fmt: skip
+        stale = _stale_result(out_dir, run)
+        if stale:  # e.g. an Optuna trial number that now stands for other parameters
+            print(f"{out_dir} holds a result {stale}; training again")
             run.force = True
         if run.force:
             run.resume = False
@@ -172,17 +177,22 @@ def _train_main(cfg: DictConfig) -> float | None:
     return None
 
 
-def _changed_keys(out_dir: Path, run: RunConfig) -> list[str]:
-    """The options in which ``out_dir``'s finished result differs from ``run`` (only the
-    schedule may change, as when resuming); empty when there is no result."""
+def _stale_result(out_dir: Path, run: RunConfig) -> str:
+    """Why ``out_dir``'s finished result is not ``run``'s, in words: written by an older
+    placerl, or of another configuration (only the schedule may change, as when resuming);
+    empty when it is ``run``'s or there is none."""
     path = out_dir / "result.json"
     if not path.is_file():
-        return []
+        return ""
     try:
-        saved = json.loads(path.read_text())["config"]
-    except (ValueError, KeyError, TypeError):
-        return []  # unreadable: run_job's own reading reports it
-    return changed_options(saved, run.to_dict())
+        saved = json.loads(path.read_text())
+        result_kind(saved, path)
+        changed = changed_options(saved["config"], run.to_dict())
+    except ConfigError:
+        return f"of an older placerl (result schema {saved.get('schema', 1)})"
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return ""  # unreadable: run_job's own reading reports it
+    return f"of another configuration ({', '.join(changed)} differ)" if changed else ""
 
 
 @hydra.main(version_base=None, config_path=CONFIG_PATH, config_name="eval")
@@ -207,7 +217,8 @@ def eval_app() -> None:
 
 
 def _check_arguments(config_name: str) -> None:
-    """Refuse an override Hydra would fail on without saying how to fix it."""
+    """Refuse an override Hydra would fail on without saying how to fix it; store the help."""
+    register_help()
     try:
         check_arguments(sys.argv[1:], config_name)
     except ConfigError as error:

@@ -8,6 +8,7 @@ defaults are.
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib.util
 from collections.abc import Callable, Sequence
@@ -27,17 +28,18 @@ def config_path() -> str:
 
 
 @functools.cache
-def register_schemas() -> None:
-    """Store the schemas ``train.yaml`` and ``eval.yaml`` compose on in Hydra's ConfigStore,
-    and the apps' ``--help``: every field with its meaning and the value the app runs with
-    (the main job's, composed with a help of the schema's defaults first)."""
-    _store_schemas()
+def register_help() -> None:
+    """Store the apps' ``--help`` in Hydra's ConfigStore: every field with its meaning and
+    the value the app runs with (its run of no overrides, composed first with a help of the
+    schema's defaults). The apps call it as they start, not at import: it composes."""
+    register_schemas()
     _store_help(main_job)
 
 
 @functools.cache
-def _store_schemas() -> None:
-    """The schemas, and a help of their defaults (``train.yaml`` names one to compose)."""
+def register_schemas() -> None:
+    """Store the schemas ``train.yaml`` and ``eval.yaml`` compose on in Hydra's ConfigStore,
+    and a help of their defaults (the YAML files name one)."""
     from hydra.core.config_store import ConfigStore
 
     from placerl.run_config import EvalRunConfig, RunConfig
@@ -76,7 +78,7 @@ def compose_run(*overrides: str, config_name: str = "train") -> Any:
     from hydra import compose, initialize_config_dir, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    _store_schemas()
+    register_schemas()
     check_arguments(overrides, config_name)
     path = config_path()
     # A running Hydra app (placerl-train building a RunConfig, or a user's own) holds the
@@ -116,7 +118,7 @@ def check_arguments(args: Sequence[str], config_name: str = "train") -> None:
 
     check_overrides(args)
     schema = RunConfig if config_name == "train" else EvalRunConfig
-    check_override_keys(args, schema, config_groups())
+    check_override_keys(args, schema, config_groups(), app=f"placerl-{config_name}")
 
 
 def to_run(cfg: Any) -> Any:
@@ -136,5 +138,5 @@ def _main_job(config_name: str) -> Any:
 
 
 def main_job(config_name: str = "train") -> Any:
-    """The run of ``config_name`` with no overrides (composed once; do not modify it)."""
-    return _main_job(config_name)
+    """The run of ``config_name`` with no overrides (composed once; a copy each call)."""
+    return copy.deepcopy(_main_job(config_name))

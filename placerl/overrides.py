@@ -189,7 +189,8 @@ def shell_word(arg: str) -> str:
     return f'"{arg}"'
 
 
-def check_override_keys(args: Sequence[str], schema: type, groups: Sequence[str] = ()) -> None:
+def check_override_keys(args: Sequence[str], schema: type, groups: Sequence[str] = (),
+                        app: str = "placerl-train") -> None:  # fmt: skip
     """Refuse an override of a key that neither ``schema`` (a nested dataclass) declares nor
     names a config group, with the closest known key: Hydra's own message ("Could not
     override 'total_step'") names no alternative. Added keys (``+key``) are left to
@@ -210,7 +211,7 @@ def check_override_keys(args: Sequence[str], schema: type, groups: Sequence[str]
             continue
         close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(f"unknown option {key!r}{hint} (placerl-train --help lists them)")
+        raise ConfigError(f"unknown option {key!r}{hint} ({app} --help lists them)")
 
 
 def _dotted_fields(schema: type, prefix: str = "") -> dict[str, bool]:

@@ -33,8 +33,7 @@ from placerl._options import check_out_dir
 from placerl.comparison import compare_pairs, t_interval
 from placerl.errors import ConfigError
 from placerl.report_figures import NO_ORDER, report_figures
-from placerl.results import flat_config, result_kind
-from placerl.train import CHECKPOINT
+from placerl.results import CHECKPOINT, flat_config, result_kind
 
 KEYS = ["graph", "cluster", "objective", "order", "agent", "variant"]
 #: The order the others face unless ``--reference-order`` says otherwise.

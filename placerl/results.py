@@ -26,6 +26,8 @@ from placerl.errors import ConfigError
 #: placements by op name, infeasible baselines named.
 RESULT_SCHEMA = 2
 RESULT_KINDS = ("train", "eval")
+#: The folder of a training run's checkpoint (``state.json`` and the files it names).
+CHECKPOINT = "checkpoint"
 
 
 def why_infeasible(simulation: Any) -> str:

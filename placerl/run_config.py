@@ -40,7 +40,7 @@ def _main_job(group: str, config_name: str = "train") -> Any:
     def factory() -> Any:
         from placerl.compose import main_job
 
-        return copy.deepcopy(getattr(main_job(config_name), group))
+        return getattr(main_job(config_name), group)
 
     return factory
 

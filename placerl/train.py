@@ -45,6 +45,8 @@ from placerl._provenance import provenance
 from placerl.envs.case import OBSERVATION_VERSION
 from placerl.errors import ConfigError
 from placerl.results import (
+    CHECKPOINT,
+    RESULT_SCHEMA,
     GraphOutcome,
     TrainResult,
     placement_by_op,
@@ -355,13 +357,11 @@ def _checkpoint(run: RunConfig, out: Path | None, progress: RunProgress, evaluat
                 "curve": progress.curve, "best_curve": progress.best_curve,
                 "timings": progress.timings, "warm_start": progress.warm_start,
                 "keep_best": evaluate.save_best(best_file), "config": run.to_dict(),
-                "observation_version": OBSERVATION_VERSION}  # fmt: skip
+                "schema": RESULT_SCHEMA, "observation_version": OBSERVATION_VERSION}  # fmt: skip
 
     _write_checkpoint(out / CHECKPOINT, model, state_of)
 
 
-#: The folder of a run's checkpoint (``state.json`` and the files it names).
-CHECKPOINT = "checkpoint"
 
 
 def _write_checkpoint(folder: Path, model: Any,
@@ -442,6 +442,12 @@ def _load_state(out: Path, run: RunConfig) -> dict[str, Any] | None:
         raise ConfigError(
             f"{state} names no model file that exists (written by another placerl version?); "
             "delete the checkpoint folder to start afresh, or resume=False"
+        )
+    if data.get("schema", 1) != RESULT_SCHEMA:
+        raise ConfigError(
+            f"{out} holds a checkpoint of an older placerl (config schema {data.get('schema', 1)};"
+            f" this placerl writes {RESULT_SCHEMA}): use another out_dir, or resume=False to "
+            "start afresh there"
         )
     changed = changed_options(data.get("config", {}), run.to_dict())
     if changed:

@@ -444,3 +444,17 @@ def test_a_sweep_of_placers_shows_placers_not_orders():
                                                   "speedup_vs_best"]  # fmt: skip
     trained = pd.DataFrame([{**row, "order": "bfs", "agent": "gnn"}])
     assert list(sweep_table(trained).columns)[:3] == ["graph", "order", "agent"]
+
+
+def test_a_result_of_an_older_placerl_is_named_and_trained_again(tmp_path):
+    from placerl.apps import _stale_result
+
+    run = _compose()
+    (tmp_path / "result.json").write_text(json.dumps({"config": {"env_kwargs": {}}, "graphs": []}))
+    assert _stale_result(tmp_path, run) == "of an older placerl (result schema 1)"
+    current = {"kind": "train", "schema": 2, "config": run.to_dict()}
+    (tmp_path / "result.json").write_text(json.dumps(current))
+    assert _stale_result(tmp_path, run) == ""
+    current["config"]["env"]["reward"] = "log_speedup"
+    (tmp_path / "result.json").write_text(json.dumps(current))
+    assert _stale_result(tmp_path, run) == "of another configuration (env.reward differ)"

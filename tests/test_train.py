@@ -409,6 +409,17 @@ def test_resume_refuses_a_checkpoint_of_other_observations(tmp_path):
                  out_dir=str(tmp_path)).steps >= 128  # fmt: skip
 
 
+def test_resume_refuses_a_checkpoint_of_an_older_placerl_by_name(tmp_path):
+    train(small(total_steps=64, eval_every=0), out_dir=str(tmp_path))
+    path = tmp_path / "checkpoint" / "state.json"
+    state = json.loads(path.read_text())
+    del state["schema"]  # an older placerl's checkpoint: a flat config
+    path.write_text(json.dumps({**state, "config": {"env_kwargs": {}, "graph": "g"}}))
+    with pytest.raises(ConfigError, match=r"checkpoint of an older placerl \(config schema 1; "
+                                          r"this placerl writes 2\).*resume=False"):
+        train(small(total_steps=128, eval_every=0, resume=True), out_dir=str(tmp_path))
+
+
 def test_a_checkpoint_of_another_shape_is_refused_by_name(tmp_path):
     train(small(total_steps=64, eval_every=0), out_dir=str(tmp_path))
     state = json.loads((tmp_path / "checkpoint" / "state.json").read_text())

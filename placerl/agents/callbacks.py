@@ -157,7 +157,7 @@ class Evaluate(_Periodic):
         if self.last_score < self.best_score:
             self.best_score, self.best_step = self.last_score, int(self.num_timesteps)
             self._best_weights = copy.deepcopy(self.model.policy.state_dict())
-        if getattr(self.model, "_logger", None) is not None:  # set up by learn()
+        if getattr(self.model, "logger", None) is not None:  # set up by learn()
             # Dumped now, at this evaluation's step: SB3 dumps once per rollout otherwise.
             self.logger.record("eval/runtime_ms", 1e3 * float(np.mean(runtimes)))
             if self.validation is not None:

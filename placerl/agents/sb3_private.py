@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-#: The SB3 and sb3-contrib versions the uses below were written against (the installed ones
-#: when they were last checked: 2.9.2 of both).
+#: The SB3 and sb3-contrib release the uses below were written against and last checked on.
+WRITTEN_FOR = "2.9.2"
+#: The range pyproject.toml allows: up to the next major of :data:`WRITTEN_FOR`.
 WRITTEN_AGAINST = ">=2.2,<3"
 #: The packages whose private members are listed (their distribution names on PyPI).
 PACKAGES = {"stable_baselines3": "stable-baselines3", "sb3_contrib": "sb3-contrib"}

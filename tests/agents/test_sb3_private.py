@@ -17,6 +17,7 @@ from placerl.agents.sb3_private import (
     PACKAGES,
     PRIVATE_MEMBERS,
     WRITTEN_AGAINST,
+    WRITTEN_FOR,
     Private,
     problems,
 )
@@ -62,7 +63,8 @@ def test_every_sb3_private_member_placerl_uses_is_listed():
     used: dict[str, set[str]] = {}
     for path in (ROOT / "placerl").rglob("*.py"):
         if path.name != "sb3_private.py":
-            for name in set(re.findall(r"(?:def |\.)(_[a-z]\w*)", path.read_text())):
+            text = path.read_text()  # attributes, and names given as strings (getattr)
+            for name in set(re.findall(r"(?:def |\.|[\"'])(_[a-z]\w*)", text)):
                 used.setdefault(name, set()).add(str(path.relative_to(ROOT)))
     listed = {(p.member, f) for p in PRIVATE_MEMBERS for f in p.used_in}
     unlisted = sorted(f"{name} in {path}" for name in used.keys() & _sb3_underscore_names()
@@ -118,3 +120,9 @@ def test_the_update_counter_is_listed_for_every_registered_algorithm():
 
     listed = {p.owner for p in PRIVATE_MEMBERS if p.member == "_n_updates"}
     assert {f"{a.module}:{a.cls_name}" for a in ALGORITHMS.values()} <= listed
+
+
+def test_the_range_allows_the_release_written_for_up_to_its_next_major():
+    version = Version(WRITTEN_FOR)
+    assert version in SpecifierSet(WRITTEN_AGAINST)
+    assert Version(f"{version.major + 1}.0") not in SpecifierSet(WRITTEN_AGAINST)
