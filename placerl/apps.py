@@ -113,6 +113,8 @@ def sweep_table(summary: Any) -> Any:
 
     columns = ["graph", "order", "agent", "seeds", "runtime_ms", "runtime_ci95_low",
                "runtime_ci95_high", "speedup_vs_best"]  # fmt: skip
+    if "infeasible" in summary and summary["infeasible"].any():
+        columns.append("infeasible")  # runs whose runtime is a penalty: they do not fit
     if (summary["order"] == NO_ORDER).all():
         columns.remove("order")
         return summary[columns].rename(columns={"agent": "placer"})

@@ -108,6 +108,7 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
             "cluster": cluster, "objective": objective, "order": order,
             "agent": agent, "variant": label, "settings": settings, "seed": seed,
             "runtime_ms": 1e3 * outcome["final_runtime"],
+            "infeasible": bool(outcome.get("final_infeasible")),
             "best_seen_ms": 1e3 * outcome["best_runtime"],
             "best_baseline_ms": 1e3 * best, "speedup_vs_best": best / outcome["final_runtime"],
             "steps": result["steps"], "train_s": result["timings"].get("train", 0.0),
@@ -165,13 +166,15 @@ def _steps_to_within(curve: list[tuple[int, float]], result: float) -> float:
 def summarize(runs: Any) -> Any:
     """Per graph x cluster x objective x order x agent x variant: the jobs and seeds it pools,
     the mean runtime with its Student-t 95% interval over seeds (``nan`` for one seed), the
-    best runtime seen, the env steps trained and the speedup over the best baseline (with its
-    interval)."""
+    best runtime seen, the env steps trained, the speedup over the best baseline (with its
+    interval) and ``infeasible``: how many runs ended on a placement that does not fit (its
+    runtime is a penalty, and so is the mean's share of it)."""
     grouped = runs.groupby(KEYS, sort=True)
     table = grouped.agg(jobs=("run", "nunique"), seeds=("seed", "nunique"),
                         steps=("steps", "mean"), runtime_ms=("runtime_ms", "mean"),
                         best_seen_ms=("best_seen_ms", "mean"),
-                        speedup_vs_best=("speedup_vs_best", "mean"))  # fmt: skip
+                        speedup_vs_best=("speedup_vs_best", "mean"),
+                        infeasible=("infeasible", "sum"))  # fmt: skip
     if "steps_to_5pct" in runs:
         table["steps_to_5pct"] = grouped["steps_to_5pct"].mean()
     for column, prefix in (("runtime_ms", "runtime_ci95"), ("speedup_vs_best", "speedup_ci95")):

@@ -363,3 +363,18 @@ def test_error_bars_stop_at_zero_and_are_the_tables_intervals():
     low, high = t_interval([2.0, 2.2])
     assert errors[bfs, :, 0] == pytest.approx([2.1 - max(low, 0), high - 2.1])
     assert list(errors[list(means.columns).index("dfs"), :, 0]) == [0, 0]  # one value
+
+
+def test_runs_ending_on_a_placement_that_does_not_fit_are_counted(tmp_path):
+    from placerl.apps import sweep_table
+
+    for seed in range(3):
+        _write(tmp_path, "topo", seed, 1.0 + seed)
+    path = sorted(tmp_path.rglob("result.json"))[2]
+    result = json.loads(path.read_text())
+    result["graphs"][0]["final_infeasible"] = "memory"
+    path.write_text(json.dumps(result))
+    summary = summarize(load_runs([tmp_path]))
+    assert summary.loc[0, "infeasible"] == 1 and summary.loc[0, "seeds"] == 3
+    assert "infeasible" in sweep_table(summary).columns
+    assert "infeasible" not in sweep_table(summary.assign(infeasible=0)).columns
