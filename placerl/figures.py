@@ -96,7 +96,7 @@ def plot_best_placement(result: TrainResult, path: str | Path, *, graph: int = 0
     from placerl.run_config import RunConfig
     from placerl.train import make_env
 
-    run = RunConfig.from_dict(result.config)
+    run = RunConfig.from_dict(result.config, base=RunConfig.schema())
     env = make_env(run.env_arguments(evaluation=True), run.env.kind)
     env.reset(seed=0, options={"graph": graph})
     placement = np.asarray(result.graphs[graph].best_placement, dtype=np.int64)

@@ -80,7 +80,7 @@ CHOICES = [(group, option) for group in GROUPS for option in _options(group)]
 def test_every_config_composes_into_a_checked_run_config(group, option):
     run = _compose(f"{group}={option}")
     assert isinstance(run, RunConfig) and run.check() is run
-    assert RunConfig.from_dict(run.to_dict()) == run  # Python builds the same run
+    assert RunConfig.from_dict(run.to_dict(), base=RunConfig.schema()) == run
     if group in ("graph", "cluster"):
         text = (resources.files("placerl.configs") / group / f"{option}.yaml").read_text()
         spec = getattr(run, group).spec
@@ -127,7 +127,8 @@ EXPERIMENTS = _options("experiment")
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_builds_the_same_run_through_python(experiment):
     run = _compose(f"experiment={experiment}")
-    as_python = RunConfig.from_dict(json.loads(json.dumps(run.to_dict())))
+    as_python = RunConfig.from_dict(json.loads(json.dumps(run.to_dict())),
+                                    base=RunConfig.schema())  # a recorded run, rebuilt
     assert as_python == run and as_python.to_dict() == run.to_dict()
     rebuilt = RunConfig(**{f: getattr(run, f) for f in run.__dataclass_fields__})
     assert rebuilt.check().to_dict() == run.to_dict()
@@ -138,6 +139,10 @@ def test_a_python_mapping_overrides_as_the_cli_does():
     python = RunConfig.from_dict({"total_steps": 4000, "env": {"reward": "normalized_delta"},
                                   "order": {"name": "bfs"}})  # fmt: skip
     assert python == cli
+    tuned = _compose("agent.hyperparams.learning_rate=0.001", "+agent.hyperparams.n_steps=64")
+    keyed = RunConfig.from_dict({"agent": {"hyperparams": {"learning_rate": 0.001,
+                                                           "n_steps": 64}}})  # fmt: skip
+    assert keyed == tuned and keyed.agent.hyperparams["n_epochs"] == 2  # merged, as Hydra does
     whole = RunConfig.from_dict({"env": EnvGroup(kind="dual")})  # a group object replaces
     assert whole.env == EnvGroup(kind="dual") == _compose("env=dual").env
 
