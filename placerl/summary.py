@@ -66,13 +66,15 @@ def summary_table(result: Result) -> str:
         whose = "the best placement the policy found"
     table = Table(title=title)
     for column in ("graph", "placer", "runtime (ms)", f"{subject} speedup"):
-        table.add_column(column, justify="left" if column in ("graph", "placer") else "right")
+        table.add_column(column, justify="left" if column in ("graph", "placer") else "right",
+                         overflow="fold")  # long names wrap instead of losing their end
     for g, outcome in enumerate(result.graphs):
         rows, mine_runtime = _rows(result, g, outcome, notes)
         for row in sorted(rows, key=lambda r: (bool(r.infeasible), r.runtime)):
             runtime = (f"infeasible ({row.infeasible})" if row.infeasible
                        else f"{row.runtime * 1e3:.3f}")  # fmt: skip
-            speedup = "-" if row.infeasible else f"{row.runtime / mine_runtime:.3f}x"
+            speedup = ("-" if row.infeasible or mine_runtime is None
+                       else f"{row.runtime / mine_runtime:.3f}x")  # fmt: skip
             table.add_row(outcome.graph, row.label, runtime, speedup)
     table.caption = (f"{subject} speedup: each row's runtime over {whose} (above 1x: the "
                      f"{subject} is faster)")  # fmt: skip
@@ -91,12 +93,13 @@ def _train_title(result: TrainResult) -> str:
 
 
 def _rows(result: Result, g: int, outcome: GraphOutcome,
-          notes: Footnotes) -> tuple[list[Row], float]:  # fmt: skip
+          notes: Footnotes) -> tuple[list[Row], float | None]:  # fmt: skip
     """A graph's rows, and the runtime the speedups divide (the placer's, or the best
-    placement the policy found: what the search recipes report)."""
+    placement the policy found: what the search recipes report; ``None`` where that does not
+    fit, whose runtime is a penalty)."""
     if isinstance(result, EvalResult):
-        mine = Row(notes.label(result.config["placer"]), outcome.final_runtime,
-                   outcome.final_infeasible)
+        mine = Row(f"{notes.label(result.config['placer'])} (evaluated)",
+                   outcome.final_runtime, outcome.final_infeasible)
         rows, mine_runtime = [mine], outcome.final_runtime
     else:
         rows = [Row(f"policy (greedy, weights of step {result.policy_step:,})",
@@ -107,7 +110,13 @@ def _rows(result: Result, g: int, outcome: GraphOutcome,
              for spec, runtime in outcome.baselines.items()]  # fmt: skip
     if outcome.lower_bound is not None:
         rows.append(Row(LOWER_BOUND_ROW, outcome.lower_bound))
-    return rows, mine_runtime
+    return rows, None if _mine_infeasible(outcome, result) else mine_runtime
+
+
+def _mine_infeasible(outcome: GraphOutcome, result: Result) -> bool:
+    """Whether the placement the speedups divide by does not fit."""
+    mine = outcome.final_infeasible if isinstance(result, EvalResult) else outcome.best_infeasible
+    return bool(mine)
 
 
 def _last_weights(result: TrainResult, graph: int) -> list[Row]:

@@ -72,3 +72,11 @@ def test_an_evaluation_names_its_placer_in_words():
     text = summary_table(result)
     assert "placerl-eval: local search [1]" in text and "[1] local_search?init=heft" in text
     assert "1.100x" in next(line for line in _rows(text) if "heft" in line)
+
+
+def test_no_speedup_is_given_over_a_placement_that_does_not_fit():
+    outcome = _outcome(final_infeasible="memory", lower_bound=0.5e-3)
+    text = summary_table(EvalResult({"placer": "heft"}, [outcome], {"evaluate": 1.0}))
+    rows = _rows(text)
+    assert any("heft (evaluated)" in r and "infeasible (memory)" in r for r in rows)
+    assert all(r.rstrip(" │").endswith("-") for r in rows)  # nothing to divide by
