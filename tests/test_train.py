@@ -4,7 +4,6 @@ import dataclasses
 import itertools
 import json
 import re
-from collections.abc import Mapping
 
 import numpy as np
 import pytest
@@ -37,15 +36,10 @@ SMALL = {
 }
 
 
-def small(**options):
-    """:data:`SMALL` with ``options`` over it; a mapping for ``env`` or ``agent`` changes
-    those fields of its group (``agent={"extractor": "gnn"}``)."""
-    config = dict(SMALL)
-    for key, value in options.items():
-        if key in ("env", "agent") and isinstance(value, Mapping):
-            value = dataclasses.replace(SMALL[key], **value)
-        config[key] = value
-    return config
+def small(**options) -> RunConfig:
+    """:data:`SMALL` with ``options`` over it, key by key into the groups
+    (``agent={"extractor": "gnn"}``)."""
+    return RunConfig.from_dict(options, base=RunConfig.from_dict(SMALL, base=RunConfig.schema()))
 
 
 def test_train_writes_a_complete_result(tmp_path):

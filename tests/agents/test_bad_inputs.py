@@ -4,8 +4,6 @@ Like the engine's ``test_bad_inputs`` modules: one table per entry point, each r
 and the :class:`~placerl.errors.ConfigError` (or ``PlacementError``) text that names it.
 """
 
-import dataclasses
-from collections.abc import Mapping
 
 import numpy as np
 import pytest
@@ -71,21 +69,11 @@ TRAIN = [
 ]
 
 
-def _over_small(change):
-    """``change`` over :data:`SMALL`: a mapping for ``env`` or ``agent`` changes those fields
-    of its group."""
-    config = dict(SMALL)
-    for key, value in change.items():
-        if key in ("env", "agent") and isinstance(value, Mapping):
-            value = dataclasses.replace(SMALL[key], **value)
-        config[key] = value
-    return config
-
-
 @pytest.mark.parametrize(("change", "message"), TRAIN, ids=[m[:30] for _, m in TRAIN])
 def test_run_config_refuses_before_any_work(change, message):
     with pytest.raises(ConfigError, match=message):
-        RunConfig.from_dict(_over_small(change)).check()
+        base = RunConfig.from_dict(SMALL, base=RunConfig.schema())
+        RunConfig.from_dict(change, base=base).check()
 
 
 CLONE = [
