@@ -28,6 +28,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from placerl.bench.guard import check_reads
 from placerl.compose import (
     check_arguments,
     config_path,
@@ -169,6 +170,8 @@ def _train_main(cfg: DictConfig) -> float | None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with recorded_failure(out_dir):
         run = to_run(cfg).check()
+        if _tuning():  # an Optuna trial's graphs and validation graphs tune the recipe
+            check_reads([*run.training_graphs(), *run.validation_graphs], "tuning")
         stale = _stale_result(out_dir, run)
         if stale:  # e.g. an Optuna trial number that now stands for other parameters
             print(f"{out_dir} holds a result {stale}; training again")
@@ -177,6 +180,12 @@ def _train_main(cfg: DictConfig) -> float | None:
             run.resume = False
         return run_job(out_dir, run.force, lambda: run_training(run, str(out_dir)))
     return None
+
+
+def _tuning() -> bool:
+    """Whether this job is a trial of a hyperparameter search (Hydra's Optuna sweeper)."""
+    sweeper = HydraConfig.get().sweeper
+    return "optuna" in str(sweeper.get("_target_", "")).lower()
 
 
 def _stale_result(out_dir: Path, run: RunConfig) -> str:

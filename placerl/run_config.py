@@ -286,6 +286,7 @@ class RunConfig:
         check_int(self.order.seed, "order.seed")
         _check_specs("graph.spec", self.graph.spec, many=True)
         _check_specs("cluster.spec", self.cluster.spec, many=False)
+        self._check_splits()
         limit = self.time_limit_s
         if isinstance(limit, bool) or not (isinstance(limit, int | float) and limit >= 0):
             raise ConfigError(f"time_limit_s must be a number >= 0, got {limit!r}")
@@ -324,6 +325,16 @@ class RunConfig:
             raise ConfigError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or "
                               f"'mps', got {self.device!r}")  # fmt: skip
         return self
+
+    def _check_splits(self) -> None:
+        """The graphs that choose the kept weights are no benchmark test case."""
+        from placerl.bench.guard import check_reads
+
+        check_reads(self.validation_graphs, "selection")
+
+    def training_graphs(self) -> list[str]:
+        """``graph.spec`` as a list."""
+        return [self.graph.spec] if isinstance(self.graph.spec, str) else list(self.graph.spec)
 
     def _check_placers(self) -> None:
         """The baselines and the warm start name placers (or, the warm start, a state expert

@@ -463,3 +463,16 @@ def test_a_result_of_an_older_placerl_is_named_and_trained_again(tmp_path):
     current["config"]["env"]["reward"] = "log_speedup"
     (tmp_path / "result.json").write_text(json.dumps(current))
     assert _stale_result(tmp_path, run) == "of another configuration (env.reward differ)"
+
+
+def test_a_hyperparameter_search_on_a_test_case_fails_naming_it(tmp_path):
+    from placerl.report import open_jobs
+
+    sweep = tmp_path / "search"
+    done = _app(tmp_path, "train_app", "hparams_search=placeto_optuna", "hydra.sweeper.n_trials=1",
+                "graph.spec='synthetic:layered?n=80&seed=24'", "total_steps=64",
+                f"hydra.sweep.dir={sweep}")  # fmt: skip
+    assert "test case 'families/layered-n80-s24': tuning may not read it" in done.stdout
+    [job] = open_jobs([sweep])
+    assert job.status == "failed" and "tuning may not read it" in job.detail
+    assert not list(sweep.rglob("model.zip"))  # refused before any work

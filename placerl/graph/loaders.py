@@ -21,7 +21,7 @@ from typing import Any
 
 from placerl._registry import Registry
 from placerl._spec import split_spec
-from placerl.errors import ConfigError
+from placerl.errors import ConfigError, GraphError
 from placerl.graph.core import CompGraph, read_json_file
 
 SourceFn = Callable[..., CompGraph]
@@ -101,9 +101,12 @@ def _load_json_file(path: Path) -> CompGraph:
     from placerl.msr_format import is_msr_document
 
     data = read_json_file(path)
-    if is_msr_document(data):
-        return parse_msr(data, name=path.stem)
-    return CompGraph.from_dict(data)
+    try:
+        if is_msr_document(data):
+            return parse_msr(data, name=path.stem)
+        return CompGraph.from_dict(data)
+    except GraphError as error:  # a folder of graphs names the file that is not one
+        raise GraphError(f"{path}: {error}") from None
 
 
 @register_graph_source("msr")

@@ -1,0 +1,114 @@
+"""``placebench-v1``: the cases of the benchmark, fixed in code.
+
+Tiers (the split of each case is fixed here; :mod:`placerl.bench.guard` enforces it):
+
+* ``tiny``: chains, fork-joins and series-parallel graphs of 12 to 40 nodes on 3 identical
+  devices under ``pipeline``, where Tarnawski's DP gives the optimum: a learned placer should
+  reach it. Seeds 0-5 train, 6-7 validation, 8-9 test.
+* ``families``: layered graphs of 80 nodes on Placeto's 4 devices (seeds 0-23 train, 100-115
+  validation, 24-31 test: the split every recipe benchmark of placerl used) and Placeto's
+  cifar10, ptb and nmt cell families on 4 NVLink GPUs (seeds 2-9 train, 10-13 validation; test
+  seed 1 and seeds from 24 on; seed 0, the main job's graph, is in no split).
+* ``models``: the zoo models (Inception-v3, ResNet-50, GNMT, NASNet-A, BERT-base and GPT-2
+  small) coarsened to at most 100 and 300 nodes on 4 NVLink GPUs, all test (zero-shot from the
+  families), and the msr-fiddle workloads on their own clusters under ``pipeline`` (two train,
+  one validation, the other four test).
+* ``devices``: test graphs of the layered family on clusters no training case uses (2 and 8
+  devices, PCIe and NVLink, a host CPU beside GPUs): GiPH's generalization axis.
+
+Bump the version for any change to a case: results of two versions never pool.
+"""
+
+from __future__ import annotations
+
+from placerl.bench.case import Case
+from placerl.bench.suite import SUITES, Suite
+
+NAME, VERSION = "placebench", 1
+_NVLINK4 = "gpu8_nvlink?n_devices=4"
+_PLACETO4 = "placeto?n_devices=4"
+
+
+def _split(seed: int, train: range | tuple[int, ...], validation: range | tuple[int, ...],
+           test: range | tuple[int, ...]) -> str | None:  # fmt: skip
+    for split, seeds in (("train", train), ("validation", validation), ("test", test)):
+        if seed in seeds:
+            return split
+    return None
+
+
+def tiny() -> list[Case]:
+    """Small graphs whose pipeline optimum the DP proves."""
+    cases = []
+    for family, sizes in (("chain", (12, 24)), ("fork_join", (20, 40)),
+                          ("series_parallel", (16, 32))):  # fmt: skip
+        for n in sizes:
+            for seed in range(10):
+                split = _split(seed, range(6), (6, 7), (8, 9))
+                cases.append(Case(f"tiny/{family}-n{n}-s{seed}", "tiny", split,
+                                  f"synthetic:{family}?n={n}&seed={seed}",
+                                  "homogeneous?n_devices=3", "pipeline"))  # fmt: skip
+    return cases
+
+
+#: The test seeds of Placeto's cell families (``benchmarks/bench_recipes.py``'s held-out).
+CELL_TEST_SEEDS = {"cifar10": (1, 24, 25, 26), "ptb": (1, 24, 25, 26), "nmt": (1, 24, 27, 28)}
+
+
+def families() -> list[Case]:
+    """Synthetic families at Placeto's sizes, split by seed."""
+    cases = []
+    for seed in (*range(24), *range(100, 116), *range(24, 32)):
+        split = _split(seed, range(24), range(100, 116), range(24, 32))
+        cases.append(Case(f"families/layered-n80-s{seed}", "families", split,
+                          f"synthetic:layered?n=80&seed={seed}", _PLACETO4))  # fmt: skip
+    for family, test in CELL_TEST_SEEDS.items():
+        for seed in (*range(2, 10), *range(10, 14), *test):
+            split = _split(seed, range(2, 10), range(10, 14), test)
+            cases.append(Case(f"families/{family}-s{seed}", "families", split,
+                              f"synthetic:{family}?seed={seed}", _NVLINK4))  # fmt: skip
+    return cases
+
+
+#: ``(model, variant)`` of the zoo cases.
+ZOO_MODELS = (("inception_v3", "inception_v3"), ("resnet50", "resnet50"), ("gnmt", "gnmt"),
+              ("nasnet", "mobile"), ("transformer", "bert_base"),
+              ("transformer", "gpt2_small"))  # fmt: skip
+#: The coarsening levels of the zoo cases (``max_nodes``).
+ZOO_SIZES = (100, 300)
+#: The msr-fiddle workloads and their split.
+MSR_SPLITS = {"bert24_inference": "train", "bert24_training": "train",
+              "bert_l-3_training": "validation", "bert_l-3_inference": "test",
+              "gnmt_inference": "test", "resnet50_inference": "test",
+              "resnet50_training": "test"}  # fmt: skip
+
+
+def models() -> list[Case]:
+    """Real models: the zoo, coarsened, and the msr-fiddle workloads under ``pipeline``."""
+    cases = [Case(f"models/{variant}-n{size}", "models", "test",
+                  f"zoo:{model}?variant={variant}&max_nodes={size}", _NVLINK4)
+             for model, variant in ZOO_MODELS for size in ZOO_SIZES]  # fmt: skip
+    cases += [Case(f"models/msr-{name}", "models", split, f"msr:{name}", f"msr:{name}",
+                   "pipeline") for name, split in MSR_SPLITS.items()]  # fmt: skip
+    return cases
+
+
+#: The clusters of the ``devices`` tier, by a short name: none is a training case's.
+DEVICE_CLUSTERS = {"placeto-d2": "placeto?n_devices=2", "placeto-d8": "placeto?n_devices=8",
+                   "pcie-d4": "gpu4_pcie?n_devices=4", "nvlink-d8": "gpu8_nvlink?n_devices=8",
+                   "cpu-gpu2": "cpu_gpu?n_gpus=2"}  # fmt: skip
+
+
+def devices() -> list[Case]:
+    """Test graphs of the layered family on device counts and topologies training never saw."""
+    return [Case(f"devices/layered-n80-s{seed}@{short}", "devices", "test",
+                 f"synthetic:layered?n=80&seed={seed}", cluster)
+            for short, cluster in DEVICE_CLUSTERS.items() for seed in range(24, 28)]  # fmt: skip
+
+
+def placebench_v1() -> Suite:
+    """The benchmark's first version."""
+    return Suite(NAME, VERSION, (*tiny(), *families(), *models(), *devices()))
+
+
+SUITES.register(f"{NAME}-v{VERSION}", placebench_v1)
