@@ -1,12 +1,23 @@
-"""Where a result came from: package versions and the git revision of the checkout."""
+"""Where a result came from: the code, the command, the machine and the date.
+
+Every result placerl writes records :func:`provenance`, so that a figure names what made it:
+the git revision of the checkout (``+dirty`` with uncommitted changes), the command line,
+the package versions, the machine (CPU model, cores, GPUs) and the UTC date. The resolved
+configuration and the seeds are in the result's own ``config``.
+"""
 
 from __future__ import annotations
 
+import datetime
 import functools
 import importlib.metadata
+import os
 import platform
+import shlex
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 #: Distributions whose versions a result records (those not installed are left out).
 DISTRIBUTIONS = (
@@ -15,18 +26,53 @@ DISTRIBUTIONS = (
 )  # fmt: skip
 
 
+def provenance() -> dict[str, Any]:
+    """The versions and git revision (:func:`versions`), the command line, the machine
+    (:func:`machine`) and the UTC date and time of this call."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return {**versions(), "command": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+            "machine": machine(), "date": now.isoformat(timespec="seconds")}  # fmt: skip
+
+
 @functools.cache
-def provenance() -> dict[str, str | None]:
+def versions() -> dict[str, str | None]:
     """Python and package versions, and ``git_revision`` (``None`` outside a git checkout;
     ``+dirty`` when the checkout has uncommitted changes)."""
-    versions: dict[str, str | None] = {"python": platform.python_version()}
+    found: dict[str, str | None] = {"python": platform.python_version()}
     for name in DISTRIBUTIONS:
         try:
-            versions[name] = importlib.metadata.version(name)
+            found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
-    versions["git_revision"] = _git_revision(Path(__file__).resolve().parent.parent)
-    return versions
+    found["git_revision"] = _git_revision(Path(__file__).resolve().parent.parent)
+    return found
+
+
+@functools.cache
+def machine() -> dict[str, Any]:
+    """The CPU model, the cores this process may use, the host's system, and the CUDA GPUs
+    (only where torch is already imported: provenance never imports it)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": _cpu_model(), "cores": cores, "system": platform.platform(terse=True),
+            "gpus": _gpus()}  # fmt: skip
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux; the platform's word elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpus() -> list[str]:
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return []
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 
 
 def _git_revision(folder: Path) -> str | None:

@@ -116,7 +116,8 @@ class TrainResult:
         out_dir: Where the files are (``None`` if nowhere).
         policy_step: The step count of the final policy's weights (below ``steps`` when
             ``keep_best`` kept an earlier evaluation's).
-        provenance: Python and package versions and the git revision.
+        provenance: The git revision, command line, package versions, machine and date
+            (:func:`placerl._provenance.provenance`).
         best_curve: ``{"step", "best"}`` after every rollout: the best runtime found so far
             per graph, in training episodes or evaluations.
         model: The trained SB3 model with the weights the outcomes were measured with (not
@@ -132,7 +133,7 @@ class TrainResult:
     warm_start: dict[str, Any] | None = None
     out_dir: str | None = None
     policy_step: int = 0
-    provenance: dict[str, str | None] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
     best_curve: list[dict[str, Any]] = field(default_factory=list)
     model: Any = field(default=None, repr=False, compare=False)
 
@@ -168,14 +169,15 @@ class EvalResult:
         graphs: One outcome per graph (the placer's runtime is ``final_runtime``).
         timings: Seconds: ``evaluate``.
         out_dir: Where ``result.json`` is (``None`` if nowhere).
-        provenance: Python and package versions and the git revision.
+        provenance: The git revision, command line, package versions, machine and date
+            (:func:`placerl._provenance.provenance`).
     """
 
     config: dict[str, Any]
     graphs: list[GraphOutcome]
     timings: dict[str, float]
     out_dir: str | None = None
-    provenance: dict[str, str | None] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     kind = "eval"
 

@@ -1,0 +1,36 @@
+"""Every result names what made it: code, command, versions, machine and date."""
+
+import datetime
+import subprocess
+import sys
+from unittest import mock
+
+from placerl._provenance import _git_revision, provenance
+
+
+def test_a_result_records_the_command_machine_date_and_versions():
+    with mock.patch.object(sys, "argv", ["/usr/bin/placerl-train", "cluster.spec=a b", "-m"]):
+        record = provenance()
+    assert record["command"] == "placerl-train 'cluster.spec=a b' -m"  # as a shell reads it
+    assert record["machine"]["cores"] >= 1 and record["machine"]["cpu"]
+    assert isinstance(record["machine"]["gpus"], list)
+    when = datetime.datetime.fromisoformat(record["date"])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert when.tzinfo is not None and abs(now - when).total_seconds() < 60
+    assert record["python"] and record["numpy"] and "git_revision" in record
+
+
+def test_the_revision_says_when_the_checkout_has_uncommitted_changes(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                       check=True, capture_output=True)  # fmt: skip
+
+    assert _git_revision(tmp_path) is None  # not a checkout
+    git("init", "-q")
+    (tmp_path / "f.txt").write_text("1")
+    git("add", "f.txt")
+    git("commit", "-q", "-m", "one")
+    clean = _git_revision(tmp_path)
+    assert len(clean) == 40 and not clean.endswith("+dirty")
+    (tmp_path / "f.txt").write_text("2")
+    assert _git_revision(tmp_path) == clean + "+dirty"
