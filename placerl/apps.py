@@ -8,6 +8,11 @@ against the baseline placers and saves ``learning_curve.png`` and ``placement.pn
 
 ``placerl-eval`` runs any placer, or a trained policy (``placer='policy?path=.../model.zip'``),
 on the same graphs and clusters and writes the same ``result.json`` schema.
+
+``placerl-bench`` runs a classic placer on PlaceBench's cases (``tier=tiny split=test``) or on
+a folder of graphs (``dataset=...``): one record per case in Hydra's run directory (a re-run
+there skips the finished cases), and the leaderboard of that folder
+(:mod:`placerl.bench.leaderboard`).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from placerl.errors import ConfigError
 from placerl.evaluate import evaluate
 from placerl.figures import plot_best_placement, plot_learning_curve
 from placerl.results import EvalResult, Result, TrainResult, result_kind, vs_best_baseline
-from placerl.run_config import EvalRunConfig, RunConfig
+from placerl.run_config import BenchRunConfig, EvalRunConfig, RunConfig
 from placerl.summary import summary_table
 from placerl.tracking import open_tracker
 from placerl.train import changed_options, train
@@ -215,6 +220,46 @@ def _eval_main(cfg: DictConfig) -> None:
         run_job(out_dir, run.force, lambda: run_evaluation(run, str(out_dir)))
 
 
+@hydra.main(version_base=None, config_path=CONFIG_PATH, config_name="bench")
+def _bench_main(cfg: DictConfig) -> None:
+    """``placerl-bench``'s job: one record per case in the run directory, then its
+    leaderboard."""
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    with recorded_failure(out_dir):
+        run_bench(to_run(cfg).check(), out_dir)
+
+
+def run_bench(run: BenchRunConfig, out_dir: str | Path) -> list[dict[str, Any]]:
+    """Run ``run``'s placer on its cases, writing the records and ``leaderboard.md`` (with its
+    JSON) into ``out_dir``; print the leaderboard and the failed cases; return the records."""
+    from placerl.bench.leaderboard import write_leaderboard
+    from placerl.bench.run import run_cases
+
+    records = run_cases(run.cases_suite(), run.tier, run.split, run.placer, out_dir,
+                        force=run.force)  # fmt: skip
+    path = write_leaderboard([out_dir], Path(out_dir) / "leaderboard.md")
+    print(path.read_text())
+    for record in records:
+        if record.get("error"):
+            print(f"FAILED {record['case']}: {record['error']}")
+    print(f"Records and leaderboard.md in {out_dir}")
+    return records
+
+
+class BenchSweepSummary(Callback):
+    """Hydra callback of ``placerl-bench``: after a multirun, the leaderboard of every record
+    of the sweep (one row per tier and placer)."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from placerl.bench.leaderboard import leaderboard, table_markdown
+
+        sweep = Path(config.hydra.sweep.dir)
+        try:
+            print(f"\nsweep {sweep}:\n{table_markdown(leaderboard([sweep]))}")
+        except (FileNotFoundError, ConfigError) as error:
+            print(f"sweep {sweep}: no leaderboard ({error})")
+
+
 def train_app() -> float | None:
     """``placerl-train``: train a policy (``placerl-train --help`` lists every option)."""
     _check_arguments("train")
@@ -225,6 +270,12 @@ def eval_app() -> None:
     """``placerl-eval``: a placer or a trained policy on graphs (``placerl-eval --help``)."""
     _check_arguments("eval")
     _eval_main()
+
+
+def bench_app() -> None:
+    """``placerl-bench``: a classic placer on PlaceBench's cases (``placerl-bench --help``)."""
+    _check_arguments("bench")
+    _bench_main()
 
 
 def _check_arguments(config_name: str) -> None:

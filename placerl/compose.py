@@ -20,6 +20,25 @@ from typing import Any
 CONFIG_MODULE = "placerl.configs"
 
 
+def schema_of(config_name: str) -> type:
+    """The dataclass a config name composes on (``train``, ``eval``, ``bench``).
+
+    Raises:
+        ConfigError: An unknown config name.
+    """
+    from placerl.errors import ConfigError
+    from placerl.run_config import BenchRunConfig, EvalRunConfig, RunConfig
+
+    schemas = {"train": RunConfig, "eval": EvalRunConfig, "bench": BenchRunConfig}
+    if config_name not in schemas:
+        raise ConfigError(f"unknown config {config_name!r}; known: {', '.join(schemas)}")
+    return schemas[config_name]
+
+
+#: The apps: ``(name, config name)``; each config composes on :func:`schema_of` its name.
+APP_CONFIGS = (("placerl-train", "train"), ("placerl-eval", "eval"), ("placerl-bench", "bench"))
+
+
 def config_path() -> str:
     """The config tree as Hydra's ``config_path``."""
     if importlib.util.find_spec(CONFIG_MODULE) is not None:
@@ -38,14 +57,15 @@ def register_help() -> None:
 
 @functools.cache
 def register_schemas() -> None:
-    """Store the schemas ``train.yaml`` and ``eval.yaml`` compose on in Hydra's ConfigStore,
-    and a help of their defaults (the YAML files name one)."""
+    """Store the schemas ``train.yaml``, ``eval.yaml`` and ``bench.yaml`` compose on in Hydra's
+    ConfigStore, and a help of their defaults (the YAML files name one)."""
     from hydra.core.config_store import ConfigStore
 
-    from placerl.run_config import EvalRunConfig, RunConfig
+    from placerl.run_config import BenchRunConfig, EvalRunConfig, RunConfig
 
     ConfigStore.instance().store(name="run_schema", node=RunConfig.schema())
     ConfigStore.instance().store(name="eval_schema", node=EvalRunConfig.schema())
+    ConfigStore.instance().store(name="bench_schema", node=BenchRunConfig.schema())
     _store_help(None)
 
 
@@ -53,19 +73,18 @@ def _store_help(values: Callable[[str], Any] | None) -> None:
     from hydra.core.config_store import ConfigStore
 
     from placerl.config_help import help_template
-    from placerl.run_config import EvalRunConfig, RunConfig
 
-    for app, config_name, schema in (("placerl-train", "train", RunConfig),
-                                      ("placerl-eval", "eval", EvalRunConfig)):  # fmt: skip
-        template = help_template(app, schema, values(config_name) if values else None)
+    for app, config_name in APP_CONFIGS:
+        template = help_template(app, schema_of(config_name),
+                                 values(config_name) if values else None)  # fmt: skip
         ConfigStore.instance().store(group="hydra/help", name=app.replace("-", "_"),
                                      node={"app_name": app, "header": "", "footer": "",
                                            "template": template})  # fmt: skip
 
 
 def compose_run(*overrides: str, config_name: str = "train") -> Any:
-    """The run that ``placerl-train`` (``config_name="eval"``: ``placerl-eval``) composes from
-    these command-line overrides, without running it.
+    """The run that ``placerl-train`` (``config_name="eval"``: ``placerl-eval``, ``"bench"``:
+    ``placerl-bench``) composes from these command-line overrides, without running it.
 
     Example: ``train(compose_run("experiment=doppler", "total_steps=4000"))``.
 
@@ -114,20 +133,21 @@ def check_arguments(args: Sequence[str], config_name: str = "train") -> None:
         ConfigError: Naming the override and the fix.
     """
     from placerl.overrides import check_override_keys, check_overrides
-    from placerl.run_config import EvalRunConfig, RunConfig
 
     check_overrides(args)
-    schema = RunConfig if config_name == "train" else EvalRunConfig
-    check_override_keys(args, schema, config_groups(), app=f"placerl-{config_name}")
+    check_override_keys(args, schema_of(config_name), config_groups(),
+                        app=f"placerl-{config_name}")  # fmt: skip
 
 
 def to_run(cfg: Any) -> Any:
     """A composed config as its dataclass, refusing keys the schema lacks (``+typo=1``)."""
     from omegaconf import OmegaConf
 
-    from placerl.run_config import EvalRunConfig, RunConfig, check_known_keys
+    from placerl.run_config import check_known_keys
 
-    schema = EvalRunConfig if "placer" in cfg else RunConfig
+    # keys that tell the schemas apart: ``suite`` only placerl-bench's has, ``placer`` only
+    # placerl-eval's and placerl-bench's
+    schema = schema_of("bench" if "suite" in cfg else "eval" if "placer" in cfg else "train")
     check_known_keys(OmegaConf.to_container(cfg, resolve=False), schema)
     return OmegaConf.to_object(cfg)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from placerl._options import check_out_dir, check_spec_list
 from placerl._provenance import provenance
 from placerl.baselines import solve
-from placerl.baselines.references import parse_placer, reference, resolve_steps
+from placerl.baselines.references import parse_placer, reference, resolve_budget
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
 from placerl.results import (
@@ -52,7 +52,7 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
     """
     name, options = parse_placer(placer)
     specs = [graphs] if isinstance(graphs, str) else check_spec_list(graphs, "graphs", empty=False)
-    for spec in resolve_steps(check_spec_list(baselines, "baselines"), None):
+    for spec in resolve_budget(check_spec_list(baselines, "baselines"), None):
         parse_placer(spec)
     check_out_dir(out_dir)
     devices = load_cluster(cluster)

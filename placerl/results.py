@@ -120,6 +120,10 @@ class TrainResult:
             (:func:`placerl._provenance.provenance`).
         best_curve: ``{"step", "best"}`` after every rollout: the best runtime found so far
             per graph, in training episodes or evaluations.
+        simulator_calls: Every simulation made through the run's envs: ``training``,
+            ``evaluation`` (greedy evaluations, rollback checks, warm-start episodes, final
+            rollouts), ``validation`` and ``total``; ``{calls}`` in a baseline spec stands for
+            ``total`` (:func:`placerl.train.simulator_calls`).
         model: The trained SB3 model with the weights the outcomes were measured with (not
             written to ``result.json``; ``out_dir/model.zip`` holds it when there is one).
             Its training env is closed: ``model.set_env(env)`` before ``model.learn``.
@@ -135,6 +139,7 @@ class TrainResult:
     policy_step: int = 0
     provenance: dict[str, Any] = field(default_factory=dict)
     best_curve: list[dict[str, Any]] = field(default_factory=list)
+    simulator_calls: dict[str, int] = field(default_factory=dict)
     model: Any = field(default=None, repr=False, compare=False)
 
     kind = "train"

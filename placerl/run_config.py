@@ -199,7 +199,9 @@ class RunConfig:
             the weights ``keep_best`` keeps (empty: the training graphs choose).
         checkpoint_every: Checkpoint every this many steps (0: only at the end).
         baselines: Placer specs to compare with at the end; ``{steps}`` in one stands for
-            the env steps the run trained (at least 1), for a search at an equal budget.
+            the env steps the run trained and ``{calls}`` for every simulation it made
+            (training, evaluations, rollback checks, final rollouts; at least 1), for a
+            search at an equal budget.
         resume: Continue from the run folder's checkpoint if there is one.
         device: Torch device (``auto``, ``cpu``, ``cuda``, ``cuda:<index>``, ``mps``).
         threads: Torch's intra-op threads in this process (0: the cores it may use).
@@ -340,11 +342,11 @@ class RunConfig:
         """The baselines and the warm start name placers (or, the warm start, a state expert
         the env answers), checked now rather than after training."""
         from placerl._env_ids import env_class
-        from placerl.baselines.references import parse_placer, resolve_steps
+        from placerl.baselines.references import parse_placer, resolve_budget
         from placerl.envs.experts import check_expert, is_state_expert
 
         check_spec_list(self.baselines, "baselines")
-        placers = resolve_steps(self.baselines, 1)
+        placers = resolve_budget(self.baselines, 1, 1)
         warm = self.agent.warm_start
         if is_state_expert(warm):
             check_expert(env_class(self.env.kind), warm)
@@ -400,6 +402,70 @@ class EvalRunConfig:
     def schema(cls) -> EvalRunConfig:
         """The base Hydra composes ``configs/eval.yaml`` on (see :meth:`RunConfig.schema`)."""
         return cls(graph=GraphGroup(), cluster=ClusterGroup(), logger=LoggerGroup())
+
+
+@dataclass
+class BenchRunConfig:
+    """A PlaceBench run (``placerl-bench``): a classic placer on a suite's cases, one record
+    per case (:mod:`placerl.bench.run`).
+
+    Attributes:
+        suite: The suite, ``<name>-v<version>`` (``placebench-v1``).
+        tier: The tier to run (``tiny``, ``families``, ``models``, ``devices``); ``None``:
+            every tier.
+        split: The split to run (``train``, ``validation``, ``test``); a score to report
+            is a ``test`` one.
+        placer: A placer spec (``heft``, ``'local_search?init=best_of&max_evaluations=2000'``).
+        dataset: A folder of graph JSON files to run instead of the suite, each a case on
+            ``cluster.spec`` under ``objective`` in ``split``; ``None``: the suite.
+        cluster: Where a dataset's graphs are placed (:class:`ClusterGroup`); a suite's cases
+            name their own cluster.
+        objective: A dataset's objective, ``step_time`` or ``pipeline`` (a suite's cases name
+            their own).
+        force: Run again the cases whose record the run directory already holds.
+    """
+
+    suite: str = "placebench-v1"
+    tier: str | None = None
+    split: str = "test"
+    placer: str = "heft"
+    dataset: str | None = None
+    cluster: ClusterGroup = field(default_factory=_main_job("cluster", "bench"))
+    objective: str = "step_time"
+    force: bool = False
+
+    @classmethod
+    def schema(cls) -> BenchRunConfig:
+        """The base Hydra composes ``configs/bench.yaml`` on (see :meth:`RunConfig.schema`)."""
+        return cls(cluster=ClusterGroup())
+
+    def check(self) -> BenchRunConfig:
+        """Refuse an unknown suite, tier, split, placer or objective, or a dataset folder
+        without graph files, before any work (listing the known ones); returns ``self``.
+
+        Raises:
+            ConfigError: Naming the option and the known values.
+        """
+        from placerl.baselines.references import parse_placer
+        from placerl.bench.run import select_cases
+
+        _check_choice("objective", self.objective, ("step_time", "pipeline"))
+        parse_placer(self.placer)
+        select_cases(self.cases_suite(), self.tier, self.split)
+        return self
+
+    def cases_suite(self) -> Any:
+        """The suite to run: the dataset folder's (:func:`placerl.bench.folder_suite`), or
+        the suite's id.
+
+        Raises:
+            ConfigError: A dataset folder that is not one or holds no ``.json`` file.
+        """
+        if self.dataset is None:
+            return self.suite
+        from placerl.bench.suite import folder_suite
+
+        return folder_suite(self.dataset, self.cluster.spec, self.objective, self.split)
 
 
 #: Keys of the old flat ``TrainConfig`` and where each now lives.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from placerl.baselines.references import STEPS
+from placerl.baselines.references import CALLS, STEPS
 from placerl.results import EvalResult, GraphOutcome, Result, TrainResult
 
 #: The row of :attr:`GraphOutcome.lower_bound`.
@@ -35,7 +35,7 @@ class Footnotes:
         """``spec`` in words: its placer's name, with a footnote number if it has options."""
         name, _, options = spec.partition("?")
         words = name.replace("_", " ")
-        if STEPS in options:
+        if STEPS in options or CALLS in options:
             words += ", equal budget"
         if not options:
             return words
@@ -43,11 +43,14 @@ class Footnotes:
             self.specs.append(spec)
         return f"{words} [{self.specs.index(spec) + 1}]"
 
-    def caption(self, steps: int | None) -> str:
-        """The footnotes as lines; ``steps`` says what ``{steps}`` stood for."""
+    def caption(self, steps: int | None, calls: int | None = None) -> str:
+        """The footnotes as lines, and what ``{steps}`` and ``{calls}`` stood for."""
         lines = [f"[{i}] {spec}" for i, spec in enumerate(self.specs, start=1)]
-        if steps is not None and any(STEPS in spec for spec in self.specs):
+        used = "".join(self.specs)
+        if steps is not None and STEPS in used:
             lines.append(f"{STEPS}: the {steps:,} env steps the run trained")
+        if calls is not None and CALLS in used:
+            lines.append(f"{CALLS}: the {calls:,} simulations the run made")
         return "\n".join(lines)
 
 
@@ -81,8 +84,10 @@ def summary_table(result: Result) -> str:
     console = Console(width=100, record=True)
     with console.capture() as capture:
         console.print(table)
-    steps = result.steps if isinstance(result, TrainResult) else None
-    return capture.get() + notes.caption(steps) + ("\n" if notes.specs else "")
+    steps, calls = None, None
+    if isinstance(result, TrainResult):
+        steps, calls = result.steps, result.simulator_calls.get("total")
+    return capture.get() + notes.caption(steps, calls) + ("\n" if notes.specs else "")
 
 
 def _train_title(result: TrainResult) -> str:

@@ -68,6 +68,8 @@ class RunProgress:
         best_curve: The best runtimes after each rollout (:attr:`TrainResult.best_curve`).
         timings: Seconds spent so far per phase.
         warm_start: The behaviour-cloning report (``None`` without a warm start).
+        simulator_calls: The simulations of the envs of earlier processes (a resumed run's
+            count goes on from them), by env: ``training``, ``evaluation``, ``validation``.
     """
 
     best: Any
@@ -75,6 +77,7 @@ class RunProgress:
     best_curve: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=lambda: {"warm_start": 0.0, "train": 0.0})
     warm_start: dict[str, Any] | None = None
+    simulator_calls: dict[str, int] = field(default_factory=dict)
 
 
 class FinalRollout(NamedTuple):
@@ -94,6 +97,18 @@ class Envs:
     evaluation: Any
     validation: Any
     training: Any
+    trained_calls: int | None = None
+
+    def training_simulations(self) -> int:
+        """The simulations of the training envs (their last count once closed)."""
+        if self.trained_calls is not None:
+            return self.trained_calls
+        return int(sum(self.training.get_attr("simulations")))
+
+    def close_training(self) -> None:
+        """Close the training envs, keeping their count of simulations."""
+        self.trained_calls = self.training_simulations()
+        self.training.close()
 
 
 def train(config: RunConfig | Mapping[str, Any] | None = None, *, out_dir: str | None = None,
@@ -129,19 +144,20 @@ def train(config: RunConfig | Mapping[str, Any] | None = None, *, out_dir: str |
     envs = build_envs(run)
     model, progress, state = start_agent(run, envs, out)
     evaluate = learn(run, model, envs, progress, out, state, phases, callbacks)
-    envs.training.close()
+    envs.close_training()
     steps = int(model.num_timesteps)
-    save = functools.partial(_checkpoint, run, out, progress, evaluate, None)
+    save = functools.partial(_checkpoint, run, out, progress, evaluate, envs, None)
     phases.enter_rollout()
     policy_step, finals = final_rollouts(run, model, envs, progress, evaluate, save)
     phases.enter_update()
-    graphs = compare(run, envs.evaluation, progress, finals, steps)
+    calls = simulator_calls(envs, progress)
+    graphs = compare(run, envs.evaluation, progress, finals, steps, calls["total"])
     progress.timings["torch_threads"] = threads
     trained = progress.timings["train"]
     progress.timings["steps_per_s"] = steps / trained if trained > 0 else 0.0
     result = TrainResult(run.to_dict(), graphs, progress.curve, steps, progress.timings,
                          progress.warm_start, None if out is None else str(out), policy_step,
-                         provenance(), progress.best_curve, model=model)  # fmt: skip
+                         provenance(), progress.best_curve, calls, model=model)  # fmt: skip
     if out is not None:
         _save_model(model, out / "model.zip")
         write_json(out / "best_placement.json", {g.graph: _placement_record(g) for g in graphs})
@@ -178,8 +194,9 @@ def start_agent(run: RunConfig, envs: Envs, out: Path | None) -> tuple[Any, RunP
         path = out / CHECKPOINT / state["files"]["model"]
         model = in_memory_logger(_load_checkpoint(algo, path, envs.training, run.device, out))
         progress = RunProgress(BestPlacement.from_dict(state["best"]), state["curve"],
-                            state.get("best_curve", []), dict(state["timings"]),
-                            state.get("warm_start"))  # fmt: skip
+                               state.get("best_curve", []), dict(state["timings"]),
+                               state.get("warm_start"),
+                               state.get("simulator_calls", {}))  # fmt: skip
         return model, progress, state
     agent = run.agent
     model = make_agent(agent.algo, envs.training, agent.extractor, head=agent.head,
@@ -220,7 +237,7 @@ def learn(run: RunConfig, model: Any, envs: Envs, progress: RunProgress, out: Pa
     evaluate = Evaluate(greedy, run.eval_every, progress.curve, progress.best, clock, validation)
     if state is not None and "keep_best" in state:
         evaluate.load_best(state["keep_best"], out / CHECKPOINT / state["files"]["best"])
-    save = functools.partial(_checkpoint, run, out, progress, evaluate, clock)
+    save = functools.partial(_checkpoint, run, out, progress, evaluate, envs, clock)
     remaining = run.total_steps - model.num_timesteps
     if remaining > 0:
         guard = [Rollback(greedy, run.agent.rollback_graphs)] if run.agent.rollback else []
@@ -267,14 +284,25 @@ def final_rollouts(run: RunConfig, model: Any, envs: Envs, progress: RunProgress
     return policy_step, finals
 
 
+def simulator_calls(envs: Envs, progress: RunProgress) -> dict[str, int]:
+    """Every simulation the run made through its envs, by env, resumed processes' included:
+    ``training`` (the rollouts), ``evaluation`` (greedy evaluations, rollback checks, the
+    warm start's episodes, the final greedy and sampled rollouts), ``validation``, and
+    ``total``. The expert placer a warm start clones runs outside the envs and is not in it."""
+    now = {"training": envs.training_simulations(), "evaluation": envs.evaluation.simulations,
+           "validation": envs.validation.simulations if envs.validation is not None else 0}
+    calls = {k: progress.simulator_calls.get(k, 0) + v for k, v in now.items()}
+    return {**calls, "total": sum(calls.values())}
+
+
 def compare(run: RunConfig, env: Any, progress: RunProgress, finals: Sequence[FinalRollout],
-            steps: int) -> list[GraphOutcome]:  # fmt: skip
-    """Each graph's outcome beside the baseline placers (``{steps}`` filled in with the steps
-    trained, from the shared reference cache) and the lower bound."""
-    from placerl.baselines.references import reference, resolve_steps
+            steps: int, calls: int) -> list[GraphOutcome]:  # fmt: skip
+    """Each graph's outcome beside the baseline placers (``{steps}`` and ``{calls}`` filled
+    in with the run's budget, from the shared reference cache) and the lower bound."""
+    from placerl.baselines.references import reference, resolve_budget
 
     start = time.perf_counter()
-    specs = resolve_steps(run.baselines, steps)
+    specs = resolve_budget(run.baselines, steps, calls)
     outcomes = []
     for g, graph in enumerate(env.graphs):
         references = {spec: reference(graph, env.cluster, run.env.objective, resolved)
@@ -345,7 +373,7 @@ def _vector_env(run: RunConfig) -> Any:
 
 
 def _checkpoint(run: RunConfig, out: Path | None, progress: RunProgress, evaluate: Any,
-                clock: Callable[[], float] | None, model: Any) -> None:  # fmt: skip
+                envs: Envs, clock: Callable[[], float] | None, model: Any) -> None:  # fmt: skip
     """Write the checkpoint of ``model`` and ``progress`` (nothing without an ``out``)."""
     if out is None:
         return
@@ -356,6 +384,7 @@ def _checkpoint(run: RunConfig, out: Path | None, progress: RunProgress, evaluat
         return {"steps": int(model.num_timesteps), "best": progress.best.to_dict(),
                 "curve": progress.curve, "best_curve": progress.best_curve,
                 "timings": progress.timings, "warm_start": progress.warm_start,
+                "simulator_calls": simulator_calls(envs, progress),
                 "keep_best": evaluate.save_best(best_file), "config": run.to_dict(),
                 "schema": RESULT_SCHEMA, "observation_version": OBSERVATION_VERSION}  # fmt: skip
 

@@ -332,6 +332,31 @@ def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
     assert "already holds result.json; skipped" in again.stdout
 
 
+def test_placerl_bench_scores_a_tier_and_a_dataset_as_typed(tmp_path):
+    from placerl.bench.leaderboard import leaderboard
+    from placerl.graph import load_graph
+
+    out = tmp_path / "bench"
+    done = _app(tmp_path, "bench_app", "placer=heft", "tier=tiny", "split=test",
+                f"hydra.run.dir={out}")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "| placebench-v1 | tiny" in done.stdout and (out / "leaderboard.md").is_file()
+    assert len(list(out.glob("tiny__*.json"))) == 12
+    assert leaderboard([out]).iloc[0]["cases"] == 12
+    data = tmp_path / "data"
+    data.mkdir()
+    load_graph("synthetic:layered?n=12&seed=1").save(data / "g1.json")
+    (data / "notes.json").write_text("{}")
+    done = _app(tmp_path, "bench_app", "placer=heft", f"dataset={data}",
+                "cluster.spec='homogeneous?n_devices=4'", f"hydra.run.dir={tmp_path / 'ds'}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "FAILED data/notes" in done.stdout and "notes.json" in done.stdout
+    assert json.loads((tmp_path / "ds" / "data__g1.json").read_text())["cluster"] == (
+        "homogeneous?n_devices=4")  # fmt: skip
+    bad = _app(tmp_path, "bench_app", "tier=huge", f"hydra.run.dir={tmp_path / 'bad'}")
+    assert bad.returncode != 0 and "known: tiny" in (tmp_path / "bad" / "error.txt").read_text()
+
+
 @pytest.mark.parametrize(("launcher", "seeds"), [
     (["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], [0, 1]),
     (["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"], [0]),

@@ -66,8 +66,8 @@ BAD = [
     ({"graphs": 7}, ConfigError, "graphs must be a non-empty list of specs, got 7"),
     ({"baselines": "heft"}, ConfigError, "baselines must be a list of specs, got 'heft'"),
     ({"baselines": ["local_search?max_evaluations={steps}"]}, ConfigError,
-     r"\{steps\} stands for the steps a training run trained \(placerl-train\); an "
-     "evaluation trains none, so give a number"),
+     r"\{steps\} and \{calls\} stand for the budget a training run spent \(placerl-train\);"
+     " an evaluation trains none, so give a number"),
     ({"baselines": None}, ConfigError, "baselines must be a list of specs, got None"),
     ({"baselines": ["hefty"]}, ConfigError, "unknown placer 'hefty'"),
     ({"objective": "fast"}, ConfigError, "unknown objective 'fast'"),

@@ -548,3 +548,24 @@ def test_the_progress_bar_counts_whole_rollouts_at_the_runs_mean_rate():
         assert progress.bar.smoothing == 0  # the mean since the start, as steps_per_s
     finally:
         progress.on_training_end()
+
+
+def test_every_simulation_through_the_envs_is_counted(tmp_path, monkeypatch):
+    """The run's simulator calls are every ``_score`` any of its envs made: training
+    rollouts, greedy evaluations, rollback checks, the final greedy and sampled rollouts."""
+    from placerl.envs.base import PlacementEnvBase
+
+    made = []
+    score = PlacementEnvBase._score
+    monkeypatch.setattr(PlacementEnvBase, "_score",
+                        lambda self, result: made.append(1) or score(self, result))  # fmt: skip
+    search = "local_search?max_evaluations={calls}"
+    result = train(small(total_steps=128, eval_every=64, eval_samples=2,
+                         validation_graphs=["synthetic:layered?n=12&seed=0"],
+                         baselines=["heft", search]), out_dir=str(tmp_path))  # fmt: skip
+    calls = result.simulator_calls
+    assert calls["total"] == len(made) == sum(calls[k] for k in ("training", "evaluation",
+                                                                 "validation"))  # fmt: skip
+    assert calls["training"] >= 128 // 12 and calls["evaluation"] > 0 and calls["validation"] > 0
+    assert json.loads((tmp_path / "result.json").read_text())["simulator_calls"] == calls
+    assert search in result.graphs[0].baselines  # searched at the run's count of calls

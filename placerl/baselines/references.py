@@ -45,6 +45,8 @@ CACHE_FORMAT = 1
 
 #: In a training run's baseline spec, the env steps it trained (``RunConfig.baselines``).
 STEPS = "{steps}"
+#: In a training run's baseline spec, every simulation it made: an equal budget of calls.
+CALLS = "{calls}"
 
 _memory: dict[tuple[str, Any], Reference] = {}
 
@@ -127,25 +129,32 @@ class Reference:
             )
 
 
-def resolve_steps(specs: Sequence[str], steps: int | None) -> list[str]:
-    """The placer specs with :data:`STEPS` replaced by the env steps a training run trained,
-    at least 1 (a search given ``max_evaluations=0`` would have no limit). The one place
-    ``{steps}`` is read.
+def resolve_budget(specs: Sequence[str], steps: int | None,
+                   calls: int | None = None) -> list[str]:  # fmt: skip
+    """The placer specs with a training run's budget filled in, each at least 1 (a search
+    given ``max_evaluations=0`` would have no limit): :data:`STEPS`, the env steps it
+    trained, and :data:`CALLS`, every simulation it made (``TrainResult.simulator_calls``:
+    training, evaluations, rollback checks, warm-start episodes, final rollouts). The one
+    place the placeholders are read.
 
     Args:
         specs: Placer specs.
         steps: The steps trained; ``None`` for an evaluation, which trains none.
+        calls: The run's simulations (``None``: unknown yet, checked as 1).
 
     Raises:
-        ConfigError: ``steps`` is ``None`` and a spec holds :data:`STEPS`.
+        ConfigError: ``steps`` is ``None`` and a spec holds a placeholder.
     """
     resolved = []
     for spec in specs:
-        if STEPS in spec and steps is None:
-            raise ConfigError(f"baseline {spec!r}: {STEPS} stands for the steps a training run "
-                              "trained (placerl-train); an evaluation trains none, so give a "
-                              "number")  # fmt: skip
-        resolved.append(spec.replace(STEPS, str(max(steps or 0, 1))))
+        if steps is None and any(p in spec for p in (STEPS, CALLS)):
+            raise ConfigError(f"baseline {spec!r}: {STEPS} and {CALLS} stand for the budget "
+                              "a training run spent (placerl-train); an evaluation trains "
+                              "none, so give a number")  # fmt: skip
+        counts = {STEPS: steps or 0, CALLS: calls if calls is not None else 1}
+        for placeholder, count in counts.items():
+            spec = spec.replace(placeholder, str(max(count, 1)))
+        resolved.append(spec)
     return resolved
 
 
@@ -166,7 +175,7 @@ def placer_spec(name: str, **options: Any) -> str:
     pairs = [f"{key}={quote(_spec_value(value), safe='?=,:/@{}')}"
              for key, value in options.items()]  # fmt: skip
     spec = f"{name}?{'&'.join(pairs)}" if pairs else name
-    parse_placer(resolve_steps([spec], 1)[0])
+    parse_placer(resolve_budget([spec], 1, 1)[0])
     return spec
 
 

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from placerl.baselines import placer_spec
-from placerl.baselines.references import STEPS, parse_placer, resolve_steps
+from placerl.baselines.references import CALLS, STEPS, parse_placer, resolve_budget
 from placerl.errors import ConfigError
 
 
@@ -39,9 +39,11 @@ def test_a_bad_placer_or_option_fails_by_name(call, message):
         call()
 
 
-def test_steps_are_filled_in_at_least_one_and_refused_where_nothing_trained():
-    specs = ["heft", "local_search?max_evaluations={steps}"]
-    assert resolve_steps(specs, 20_480) == ["heft", "local_search?max_evaluations=20480"]
-    assert resolve_steps(specs, 0)[1].endswith("=1")  # 0 would mean no limit
-    with pytest.raises(ConfigError, match=r"\{steps\} stands for the steps a training run"):
-        resolve_steps(specs, None)
+def test_the_budget_is_filled_in_at_least_one_and_refused_where_nothing_trained():
+    search = "local_search?max_evaluations="
+    specs = ["heft", f"{search}{STEPS}", f"{search}{CALLS}"]
+    assert resolve_budget(specs, 20_480, 31_337) == [
+        "heft", "local_search?max_evaluations=20480", "local_search?max_evaluations=31337"]
+    assert resolve_budget(specs, 0, 0)[1:] == ["local_search?max_evaluations=1"] * 2  # 0: no limit
+    with pytest.raises(ConfigError, match=r"\{steps\} and \{calls\} stand for the budget"):
+        resolve_budget(specs, None)

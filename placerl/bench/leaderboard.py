@@ -1,0 +1,179 @@
+"""The PlaceBench leaderboard: one row per (suite, tier, placer), generated from record files.
+
+:func:`leaderboard` reads every record JSON (:mod:`placerl.bench.run`) under some folders;
+:func:`write_leaderboard` writes the table as markdown, with the suite, the commit(s) and
+date(s) of the records, and as JSON beside it. ``placerl-leaderboard DIR... [--out FILE]``
+prints it. A table is never typed: it comes from the files.
+
+Columns: ``suite``, ``tier``, ``placer``, ``cases``, ``score`` (the geometric mean of the
+scores with its bootstrap 95% interval and the infeasible count,
+:meth:`~placerl.bench.scores.MeanScore.label`), ``score_value``, ``ci_low``, ``ci_high``,
+``infeasible``, ``failed`` (cases whose graph did not load or that no placement fits),
+``mean_gap`` (to the lower bound, over placements that fit), ``simulator_calls`` (total) and
+``wall_s`` (total).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from placerl.bench.run import RECORD_FIELDS
+from placerl.bench.scores import CaseScore, geometric_mean_score
+from placerl.errors import ConfigError
+from placerl.results import write_json
+
+#: Marks the JSON :func:`write_leaderboard` writes, so that a later reading skips it.
+KIND = "placebench-leaderboard"
+COLUMNS = ("suite", "tier", "placer", "cases", "score", "score_value", "ci_low", "ci_high",
+           "infeasible", "failed", "mean_gap", "simulator_calls", "wall_s")  # fmt: skip
+#: The columns the markdown table shows.
+SHOWN = ("suite", "tier", "placer", "cases", "score", "infeasible", "failed", "mean_gap",
+         "simulator_calls", "wall_s")  # fmt: skip
+
+
+def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, Any]]]:
+    """Every record under ``folders`` with its file: each ``*.json`` but placerl's
+    ``result.json`` and a leaderboard's own JSON.
+
+    Raises:
+        FileNotFoundError: A folder does not exist, or none holds a record.
+        ConfigError: A file that does not read as JSON, or a record without a field of
+            :data:`~placerl.bench.run.RECORD_FIELDS` (naming the file and the field).
+    """
+    records = []
+    for folder in folders:
+        root = Path(folder)
+        if not root.is_dir():
+            raise FileNotFoundError(f"{root} is not a folder")
+        for path in sorted(root.rglob("*.json")):
+            if path.name == "result.json":
+                continue
+            try:
+                record = json.loads(path.read_text())
+            except ValueError as error:
+                raise ConfigError(f"{path} is not a readable record: {error}") from None
+            if isinstance(record, dict) and record.get("kind") == KIND:
+                continue
+            if not isinstance(record, dict):
+                raise ConfigError(f"{path} is not a record (a JSON object)")
+            missing = [name for name in RECORD_FIELDS if name not in record]
+            if missing:
+                raise ConfigError(f"{path} is not a complete record: field {missing[0]!r} is "
+                                  "missing")  # fmt: skip
+            records.append((path, record))
+    if not records:
+        raise FileNotFoundError(f"no record JSON under {', '.join(map(str, folders))}")
+    return records
+
+
+def leaderboard(folders: Sequence[str | Path]) -> Any:
+    """One row per (suite, tier, placer) of the records under ``folders`` (see the module).
+
+    Raises:
+        FileNotFoundError, ConfigError: As :func:`load_records`; records of two suites (or
+            suite versions) for one tier and placer (naming a file of each), which never pool.
+    """
+    import pandas as pd
+
+    groups: dict[tuple[str, str], list[tuple[Path, dict[str, Any]]]] = {}
+    for path, record in load_records(folders):
+        group = groups.setdefault((record["tier"], record["placer"]), [])
+        if group and group[0][1]["suite"] != record["suite"]:
+            first = group[0]
+            raise ConfigError(f"{first[0]} ({first[1]['suite']}) and {path} "
+                              f"({record['suite']}) are records of two suites for tier "
+                              f"{record['tier']!r} and placer {record['placer']!r}: results "
+                              "of two suites never pool")  # fmt: skip
+        group.append((path, record))
+    rows = [_row([record for _, record in group]) for group in groups.values()]
+    return pd.DataFrame(rows, columns=list(COLUMNS)).sort_values(
+        ["suite", "tier", "placer"], ignore_index=True)  # fmt: skip
+
+
+def _row(records: list[dict[str, Any]]) -> dict[str, Any]:
+    first = records[0]
+    scored = [r for r in records if not r.get("error")]
+    row = {"suite": first["suite"], "tier": first["tier"], "placer": first["placer"],
+           "cases": len(records), "failed": len(records) - len(scored)}  # fmt: skip
+    if scored:
+        mean = geometric_mean_score([_case_score(r) for r in scored])
+        label, value, low, high = mean.label(), mean.value, mean.ci_low, mean.ci_high
+        infeasible = mean.infeasible
+    else:
+        label, value, low, high, infeasible = "all failed", None, None, None, 0
+    gaps = [r["gap"] for r in scored if r["gap"] is not None]
+    row.update({"score": label, "score_value": value, "ci_low": low, "ci_high": high,
+                "infeasible": infeasible, "mean_gap": sum(gaps) / len(gaps) if gaps else None,
+                "simulator_calls": sum(int(r["simulator_calls"]) for r in records),
+                "wall_s": sum(float(r["wall_s"]) for r in records)})  # fmt: skip
+    return row
+
+
+def _case_score(record: dict[str, Any]) -> CaseScore:
+    return CaseScore.from_dict({**record, "optimum": None})
+
+
+def provenance_line(records: Sequence[dict[str, Any]]) -> str:
+    """``Suite placebench-v1; commit abc123; date 2025-01-01`` from the records' provenance
+    (every distinct value, in order)."""
+
+    def distinct(values: Any) -> str:
+        found = list(dict.fromkeys(str(v) for v in values if v))
+        return ", ".join(found) or "unknown"
+
+    provenances = [r.get("provenance") or {} for r in records]
+    dates = (str(p.get("date", ""))[:10] for p in provenances)
+    return (f"Suite {distinct(r['suite'] for r in records)}; "
+            f"commit(s) {distinct(p.get('git_revision') for p in provenances)}; "
+            f"date(s) {distinct(dates)}")  # fmt: skip
+
+
+def table_markdown(table: Any) -> str:
+    """The shown columns of a leaderboard as a markdown table."""
+    return table[list(SHOWN)].to_markdown(index=False, floatfmt=".4g")
+
+
+def write_leaderboard(folders: Sequence[str | Path], out: str | Path) -> Path:
+    """Write the leaderboard of ``folders`` to ``out`` (markdown: a title, the provenance line
+    and the table) and its rows as JSON beside it (``out`` with ``.json``); returns ``out``.
+
+    Raises:
+        FileNotFoundError, ConfigError: As :func:`leaderboard`.
+    """
+    table = leaderboard(folders)
+    records = [record for _, record in load_records(folders)]
+    line = provenance_line(records)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = f"# PlaceBench leaderboard\n\n{line}\n\n{table_markdown(table)}\n"
+    out.write_text(text)
+    rows = json.loads(table.to_json(orient="records"))
+    write_json(out.with_suffix(".json"), {"kind": KIND, "provenance": line, "rows": rows})
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``placerl-leaderboard DIR... [--out FILE]``."""
+    parser = argparse.ArgumentParser(prog="placerl-leaderboard",
+                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser.add_argument("folders", nargs="+", help="folders holding PlaceBench record JSON")
+    parser.add_argument(
+        "--out", default=None, help="also write the table there as markdown (and JSON beside it)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.out:
+            path = write_leaderboard(args.folders, args.out)
+            print(path.read_text())
+            print(f"Leaderboard in {path} and {path.with_suffix('.json')}")
+        else:
+            records = [record for _, record in load_records(args.folders)]
+            print(provenance_line(records))
+            print(table_markdown(leaderboard(args.folders)))
+    except (FileNotFoundError, ConfigError) as error:
+        parser.error(str(error))
+    return 0

@@ -1,0 +1,198 @@
+"""Run a classic placer on PlaceBench cases: one record JSON per case, resumable.
+
+:func:`run_case` places one case with a placer spec (``heft``,
+``local_search?init=best_of&max_evaluations=2000``), scores it with the one scoring rule
+(:func:`placerl.bench.scores.score_placement`) and returns its record; with ``out_dir`` it
+writes it as ``<out_dir>/<case name, "/" as "__">.json``. :func:`run_cases` runs every case of a
+tier and split, skipping those whose record is there. :mod:`placerl.bench.leaderboard` reads
+the records back.
+
+A record (:data:`RECORD_FIELDS`, plus ``error``)::
+
+    {"suite": "placebench-v1", "case": "tiny/chain-n12-s8", "tier": "tiny", "split": "test",
+     "graph": "synthetic:chain?n=12&seed=8", "cluster": "homogeneous?n_devices=3",
+     "objective": "pipeline", "placer": "heft", "runtime": 0.0123, "score": 1.0,
+     "gap": 0.04, "optimum_gap": 0.0, "feasible": true, "why": "",
+     "reference": {"placer": "heft", "runtime": 0.0123, "feasible": true},
+     "lower_bound": 0.0118, "simulator_calls": 0, "wall_s": 0.002,
+     "provenance": {"git_revision": ..., "date": ..., ...}, "error": null}
+
+A case whose graph does not load (a dataset file that is not a graph) or that no placement
+fits is recorded as failed: ``error`` holds the message, the scores are ``None``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from placerl._provenance import provenance
+from placerl.baselines import solve
+from placerl.baselines.references import parse_placer
+from placerl.bench.case import Case
+from placerl.bench.scores import score_placement
+from placerl.bench.suite import Suite, load_suite
+from placerl.errors import ConfigError, GraphError, PlacementError
+from placerl.graph import load_graph
+from placerl.results import write_json
+from placerl.sim import CostModel
+
+#: The fields every record holds (:mod:`placerl.bench.leaderboard` refuses one without them).
+RECORD_FIELDS = ("suite", "case", "tier", "split", "graph", "cluster", "objective", "placer",
+                 "runtime", "score", "gap", "optimum_gap", "feasible", "why", "reference",
+                 "lower_bound", "simulator_calls", "wall_s", "provenance")  # fmt: skip
+#: Errors that fail one case (recorded, the others go on); any other error stops the run.
+CASE_ERRORS = (GraphError, PlacementError)
+
+
+def record_path(out_dir: str | Path, case: Case) -> Path:
+    """Where the record of ``case`` goes in ``out_dir``."""
+    return Path(out_dir) / f"{case.name.replace('/', '__')}.json"
+
+
+@contextlib.contextmanager
+def count_evaluations() -> Iterator[list[int]]:
+    """Count the cost-model evaluations made inside: ``with count_evaluations() as n:``, then
+    ``n[0]``. :meth:`CostModel.evaluate` counts one, :meth:`CostModel.evaluate_batch` one per
+    placement. Incremental moves (``pipeline``'s one-group updates) do not pass through
+    them: a placer reports those itself (``info["evaluations"]``)."""
+    count = [0]
+    evaluate, evaluate_batch = CostModel.evaluate, CostModel.evaluate_batch
+
+    def counted(self: CostModel, *args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return evaluate(self, *args, **kwargs)
+
+    def counted_batch(self: CostModel, placements: Any, *args: Any, **kwargs: Any) -> Any:
+        out = evaluate_batch(self, placements, *args, **kwargs)
+        count[0] += len(out[0])
+        return out
+
+    CostModel.evaluate, CostModel.evaluate_batch = counted, counted_batch  # type: ignore[method-assign]
+    try:
+        yield count
+    finally:
+        CostModel.evaluate, CostModel.evaluate_batch = evaluate, evaluate_batch  # type: ignore[method-assign]
+
+
+def run_case(case: Case, placer: str, out_dir: str | Path | None = None, *,
+             suite: str = "placebench-v1") -> dict[str, Any]:  # fmt: skip
+    """Place ``case`` with ``placer``, score it and return its record (see the module).
+
+    Args:
+        case: The case.
+        placer: A placer spec (:func:`placerl.baselines.references.parse_placer`).
+        out_dir: Where to write the record (atomically); ``None``: nowhere.
+        suite: The id of the case's suite, as the record names it.
+
+    ``simulator_calls`` is what the placer spent: the evaluations it reports
+    (``info["evaluations"]``) or, where more, those counted through the cost model while it
+    ran (:func:`count_evaluations`), the one :func:`~placerl.baselines.solve` scores its
+    placement with left out. Constructive placers a placer starts from count when they run,
+    not when their placement comes from the reference cache. ``wall_s`` is the placer's
+    wall-clock time, the graph loaded.
+
+    Raises:
+        ConfigError: An unknown placer or option (before any work).
+    """
+    name, options = parse_placer(placer)
+    record: dict[str, Any] = {
+        "suite": suite, "case": case.name, "tier": case.tier, "split": case.split,
+        "graph": case.graph, "cluster": case.cluster, "objective": case.objective,
+        "placer": placer,
+    }  # fmt: skip
+    try:
+        graph = load_graph(case.graph)
+        start = time.perf_counter()
+        with count_evaluations() as counted:
+            result = solve(name, graph, case.cluster, case.objective, **options)
+        wall = time.perf_counter() - start
+        score = score_placement(case, result.placement).to_dict()
+    except CASE_ERRORS as error:
+        record.update(_failed(f"{type(error).__name__}: {error}"))
+    else:
+        reported = result.info.get("evaluations")
+        calls = max(counted[0] - 1, int(reported) if isinstance(reported, int) else 0)
+        record.update({key: score[key] for key in ("runtime", "score", "gap", "optimum_gap",
+                                                   "feasible", "why", "reference",
+                                                   "lower_bound")})  # fmt: skip
+        record.update({"simulator_calls": calls, "wall_s": wall, "error": None})
+    record["provenance"] = provenance()
+    if out_dir is not None:
+        write_json(record_path(out_dir, case), record)
+    return record
+
+
+def _failed(error: str) -> dict[str, Any]:
+    return {"runtime": None, "score": None, "gap": None, "optimum_gap": None, "feasible": False,
+            "why": "failed", "reference": None, "lower_bound": None, "simulator_calls": 0,
+            "wall_s": 0.0, "error": error}  # fmt: skip
+
+
+def select_cases(
+    suite: str | Suite, tier: str | None, split: str | None
+) -> tuple[Suite, list[Case]]:
+    """The suite and its cases of ``tier`` and ``split``.
+
+    Raises:
+        ConfigError: An unknown suite, tier or split (listing the known ones), or a
+            selection without a case.
+    """
+    suite = load_suite(suite) if isinstance(suite, str) else suite
+    cases = suite.select(tier, split)
+    if not cases:
+        raise ConfigError(f"suite {suite.id} has no case of tier {tier!r} in split {split!r}; "
+                          f"tiers: {', '.join(suite.tiers)}")  # fmt: skip
+    return suite, cases
+
+
+def run_cases(suite: str | Suite, tier: str | None, split: str | None, placer: str,
+              out_dir: str | Path, *, force: bool = False,
+              progress: bool = True) -> list[dict[str, Any]]:  # fmt: skip
+    """Run ``placer`` on every case of ``tier`` and ``split`` (``None``: all), writing one
+    record per case into ``out_dir``; returns the records, in the suite's order.
+
+    A case whose record is already there is read back, not run again (unless ``force``); a
+    record of a failed case, or one that does not read, runs again; one of another placer or
+    suite is refused. A case that fails
+    (:data:`CASE_ERRORS`) is recorded with its error and the others go on.
+
+    Raises:
+        ConfigError: An unknown suite, tier, split, placer or option (before any work); a
+            record of another placer or suite in ``out_dir``.
+    """
+    suite, cases = select_cases(suite, tier, split)
+    parse_placer(placer)
+    records = []
+    for case in _progress(cases, progress, f"{suite.id} {placer}"):
+        path = record_path(out_dir, case)
+        done = None if force else _finished(path)
+        if done and (done.get("placer"), done.get("suite")) != (placer, suite.id):
+            raise ConfigError(f"{path} is a record of placer {done.get('placer')!r} on "
+                              f"{done.get('suite')!r}, not of {placer!r} on {suite.id}: give "
+                              "each placer its own folder (or force=true)")  # fmt: skip
+        records.append(done or run_case(case, placer, out_dir, suite=suite.id))
+    return records
+
+
+def _finished(path: Path) -> dict[str, Any] | None:
+    """The record at ``path`` when it is there, reads and did not fail."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and not record.get("error") else None
+
+
+def _progress(cases: list[Case], show: bool, desc: str) -> Any:
+    if not show:
+        return cases
+    try:
+        from tqdm import tqdm
+    except ImportError:  # tqdm comes with the rl extra
+        return cases
+    return tqdm(cases, desc=desc, unit="case", leave=False)

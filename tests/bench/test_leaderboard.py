@@ -1,0 +1,76 @@
+"""placerl.bench.leaderboard: one row per (suite, tier, placer), from the record files only."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+pytest.importorskip("pandas", reason="the experiments extra is not installed")
+
+from placerl.bench.leaderboard import leaderboard, main, write_leaderboard
+from placerl.bench.run import run_cases
+from placerl.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    run_cases("placebench-v1", "tiny", "test", "heft", root / "heft", progress=False)
+    run_cases("placebench-v1", "tiny", "test", "local_search?max_evaluations=20", root / "ls",
+              progress=False)  # fmt: skip
+    return root
+
+
+def test_one_row_per_tier_and_placer(runs):
+    table = leaderboard([runs])
+    assert list(table["placer"]) == ["heft", "local_search?max_evaluations=20"]
+    heft = table.iloc[0]
+    assert (heft["suite"], heft["tier"], heft["cases"]) == ("placebench-v1", "tiny", 12)
+    assert (heft["infeasible"], heft["failed"], heft["simulator_calls"]) == (0, 0, 0)
+    assert heft["ci_low"] <= heft["score_value"] <= heft["ci_high"]
+    assert heft["score"].startswith(f"{heft['score_value']:.3f} [")
+    assert table.iloc[1]["simulator_calls"] > 0 and heft["mean_gap"] > 0
+
+
+def test_written_with_its_provenance_and_read_again_past_its_own_json(runs, tmp_path):
+    out = write_leaderboard([runs], runs / "board.md")
+    text = out.read_text()
+    assert text.startswith("# PlaceBench leaderboard")
+    assert "Suite placebench-v1; commit(s) " in text and "date(s) 20" in text
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert [row["cases"] for row in rows] == [12, 12]
+    assert len(leaderboard([runs])) == 2  # board.json is not a record
+    (runs / "board.md").unlink()
+    (runs / "board.json").unlink()
+
+
+def test_a_record_without_a_field_is_refused_naming_file_and_field(runs, tmp_path):
+    shutil.copytree(runs / "heft", tmp_path / "heft")
+    path = next((tmp_path / "heft").glob("*.json"))
+    record = json.loads(path.read_text())
+    del record["simulator_calls"]
+    path.write_text(json.dumps(record))
+    with pytest.raises(ConfigError, match=f"{path.name}.*'simulator_calls' is missing"):
+        leaderboard([tmp_path])
+
+
+def test_records_of_two_suites_never_pool(runs, tmp_path):
+    shutil.copytree(runs / "heft", tmp_path / "heft")
+    path = sorted((tmp_path / "heft").glob("*.json"))[-1]
+    path.write_text(json.dumps({**json.loads(path.read_text()), "suite": "placebench-v2"}))
+    with pytest.raises(ConfigError, match="placebench-v1.*" + path.name + ".*never pool"):
+        leaderboard([tmp_path])
+
+
+def test_the_cli_prints_the_table_and_refuses_an_empty_folder(runs, tmp_path, capsys):
+    assert main([str(runs / "heft")]) == 0
+    printed = capsys.readouterr().out
+    assert "Suite placebench-v1" in printed and "| heft" in printed
+    main([str(runs / "heft"), "--out", str(tmp_path / "lb.md")])
+    assert (tmp_path / "lb.md").is_file() and (tmp_path / "lb.json").is_file()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as exit_:
+        main([str(tmp_path / "empty")])
+    assert exit_.value.code == 2 and "no record JSON" in capsys.readouterr().err

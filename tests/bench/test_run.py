@@ -1,0 +1,96 @@
+"""placerl.bench.run: one record per case, simulator calls counted, resumable, failures kept."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from placerl.bench import load_suite
+from placerl.bench.case import Case
+from placerl.bench.run import (
+    RECORD_FIELDS,
+    count_evaluations,
+    record_path,
+    run_case,
+    run_cases,
+)
+from placerl.errors import ConfigError
+from placerl.graph import load_graph
+from placerl.sim import CostModel
+
+STEP = Case("mine/layered-n20", "mine", "test", "synthetic:layered?n=20&seed=1",
+            "placeto?n_devices=3", "step_time")  # fmt: skip
+
+
+def test_a_record_holds_every_field_and_is_written_under_the_case_name(tmp_path):
+    case = load_suite("placebench-v1").select("tiny", "test")[0]
+    record = run_case(case, "heft", tmp_path)
+    assert set(RECORD_FIELDS) <= set(record) and record["error"] is None
+    assert (record["suite"], record["case"], record["placer"]) == ("placebench-v1", case.name,
+                                                                   "heft")  # fmt: skip
+    assert record["feasible"] and record["score"] > 0 and record["optimum_gap"] is not None
+    assert record["reference"]["placer"] in ("heft", "m_etf", "m_sct")
+    assert record["provenance"]["git_revision"] is not None or "python" in record["provenance"]
+    path = tmp_path / f"{case.name.replace('/', '__')}.json"
+    assert path == record_path(tmp_path, case) and json.loads(path.read_text()) == record
+
+
+def test_simulator_calls_are_what_the_placer_spent():
+    assert run_case(STEP, "heft")["simulator_calls"] == 0
+    calls = run_case(STEP, "local_search?max_evaluations=50")["simulator_calls"]
+    assert 45 <= calls <= 55
+
+
+def test_count_evaluations_counts_single_and_batched_evaluations():
+    model = CostModel(load_graph(STEP.graph), STEP.cluster)
+    zeros = np.zeros(model.graph.num_nodes, dtype=int)
+    with count_evaluations() as counted:
+        model.evaluate(zeros)
+        model.evaluate_batch(np.stack([zeros, zeros, zeros]))
+    assert counted[0] == 4
+    model.evaluate(zeros)
+    assert counted[0] == 4  # the count stops with the block
+
+
+def test_run_cases_resumes_from_the_records_there(tmp_path, monkeypatch):
+    first = run_cases("placebench-v1", "tiny", "test", "heft", tmp_path, progress=False)
+    assert len(first) == 12 and len(list(tmp_path.glob("tiny__*.json"))) == 12
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a finished case ran again")
+
+    monkeypatch.setattr("placerl.bench.run.run_case", fail)
+    assert run_cases("placebench-v1", "tiny", "test", "heft", tmp_path, progress=False) == first
+    with pytest.raises(ConfigError, match=r"placer .heft.*its own folder"):
+        run_cases("placebench-v1", "tiny", "test", "random", tmp_path, progress=False)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("placebench-v9", "tiny", "test", "heft"), "known: placebench-v1"),
+    (("placebench-v1", "huge", "test", "heft"), "no tier 'huge'; known: tiny"),
+    (("placebench-v1", "tiny", "exam", "heft"), "unknown split 'exam'; known: train"),
+    (("placebench-v1", "tiny", "test", "hefty"), "hefty"),
+    (("placebench-v1", "tiny", "test", "local_search?budget=3"), "budget"),
+])  # fmt: skip
+def test_bad_input_fails_before_any_work_listing_the_known_values(tmp_path, args, message):
+    with pytest.raises(ConfigError, match=message):
+        run_cases(*args, tmp_path, progress=False)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_dataset_file_that_is_not_a_graph_fails_alone(tmp_path):
+    from placerl.bench import folder_suite
+
+    data = tmp_path / "data"
+    data.mkdir()
+    load_graph("synthetic:layered?n=12&seed=1").save(data / "good.json")
+    (data / "bad.json").write_text('{"x": 1}')
+    suite = folder_suite(data, "homogeneous?n_devices=3")
+    records = {r["case"]: r for r in run_cases(suite, None, "test", "heft", tmp_path / "out",
+                                               progress=False)}  # fmt: skip
+    assert records["data/good"]["error"] is None and records["data/good"]["score"] == 1.0
+    bad = records["data/bad"]
+    assert "GraphError" in bad["error"] and "bad.json" in bad["error"]
+    assert bad["score"] is None and set(RECORD_FIELDS) <= set(bad)
