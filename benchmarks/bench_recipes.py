@@ -88,6 +88,7 @@ from placerl.agents.search import run_search
 from placerl.baselines import solve
 from placerl.baselines.problem import Problem
 from placerl.baselines.references import reference
+from placerl.bench.placebench import CELL_TEST_SEEDS
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
 from placerl.run_config import RunConfig
@@ -139,7 +140,7 @@ _NVLINK = "gpu8_nvlink?n_devices=4"
 #: shapes from the seed (27 combinations on one structure; 16 distinct graphs in seeds 0-31),
 #: so its seeds collide (25 is 24's graph and 26 is 0's; the split held them out until
 #: 2026-11-27; its training seeds 2, 3 and 8 are one graph too).
-HELD_OUT = {"cifar10": (1, 24, 25, 26), "ptb": (1, 24, 25, 26), "nmt": (1, 24, 27, 28)}
+HELD_OUT = CELL_TEST_SEEDS  # PlaceBench's test seeds of the cell families
 FAMILIES = {
     "layered": Family("synthetic:layered?n=80&seed={seed}", range(24), tuple(range(24, 32)),
                       "placeto?n_devices=4", validation=tuple(range(100, 116))),

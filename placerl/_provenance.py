@@ -51,7 +51,7 @@ def versions() -> dict[str, str | None]:
 @functools.cache
 def machine() -> dict[str, Any]:
     """The CPU model, the cores this process may use, the host's system, and the CUDA GPUs
-    (only where torch is already imported: provenance never imports it)."""
+    (``None`` where torch is not imported: provenance never imports it)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cpu": _cpu_model(), "cores": cores, "system": platform.platform(terse=True),
             "gpus": _gpus()}  # fmt: skip
@@ -68,9 +68,12 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _gpus() -> list[str]:
+def _gpus() -> list[str] | None:
+    """The CUDA GPUs' names; ``None`` (not known) where torch is not imported."""
     torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_available():
+    if torch is None:
+        return None
+    if not torch.cuda.is_available():
         return []
     return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 

@@ -288,7 +288,8 @@ def simulator_calls(envs: Envs, progress: RunProgress) -> dict[str, int]:
     """Every simulation the run made through its envs, by env, resumed processes' included:
     ``training`` (the rollouts), ``evaluation`` (greedy evaluations, rollback checks, the
     warm start's episodes, the final greedy and sampled rollouts), ``validation``, and
-    ``total``. The expert placer a warm start clones runs outside the envs and is not in it."""
+    ``total``. Not in it: the expert a warm start clones, a placer or the refine env's
+    ``best_move`` (a simulation per device for each state it labels, on a copy of the env)."""
     now = {"training": envs.training_simulations(), "evaluation": envs.evaluation.simulations,
            "validation": envs.validation.simulations if envs.validation is not None else 0}
     calls = {k: progress.simulator_calls.get(k, 0) + v for k, v in now.items()}

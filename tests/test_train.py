@@ -568,4 +568,10 @@ def test_every_simulation_through_the_envs_is_counted(tmp_path, monkeypatch):
                                                                  "validation"))  # fmt: skip
     assert calls["training"] >= 128 // 12 and calls["evaluation"] > 0 and calls["validation"] > 0
     assert json.loads((tmp_path / "result.json").read_text())["simulator_calls"] == calls
-    assert search in result.graphs[0].baselines  # searched at the run's count of calls
+    from placerl.baselines.references import reference
+    from placerl.graph import load_graph
+
+    resolved = search.replace("{calls}", str(calls["total"]))  # searched at the run's calls
+    graph = load_graph("synthetic:layered?n=12&seed=0")
+    again = reference(graph, "placeto?n_devices=2", "step_time", resolved).score
+    assert result.graphs[0].baselines[search] == again

@@ -1,11 +1,11 @@
-"""The PlaceBench leaderboard: one row per (suite, tier, placer), generated from record files.
+"""The PlaceBench leaderboard: one row per (tier, split, placer), generated from record files.
 
 :func:`leaderboard` reads every record JSON (:mod:`placerl.bench.run`) under some folders;
 :func:`write_leaderboard` writes the table as markdown, with the suite, the commit(s) and
 date(s) of the records, and as JSON beside it. ``placerl-leaderboard DIR... [--out FILE]``
 prints it. A table is never typed: it comes from the files.
 
-Columns: ``suite``, ``tier``, ``placer``, ``cases``, ``score`` (the geometric mean of the
+Columns: ``suite``, ``tier``, ``split``, ``placer``, ``cases``, ``score`` (the geometric mean of the
 scores with its bootstrap 95% interval and the infeasible count,
 :meth:`~placerl.bench.scores.MeanScore.label`), ``score_value``, ``ci_low``, ``ci_high``,
 ``infeasible``, ``failed`` (cases whose graph did not load or that no placement fits),
@@ -28,10 +28,10 @@ from placerl.results import write_json
 
 #: Marks the JSON :func:`write_leaderboard` writes, so that a later reading skips it.
 KIND = "placebench-leaderboard"
-COLUMNS = ("suite", "tier", "placer", "cases", "score", "score_value", "ci_low", "ci_high",
-           "infeasible", "failed", "mean_gap", "simulator_calls", "wall_s")  # fmt: skip
+COLUMNS = ("suite", "tier", "split", "placer", "cases", "score", "score_value", "ci_low",
+           "ci_high", "infeasible", "failed", "mean_gap", "simulator_calls", "wall_s")  # fmt: skip
 #: The columns the markdown table shows.
-SHOWN = ("suite", "tier", "placer", "cases", "score", "infeasible", "failed", "mean_gap",
+SHOWN = ("suite", "tier", "split", "placer", "cases", "score", "infeasible", "failed", "mean_gap",
          "simulator_calls", "wall_s")  # fmt: skip
 
 
@@ -44,14 +44,15 @@ def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, An
         ConfigError: A file that does not read as JSON, or a record without a field of
             :data:`~placerl.bench.run.RECORD_FIELDS` (naming the file and the field).
     """
-    records = []
+    records, seen = [], set()
     for folder in folders:
         root = Path(folder)
         if not root.is_dir():
             raise FileNotFoundError(f"{root} is not a folder")
         for path in sorted(root.rglob("*.json")):
-            if path.name == "result.json":
-                continue
+            if path.name == "result.json" or path.resolve() in seen:
+                continue  # a file under two of the folders is read once
+            seen.add(path.resolve())
             try:
                 record = json.loads(path.read_text())
             except ValueError as error:
@@ -71,33 +72,44 @@ def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, An
 
 
 def leaderboard(folders: Sequence[str | Path]) -> Any:
-    """One row per (suite, tier, placer) of the records under ``folders`` (see the module).
+    """One row per (tier, split, placer) of the records under ``folders`` (see the module).
 
     Raises:
         FileNotFoundError, ConfigError: As :func:`load_records`; records of two suites (or
-            suite versions) for one tier and placer (naming a file of each), which never pool.
+            suite versions) for one tier and placer (naming a file of each), which never pool;
+            two records of one case and placer that differ (naming both: which is the run?).
     """
     import pandas as pd
 
-    groups: dict[tuple[str, str], list[tuple[Path, dict[str, Any]]]] = {}
+    groups: dict[tuple[str, str, str], dict[str, tuple[Path, dict[str, Any]]]] = {}
     for path, record in load_records(folders):
-        group = groups.setdefault((record["tier"], record["placer"]), [])
-        if group and group[0][1]["suite"] != record["suite"]:
-            first = group[0]
+        group = groups.setdefault((record["tier"], record["split"], record["placer"]), {})
+        first = next(iter(group.values()), None)
+        if first and first[1]["suite"] != record["suite"]:
             raise ConfigError(f"{first[0]} ({first[1]['suite']}) and {path} "
                               f"({record['suite']}) are records of two suites for tier "
                               f"{record['tier']!r} and placer {record['placer']!r}: results "
                               "of two suites never pool")  # fmt: skip
-        group.append((path, record))
-    rows = [_row([record for _, record in group]) for group in groups.values()]
+        twin = group.get(record["case"])
+        if twin and _scored(twin[1]) != _scored(record):
+            raise ConfigError(f"{twin[0]} and {path} are two different records of case "
+                              f"{record['case']!r} by {record['placer']!r}: keep one")  # fmt: skip
+        group.setdefault(record["case"], (path, record))  # a copy of a record counts once
+    rows = [_row([record for _, record in group.values()]) for group in groups.values()]
     return pd.DataFrame(rows, columns=list(COLUMNS)).sort_values(
-        ["suite", "tier", "placer"], ignore_index=True)  # fmt: skip
+        ["suite", "tier", "split", "placer"], ignore_index=True)  # fmt: skip
+
+
+def _scored(record: dict[str, Any]) -> tuple[Any, ...]:
+    """What a record says of its placement (two runs of one placer may differ in time)."""
+    return record["runtime"], record["score"], record["feasible"], record.get("error")
 
 
 def _row(records: list[dict[str, Any]]) -> dict[str, Any]:
     first = records[0]
     scored = [r for r in records if not r.get("error")]
-    row = {"suite": first["suite"], "tier": first["tier"], "placer": first["placer"],
+    row = {"suite": first["suite"], "tier": first["tier"], "split": first["split"],
+           "placer": first["placer"],
            "cases": len(records), "failed": len(records) - len(scored)}  # fmt: skip
     if scored:
         mean = geometric_mean_score([_case_score(r) for r in scored])

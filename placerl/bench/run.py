@@ -40,6 +40,7 @@ from placerl.errors import ConfigError, GraphError, PlacementError
 from placerl.graph import load_graph
 from placerl.results import write_json
 from placerl.sim import CostModel
+from placerl.sim.incremental import PipelineState
 
 #: The fields every record holds (:mod:`placerl.bench.leaderboard` refuses one without them).
 RECORD_FIELDS = ("suite", "case", "tier", "split", "graph", "cluster", "objective", "placer",
@@ -56,12 +57,15 @@ def record_path(out_dir: str | Path, case: Case) -> Path:
 
 @contextlib.contextmanager
 def count_evaluations() -> Iterator[list[int]]:
-    """Count the cost-model evaluations made inside: ``with count_evaluations() as n:``, then
-    ``n[0]``. :meth:`CostModel.evaluate` counts one, :meth:`CostModel.evaluate_batch` one per
-    placement. Incremental moves (``pipeline``'s one-group updates) do not pass through
-    them: a placer reports those itself (``info["evaluations"]``)."""
+    """Count the simulations made inside, at their source: ``with count_evaluations() as
+    n:``, then ``n[0]``. :meth:`CostModel.evaluate` counts one,
+    :meth:`CostModel.evaluate_batch` one per placement, and
+    :meth:`~placerl.sim.incremental.PipelineState.try_move` (``pipeline``'s one-group move,
+    which bypasses the cost model) one: whatever the placer reports, and whatever the
+    reference cache already holds, every simulation made here is counted once."""
     count = [0]
     evaluate, evaluate_batch = CostModel.evaluate, CostModel.evaluate_batch
+    try_move = PipelineState.try_move
 
     def counted(self: CostModel, *args: Any, **kwargs: Any) -> Any:
         count[0] += 1
@@ -72,11 +76,17 @@ def count_evaluations() -> Iterator[list[int]]:
         count[0] += len(out[0])
         return out
 
+    def counted_move(self: PipelineState, *args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return try_move(self, *args, **kwargs)
+
     CostModel.evaluate, CostModel.evaluate_batch = counted, counted_batch  # type: ignore[method-assign]
+    PipelineState.try_move = counted_move  # type: ignore[method-assign]
     try:
         yield count
     finally:
         CostModel.evaluate, CostModel.evaluate_batch = evaluate, evaluate_batch  # type: ignore[method-assign]
+        PipelineState.try_move = try_move  # type: ignore[method-assign]
 
 
 def run_case(case: Case, placer: str, out_dir: str | Path | None = None, *,
@@ -115,8 +125,7 @@ def run_case(case: Case, placer: str, out_dir: str | Path | None = None, *,
     except CASE_ERRORS as error:
         record.update(_failed(f"{type(error).__name__}: {error}"))
     else:
-        reported = result.info.get("evaluations")
-        calls = max(counted[0] - 1, int(reported) if isinstance(reported, int) else 0)
+        calls = counted[0] - 1  # solve's own check of the placement it returns is not the placer's
         record.update({key: score[key] for key in ("runtime", "score", "gap", "optimum_gap",
                                                    "feasible", "why", "reference",
                                                    "lower_bound")})  # fmt: skip

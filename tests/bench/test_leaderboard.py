@@ -74,3 +74,26 @@ def test_the_cli_prints_the_table_and_refuses_an_empty_folder(runs, tmp_path, ca
     with pytest.raises(SystemExit) as exit_:
         main([str(tmp_path / "empty")])
     assert exit_.value.code == 2 and "no record JSON" in capsys.readouterr().err
+
+
+def test_a_record_read_twice_counts_once_and_splits_never_pool(tmp_path):
+    from placerl.bench.run import run_cases
+
+    run_cases("placebench-v1", "tiny", "test", "heft", tmp_path / "test")
+    (tmp_path / "validation").mkdir()
+    for path in (tmp_path / "test").glob("*.json"):  # as if the validation cases had run
+        record = json.loads(path.read_text())
+        (tmp_path / "validation" / path.name).write_text(
+            json.dumps({**record, "split": "validation", "case": record["case"] + "-v"}))
+    table = leaderboard([tmp_path, tmp_path / "test"])  # the test folder under both
+    rows = sorted(zip(table["split"], table["cases"], strict=True))
+    assert rows == [("test", 12), ("validation", 12)]
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    original = next((tmp_path / "test").glob("*.json"))
+    record = json.loads(original.read_text())
+    (copy / original.name).write_text(json.dumps({**record, "wall_s": 9.0}))
+    assert leaderboard([tmp_path]).query("split == 'test'")["cases"].item() == 12
+    (copy / original.name).write_text(json.dumps({**record, "runtime": 1.0, "score": 0.5}))
+    with pytest.raises(ConfigError, match="two different records of case 'tiny/"):
+        leaderboard([tmp_path])
