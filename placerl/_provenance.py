@@ -26,12 +26,29 @@ DISTRIBUTIONS = (
 )  # fmt: skip
 
 
+#: The environment variable that carries the command a user typed to the processes that run
+#: its jobs (a launcher's workers, whose own ``sys.argv`` is the worker's).
+COMMAND_VARIABLE = "PLACERL_COMMAND"
+
+
 def provenance() -> dict[str, Any]:
-    """The versions and git revision (:func:`versions`), the command line, the machine
+    """The versions and git revision (:func:`versions`), the command line (the one the
+    launching process recorded with :func:`record_command`, else this process's), the machine
     (:func:`machine`) and the UTC date and time of this call."""
     now = datetime.datetime.now(datetime.timezone.utc)
-    return {**versions(), "command": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-            "machine": machine(), "date": now.isoformat(timespec="seconds")}  # fmt: skip
+    command = os.environ.get(COMMAND_VARIABLE) or _this_command()
+    return {**versions(), "command": command, "machine": machine(),
+            "date": now.isoformat(timespec="seconds")}  # fmt: skip
+
+
+def record_command() -> None:
+    """Record this process's command line for the processes it starts (the apps call it
+    before Hydra's launchers start their workers); an outer record is kept."""
+    os.environ.setdefault(COMMAND_VARIABLE, _this_command())
+
+
+def _this_command() -> str:
+    return shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])
 
 
 @functools.cache

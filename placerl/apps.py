@@ -33,6 +33,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from placerl._provenance import record_command
 from placerl.bench.guard import check_reads
 from placerl.compose import (
     check_arguments,
@@ -279,8 +280,10 @@ def bench_app() -> None:
 
 
 def _check_arguments(config_name: str) -> None:
-    """Refuse an override Hydra would fail on without saying how to fix it; store the help."""
+    """Refuse an override Hydra would fail on without saying how to fix it; store the help;
+    record the command for the results of the jobs, wherever a launcher runs them."""
     register_help()
+    record_command()
     try:
         check_arguments(sys.argv[1:], config_name)
     except ConfigError as error:

@@ -8,7 +8,8 @@ from unittest import mock
 from placerl._provenance import _git_revision, provenance
 
 
-def test_a_result_records_the_command_machine_date_and_versions():
+def test_a_result_records_the_command_machine_date_and_versions(monkeypatch):
+    monkeypatch.delenv("PLACERL_COMMAND", raising=False)  # no launching app recorded one
     with mock.patch.object(sys, "argv", ["/usr/bin/placerl-train", "cluster.spec=a b", "-m"]):
         record = provenance()
     assert record["command"] == "placerl-train 'cluster.spec=a b' -m"  # as a shell reads it
@@ -34,3 +35,15 @@ def test_the_revision_says_when_the_checkout_has_uncommitted_changes(tmp_path):
     assert len(clean) == 40 and not clean.endswith("+dirty")
     (tmp_path / "f.txt").write_text("2")
     assert _git_revision(tmp_path) == clean + "+dirty"
+
+
+def test_a_launchers_worker_records_the_command_the_user_typed(monkeypatch):
+    from placerl._provenance import COMMAND_VARIABLE, record_command
+
+    monkeypatch.delenv(COMMAND_VARIABLE, raising=False)
+    monkeypatch.setattr(sys, "argv", ["/x/placerl-train", "-m", "seed=0,1"])
+    record_command()  # the app, before its launcher starts the workers
+    monkeypatch.setattr(sys, "argv", ["/x/loky_worker.py", "--pipe", "3"])  # a worker
+    assert provenance()["command"] == "placerl-train -m seed=0,1"
+    record_command()  # a nested start keeps the outer command
+    assert provenance()["command"] == "placerl-train -m seed=0,1"

@@ -41,7 +41,8 @@ from placerl.sim import parse_objective, penalized_runtime
 from .api import PLACERS, InfeasiblePlacementWarning, solve
 
 #: Bump when the meaning of a cached reference changes, to invalidate old files.
-CACHE_FORMAT = 1
+#: 2: ``optimal``.
+CACHE_FORMAT = 2
 
 #: In a training run's baseline spec, the env steps it trained (``RunConfig.baselines``).
 STEPS = "{steps}"
@@ -66,6 +67,8 @@ class Reference:
         feasible: Whether the placement fits (memory, colocation, device kinds).
         score: The runtime rewards divide by: ``runtime`` when feasible, else the penalized
             runtime of :func:`placerl.sim.penalized_runtime`.
+        optimal: Whether the placer proved the placement optimal within its model
+            (``PlacementResult.optimal``: the DP and the MILP when no limit stopped them).
     """
 
     placer: str
@@ -77,6 +80,7 @@ class Reference:
     runtime: float
     feasible: bool
     score: float
+    optimal: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable form; :meth:`from_dict` reads it back."""
@@ -90,6 +94,7 @@ class Reference:
             "runtime": self.runtime,
             "feasible": self.feasible,
             "score": self.score,
+            "optimal": self.optimal,
         }
 
     @classmethod
@@ -98,6 +103,7 @@ class Reference:
         try:
             keys = ("placer", "options", "objective", "graph", "cluster", "runtime", "feasible")
             fields = {key: data[key] for key in (*keys, "score")}
+            fields["optimal"] = bool(data.get("optimal", False))
             placement = np.array(data["placement"], dtype=np.int64)
         except (KeyError, TypeError, ValueError) as err:
             raise ConfigError(f"not a reference document: {err!r}") from None
@@ -269,6 +275,7 @@ def _compute(
         runtime=result.runtime,
         feasible=result.feasible,
         score=penalized_runtime(result.simulation, result.runtime),
+        optimal=result.optimal,
     )
 
 

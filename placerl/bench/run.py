@@ -46,8 +46,10 @@ from placerl.sim.incremental import PipelineState
 RECORD_FIELDS = ("suite", "case", "tier", "split", "graph", "cluster", "objective", "placer",
                  "runtime", "score", "gap", "optimum_gap", "feasible", "why", "reference",
                  "lower_bound", "simulator_calls", "wall_s", "provenance")  # fmt: skip
-#: Errors that fail one case (recorded, the others go on); any other error stops the run.
-CASE_ERRORS = (GraphError, PlacementError)
+#: Errors that fail one case (recorded, the others go on): a graph that does not load, a
+#: placement that cannot be made, a placer option one case refuses (its size limits); any
+#: other error stops the run.
+CASE_ERRORS = (GraphError, PlacementError, ConfigError)
 
 
 def record_path(out_dir: str | Path, case: Case) -> Path:

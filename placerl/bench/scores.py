@@ -193,12 +193,12 @@ def best_constructive(graph: CompGraph, cluster: Cluster, objective: str) -> Bas
 
 def pipeline_optimum(graph: CompGraph, cluster: Cluster) -> float | None:
     """The ``pipeline`` runtime of :data:`OPTIMUM` (cached), or ``None`` when no contiguous
-    split fits."""
+    split fits or a limit stopped the DP before it proved its split optimal."""
     try:
         ref = reference(graph, cluster, "pipeline", OPTIMUM)
     except PlacementError:
         return None
-    return float(ref.runtime) if ref.feasible else None
+    return float(ref.runtime) if ref.feasible and ref.optimal else None
 
 
 @dataclass(frozen=True)

@@ -197,3 +197,16 @@ def test_the_geometric_mean_refuses_no_cases_or_other_values():
         geometric_mean_score([])
     with pytest.raises(ConfigError, match=r"takes CaseScore values .* got float"):
         geometric_mean_score([1.5])
+
+
+def test_the_pipeline_optimum_counts_only_where_the_dp_proved_it():
+    from placerl.baselines.references import reference
+    from placerl.bench.scores import OPTIMUM, pipeline_optimum
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    graph, cluster = load_graph("msr:bert_l-3_inference"), load_cluster("msr:bert_l-3_inference")
+    proven = reference(graph, cluster, "pipeline", OPTIMUM)
+    assert proven.optimal and pipeline_optimum(graph, cluster) == proven.runtime
+    stopped = reference(graph, cluster, "pipeline", f"{OPTIMUM}?max_pairs=1")
+    assert not stopped.optimal  # a limit stopped it: its split is only the best found
