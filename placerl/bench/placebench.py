@@ -16,6 +16,8 @@ Tiers (the split of each case is fixed here; :mod:`placerl.bench.guard` enforces
   one validation, the other four test).
 * ``devices``: test graphs of the layered family on clusters no training case uses (2 and 8
   devices, PCIe and NVLink, a host CPU beside GPUs): GiPH's generalization axis.
+* ``scale``: layered graphs of 10k, 50k and 100k nodes on 8 NVLink GPUs, all test: the sizes
+  GDP, GO and the hierarchical planner report; the record's ``wall_s`` is the time to place.
 
 Bump the version for any change to a case: results of two versions never pool.
 """
@@ -112,9 +114,19 @@ def devices() -> list[Case]:
             for short, cluster in DEVICE_CLUSTERS.items() for seed in range(24, 28)]  # fmt: skip
 
 
+#: The graph sizes of the ``scale`` tier.
+SCALE_SIZES = (10_000, 50_000, 100_000)
+
+
+def scale() -> list[Case]:
+    """Graphs of the sizes the scalable placers report, to time placing them."""
+    return [Case(f"scale/layered-n{n}-s0", "scale", "test", f"synthetic:layered?n={n}&seed=0",
+                 "gpu8_nvlink?n_devices=8") for n in SCALE_SIZES]  # fmt: skip
+
+
 def placebench_v1() -> Suite:
     """The benchmark's first version."""
-    return Suite(NAME, VERSION, (*tiny(), *families(), *models(), *devices()))
+    return Suite(NAME, VERSION, (*tiny(), *families(), *models(), *devices(), *scale()))
 
 
 SUITES.register(f"{NAME}-v{VERSION}", placebench_v1)

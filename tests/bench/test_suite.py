@@ -19,7 +19,7 @@ def suite():
 
 def test_the_suite_is_named_versioned_and_tiered(suite):
     assert (suite.id, suite.name, suite.version) == ("placebench-v1", "placebench", 1)
-    assert suite.tiers == ("tiny", "families", "models", "devices")
+    assert suite.tiers == ("tiny", "families", "models", "devices", "scale")
     for tier in suite.tiers:  # every tier scores something
         assert suite.select(tier, "test")
     assert len({case.name for case in suite.cases}) == len(suite.cases)
@@ -40,7 +40,8 @@ def test_no_graph_is_in_two_splits(suite):
     """By content: nmt draws only its shapes from the seed, so seeds collide."""
     splits: dict[str, set[str]] = {}
     for case in suite.cases:
-        if not case.graph.startswith("zoo:"):  # the zoo: one spec per model and size
+        # the zoo: one spec per model and size; scale: all test, and slow to draw
+        if not case.graph.startswith("zoo:") and case.tier != "scale":
             splits.setdefault(_content(case.graph), set()).add(case.split)
     assert [s for s in splits.values() if len(s) > 1] == []
 
@@ -53,6 +54,13 @@ def test_the_families_keep_the_split_every_recipe_benchmark_used(suite):
     assert "synthetic:cifar10?seed=0" not in {c.graph for c in suite.cases}  # the main job's
 
 
+def test_the_scale_tier_is_test_graphs_of_10k_to_100k_nodes(suite):
+    cases = suite.select("scale")
+    assert {c.split for c in cases} == {"test"}
+    assert [load_graph(c.graph).num_nodes for c in cases[:1]] == [10_000]
+    assert [c.graph.split("n=")[1].split("&")[0] for c in cases] == ["10000", "50000", "100000"]
+
+
 def test_the_devices_tier_uses_no_training_cluster(suite):
     training = {c.cluster for c in suite.cases if c.split == "train"}
     assert not training & {c.cluster for c in suite.select("devices")}
@@ -62,7 +70,8 @@ def test_every_cluster_and_every_quick_graph_loads(suite):
     for cluster in {c.cluster for c in suite.cases}:
         load_cluster(cluster)
     for case in suite.cases:
-        if not case.graph.startswith("zoo:"):  # the zoo imports models: minutes, cached
+        # the zoo imports models (minutes, cached); the scale tier is timed by its benchmark
+        if not case.graph.startswith("zoo:") and case.tier != "scale":
             assert load_graph(case.graph).num_nodes <= (40 if case.tier == "tiny" else 600)
 
 
