@@ -42,7 +42,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from rich.progress import track
-from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -50,6 +49,7 @@ from _common import add_run_options, apply_run_options, markdown_table, write_re
 
 from placerl.baselines import solve
 from placerl.cluster import load_cluster
+from placerl.comparison import geometric_interval, geometric_mean
 from placerl.graph import load_graph
 from placerl.sim import CostModel
 from placerl.sim.bounds import lower_bound
@@ -129,13 +129,12 @@ def with_iterated(row: dict[str, Any], case_set: CaseSet) -> dict[str, Any]:
 
 def summarize(rows: list[dict[str, Any]], column: str) -> dict[str, Any]:
     """Geometric mean of a ratio column with a 95% t-interval, runs at most 1, worst case."""
-    logs = np.log([r[column] for r in rows])
-    half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs)) \
-        if len(logs) > 1 else float("nan")  # fmt: skip
-    return {"ratio": column, "runs": len(rows), "geomean": round(float(np.exp(logs.mean())), 4),
-            "ci95": f"[{np.exp(logs.mean() - half):.4f}, {np.exp(logs.mean() + half):.4f}]",
-            "at most 1": f"{int((logs <= 1e-12).sum())}/{len(rows)}",
-            "worst": round(float(np.exp(logs.max())), 4)}  # fmt: skip
+    ratios = np.array([r[column] for r in rows])
+    low, high = geometric_interval(ratios)
+    return {"ratio": column, "runs": len(rows), "geomean": round(geometric_mean(ratios), 4),
+            "ci95": f"[{low:.4f}, {high:.4f}]",
+            "at most 1": f"{int((np.log(ratios) <= 1e-12).sum())}/{len(rows)}",
+            "worst": round(float(ratios.max()), 4)}  # fmt: skip
 
 
 def _finished(path: Path, steps: int) -> dict[tuple[str, str, int], dict[str, Any]]:

@@ -26,7 +26,6 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 from rich.progress import track
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import markdown_table, write_results
 
 from placerl.baselines import solve
+from placerl.comparison import geometric_mean
 from placerl.sim import CostModel, lower_bound
 
 GRAPHS = ["zoo:inception_v3?max_nodes=200", "zoo:resnet50?max_nodes=200",
@@ -111,7 +111,7 @@ def family_summary(rows: list[dict]) -> list[dict]:
         summary = {"family": name, "graphs": len(mine)}
         for key in ("bound", "climb", "ils"):
             values = [row[f"{key} / constructive"] for row in mine]
-            summary[f"{key} / constructive"] = round(float(np.exp(np.mean(np.log(values)))), 3)
+            summary[f"{key} / constructive"] = round(geometric_mean(values), 3)
         summary[f"graphs whose bound is above {ZERO_SHOT_BAR}"] = sum(
             row["bound / constructive"] > ZERO_SHOT_BAR for row in mine
         )

@@ -76,7 +76,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -90,6 +89,7 @@ from placerl.baselines.problem import Problem
 from placerl.baselines.references import reference
 from placerl.bench.placebench import CELL_TEST_SEEDS
 from placerl.cluster import load_cluster
+from placerl.comparison import geometric_interval, geometric_mean
 from placerl.graph import load_graph
 from placerl.run_config import RunConfig
 from placerl.train import train
@@ -222,15 +222,15 @@ def classic(spec: str, cluster_spec: str, budget: int) -> Classic:
     best_of_s = time.perf_counter() - began
     reference(graph, cluster, OBJECTIVE, "best_of")  # cached for the searches' starts
     searches = local_searches(graph, cluster, best_of.placement, budget)
-    logs = np.log([runtime for runtime, _, _ in searches])
+    runtimes = np.array([runtime for runtime, _, _ in searches])
     rows = []
     for seed, (runtime, evaluations, seconds) in enumerate(searches):
-        others = float(np.exp(np.delete(logs, seed).mean()))  # its own run left out
+        others = geometric_mean(np.delete(runtimes, seed))  # its own run left out
         rows.append({"seed": seed, "method": "local_search", "runtime": runtime,
                      "vs_constructive": runtime / constructive,
                      "vs_best_of": runtime / best_of.runtime, "evaluations": evaluations,
                      "wall_s": seconds + best_of_s, "vs_local_search": runtime / others})
-    return Classic(constructive, best_of, best_of_s, float(np.exp(logs.mean())), tuple(rows))
+    return Classic(constructive, best_of, best_of_s, geometric_mean(runtimes), tuple(rows))
 
 
 def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> list[dict[str, Any]]:
@@ -258,8 +258,8 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
     start = placers.best_of.placement
     searches = local_searches(problem.graph, problem.cluster, start,
                               max(1, int(zero_shot["evaluations"])))  # fmt: skip
-    zero_shot["vs_local_search"] = zero_shot["runtime"] / _geomean(
-        [runtime for runtime, _, _ in searches], digits=None)
+    zero_shot["vs_local_search"] = zero_shot["runtime"] / geometric_mean(
+        [runtime for runtime, _, _ in searches])
     # The simulator is cheap next to a policy's forward pass: the same comparison in seconds.
     own_s = zero_shot["wall_s"] - (placers.best_of_s if from_best_of else 0.0)
     zero_shot.update(equal_cost_references(problem, start, zero_shot["runtime"],
@@ -281,8 +281,7 @@ def equal_cost_references(problem: Problem, start: np.ndarray, runtime: float,
                                                    runtime, seed)
                               for seed in range(LOCAL_SEARCH_SEEDS)]))  # fmt: skip
     return {"policy_own_s": seconds,
-            "vs_iterated_local_search_time": runtime / _geomean([r for r, _, _ in timed],
-                                                                digits=None),
+            "vs_iterated_local_search_time": runtime / geometric_mean([r for r, _, _ in timed]),
             "iterated_local_search_evaluations": round(float(np.mean([e for _, e, _ in timed]))),
             "local_search_to_match": needed,
             "break_even_ms": 1e3 * break_even(seconds, evaluations, needed)}  # fmt: skip
@@ -366,17 +365,11 @@ def evaluations_to_reach(graph: Any, cluster: Any, start: np.ndarray, target: fl
 
 
 def _interval(ratios: np.ndarray) -> tuple[float, str]:
-    logs = np.log(ratios)
-    if len(logs) < 2:
-        return float(np.exp(logs.mean())), "-"
-    mean = logs.mean()
-    half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
-    return float(np.exp(mean)), f"{np.exp(mean - half):.3f}-{np.exp(mean + half):.3f}"
-
-
-def _geomean(values: list[float], digits: int | None = 3) -> float:
-    mean = float(np.exp(np.mean(np.log(values))))
-    return mean if digits is None else round(mean, digits)
+    """The geometric mean of ``ratios`` and its 95% t-interval as a cell ("-" under two)."""
+    if len(ratios) < 2:
+        return geometric_mean(ratios), "-"
+    low, high = geometric_interval(ratios)
+    return geometric_mean(ratios), f"{low:.3f}-{high:.3f}"
 
 
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -394,7 +387,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "runs": len(ratios), "geomean": round(mean, 3), "ci95": ci,
                         "at_most": f"{int((ratios <= 1 + 1e-9).sum())}/{len(ratios)}",
                         "worst": round(float(ratios.max()), 3),
-                        "vs_best_of": _geomean([r["vs_best_of"] for r in mine]),
+                        "vs_best_of": round(geometric_mean([r["vs_best_of"] for r in mine]), 3),
                         "inference_s": round(seconds, 2)})  # fmt: skip
     return out
 

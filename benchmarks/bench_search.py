@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -51,6 +50,7 @@ from placerl.baselines.best_of import DEFAULT_CANDIDATES
 from placerl.baselines.problem import Problem
 from placerl.baselines.references import reference
 from placerl.cluster import load_cluster
+from placerl.comparison import geometric_interval, geometric_mean
 from placerl.graph import load_graph
 from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 from placerl.train import train
@@ -114,12 +114,10 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for method, budget in keys:
         ratios = np.array([r["vs_reference"] for r in rows
                            if r["method"] == method and r["budget"] == budget])  # fmt: skip
-        logs = np.log(ratios)
-        half = (stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
-                if len(logs) > 1 else float("nan"))  # fmt: skip
+        low, high = geometric_interval(ratios)
         out.append({"method": method, "budget": budget, "runs": len(ratios),
-                    "geomean_vs_reference": round(float(np.exp(logs.mean())), 3),
-                    "ci95": f"{np.exp(logs.mean() - half):.3f}-{np.exp(logs.mean() + half):.3f}",
+                    "geomean_vs_reference": round(geometric_mean(ratios), 3),
+                    "ci95": f"{low:.3f}-{high:.3f}",
                     "at_most_reference": f"{int((ratios <= 1 + 1e-9).sum())}/{len(ratios)}",
                     "worst": round(float(ratios.max()), 3)})  # fmt: skip
     return out

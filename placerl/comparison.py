@@ -5,6 +5,10 @@ a bootstrap 95% interval over the pairs, wins and losses, and the Wilcoxon signe
 A difference is claimed only when the interval excludes 1 *and* the test gives p < 0.05, and
 where no difference shows, the verdict says how many pairs a difference of the observed size
 (at least 1%) would need. Every missing statistic carries its reason.
+
+The summaries of one setting's values live here too, so that the benchmarks and reports
+share them: :func:`t_interval` (the mean), :func:`geometric_mean` and
+:func:`geometric_interval` (ratios, averaged on the log scale).
 """
 
 from __future__ import annotations
@@ -182,3 +186,17 @@ def t_interval(values: np.ndarray, floor: float = -math.inf) -> tuple[float, flo
     half = float(stats.t.ppf(1 - ALPHA / 2, len(values) - 1) * values.std(ddof=1)
                  / np.sqrt(len(values)))  # fmt: skip
     return max(mean - half, floor), mean + half
+
+
+def geometric_mean(values: np.ndarray) -> float:
+    """The geometric mean of positive ``values`` (ratios and runtimes average on the log
+    scale: a 2x and a 0.5x cancel out); ``nan`` for none."""
+    values = np.asarray(values, float)
+    return float(np.exp(np.log(values).mean())) if len(values) else math.nan
+
+
+def geometric_interval(values: np.ndarray) -> tuple[float, float]:
+    """Student-t 95% interval of the geometric mean of positive ``values``: the
+    :func:`t_interval` of their logs, mapped back (``nan`` bounds for fewer than two)."""
+    low, high = t_interval(np.log(np.asarray(values, float)))
+    return math.exp(low), math.exp(high)

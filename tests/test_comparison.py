@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placerl.comparison import compare_pairs, t_interval
+from placerl.comparison import compare_pairs, geometric_interval, geometric_mean, t_interval
 
 REFERENCE = np.array([2.0, 2.2, 1.8, 2.1, 1.9, 2.0, 2.3, 1.7, 2.05, 1.95])
 
@@ -132,3 +132,18 @@ def test_a_floor_cuts_the_low_end_only():
     assert low < 0
     assert t_interval([0.7, 4.0], floor=0.0) == (0.0, high)
     assert t_interval([2.0, 3.0, 4.0], floor=0.0) == t_interval([2.0, 3.0, 4.0])  # above 0
+
+
+def test_the_geometric_mean_averages_on_the_log_scale():
+    assert geometric_mean([2.0, 0.5]) == pytest.approx(1.0)
+    assert geometric_mean([1.0, 4.0, 16.0]) == pytest.approx(4.0)
+    assert math.isnan(geometric_mean([]))
+
+
+def test_the_geometric_interval_is_the_t_interval_of_the_logs_mapped_back():
+    values = [0.9, 1.1, 1.3]
+    low, high = geometric_interval(values)
+    log_low, log_high = t_interval(np.log(values))
+    assert (low, high) == pytest.approx((math.exp(log_low), math.exp(log_high)))
+    assert low < geometric_mean(values) < high
+    assert all(math.isnan(b) for b in geometric_interval([1.2]))
