@@ -1,13 +1,23 @@
-"""Shared helpers of the benchmarks: timing by repetition and result tables."""
+"""Shared helpers of the benchmarks: timing by repetition, result tables and result files.
+
+A result file is ``<name>.json``, an object ``{"provenance", "config", "rows"}``: what made
+the rows (:func:`placerl._provenance.provenance`: versions, git revision, command, machine,
+date), the script's arguments and the rows. The markdown table beside it opens with a line
+naming the same commit, date and machine (:func:`provenance_line`), so that a figure quoted
+from either can be traced. Files written before provenance was recorded are a bare list of
+rows; :func:`read_results` reads both.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from placerl._provenance import provenance
 
 
 def best_time(fn: Callable[[], Any], *, repeat: int = 5, number: int = 1) -> float:
@@ -30,13 +40,77 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_results(name: str, rows: Sequence[dict[str, Any]], out_dir: str | Path) -> Path:
-    """Write rows as JSON beside the benchmarks; returns the path."""
+def write_results(name: str, rows: Sequence[dict[str, Any]], out_dir: str | Path, *,
+                  config: argparse.Namespace | Mapping[str, Any], markdown: str | None = None,
+                  extra: Mapping[str, Any] | None = None) -> Path:  # fmt: skip
+    """Write ``<name>.json`` under ``out_dir`` (:func:`result_record`); with ``markdown``,
+    also ``<name>.md``, headed by the same provenance (:func:`write_markdown`). Returns the
+    JSON's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    record = result_record(rows, config, extra)
     path = out / f"{name}.json"
-    path.write_text(json.dumps(list(rows), indent=1))
+    path.write_text(json.dumps(record, indent=1, default=str))
+    if markdown is not None:
+        write_markdown(name, markdown, out, record["provenance"])
     return path
+
+
+def result_record(rows: Sequence[dict[str, Any]], config: argparse.Namespace | Mapping[str, Any],
+                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """A result file's content: the rows with their provenance and ``config`` (the script's
+    arguments, as JSON values), and ``extra`` fields beside the rows."""
+    items = vars(config) if isinstance(config, argparse.Namespace) else dict(config)
+    plain = json.loads(json.dumps(items, default=str))  # paths and the like as their text
+    return {"provenance": provenance(), "config": plain, "rows": list(rows), **(extra or {})}
+
+
+def write_markdown(name: str, text: str, out_dir: str | Path,
+                   record: Mapping[str, Any] | None) -> Path:  # fmt: skip
+    """Write ``<name>.md``: ``text`` headed by the provenance ``record``
+    (:func:`with_provenance`). Returns the path."""
+    path = Path(out_dir) / f"{name}.md"
+    path.write_text(with_provenance(text, record))
+    return path
+
+
+def with_provenance(text: str, record: Mapping[str, Any] | None) -> str:
+    """Markdown ``text`` with :func:`provenance_line` of ``record`` on top (below the title
+    where ``text`` opens with one)."""
+    title = ""
+    if text.startswith("# "):
+        title, _, text = text.partition("\n")
+        title += "\n\n"
+    return f"{title}{provenance_line(record)}\n\n{text.lstrip()}"
+
+
+def provenance_line(record: Mapping[str, Any] | None) -> str:
+    """One line naming the commit, date, machine and command of a result's provenance."""
+    if not record:
+        return "_No provenance recorded: the commit, command and machine are unknown._"
+    revision = record.get("git_revision") or "unknown"
+    commit, dirty = revision.removesuffix("+dirty"), revision.endswith("+dirty")
+    machine = record.get("machine") or {}
+    gpus = machine.get("gpus")
+    gpu_words = "GPUs not looked up" if gpus is None else ", ".join(gpus) or "no GPU"
+    return (f"_Commit `{commit[:12]}`{' with uncommitted changes' if dirty else ''}, "
+            f"{record.get('date', 'date unknown')}, on {machine.get('cpu', 'an unknown CPU')} "
+            f"({machine.get('cores', '?')} cores, {gpu_words}): "
+            f"`{record.get('command', '?')}`._")  # fmt: skip
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    """A result file as ``{"provenance", "config", "rows", ...}``; a file from before
+    provenance was recorded (a bare list of rows) gets ``None`` for both."""
+    data = json.loads(Path(path).read_text())
+    if isinstance(data, list):
+        return {"provenance": None, "config": None, "rows": data}
+    return data
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a result file, of either layout (:func:`read_results`)."""
+    return read_results(path)["rows"]
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

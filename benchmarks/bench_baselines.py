@@ -32,6 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import result_record, with_provenance
+
 from placerl.baselines import PLACERS, SearchLimitWarning, solve
 from placerl.cluster import Cluster, Device
 from placerl.errors import PlaceRLError
@@ -373,8 +377,9 @@ def _grid(rows: list[dict], placers: list[str], cell, best_column: bool = False)
     return "\n".join(lines) + "\n"
 
 
-def write(rows: list[dict], text: str, out: Path) -> None:
-    """CSV, markdown and JSON, each written atomically."""
+def write(rows: list[dict], text: str, out: Path, config: argparse.Namespace) -> str:
+    """CSV, markdown and JSON, each written atomically, the JSON and the markdown with their
+    provenance and ``config``; returns the markdown."""
     out.mkdir(parents=True, exist_ok=True)
     columns = ["graph", "suite", "cluster", "devices", "nodes", "objective", "placer",
                "runtime", "ratio", "feasible", "optimal", "lower_bound", "solve_time", "ideals",
@@ -383,11 +388,15 @@ def write(rows: list[dict], text: str, out: Path) -> None:
     writer = csv.DictWriter(buffer, columns, extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
-    for name, content in (("baselines.csv", buffer.getvalue()), ("baselines.md", text),
-                          ("baselines.json", json.dumps(rows, indent=1, default=str))):  # fmt: skip
+    record = result_record(rows, config)
+    text = with_provenance(text, record["provenance"])
+    contents = {"baselines.csv": buffer.getvalue(), "baselines.md": text,
+                "baselines.json": json.dumps(record, indent=1, default=str)}  # fmt: skip
+    for name, content in contents.items():
         tmp = out / f".{name}.{os.getpid()}.tmp"
         tmp.write_text(content)
         os.replace(tmp, out / name)
+    return text
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -409,9 +418,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         name for name, placer in PLACERS.items() if placer.standalone and placer.decides == "device"
     ]
     rows = run(cases, placers, args.objectives.split(","), args.quick)
-    text = markdown(rows, placers)
-    print(text)
-    write(rows, text, args.out)
+    print(write(rows, markdown(rows, placers), args.out, args))
     return rows
 
 

@@ -12,9 +12,14 @@ targets. Usage: ``python benchmarks/bench_env.py [--quick]``.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from _common import best_time, markdown_table, write_results
 
 from placerl.envs import PlacementEnv, PlacementRefineEnv
@@ -92,8 +97,11 @@ def main() -> None:
     args = parser.parse_args()
     sizes = (100, 1000) if args.quick else (100, 1000, 5000)
     rows = [measure(mode, objective, n) for mode, objective in CASES for n in sizes]
-    print(markdown_table(rows))
-    write_results("bench_env", rows, args.out)
+    table = markdown_table(rows)
+    print(table)
+    note = ("Env speed: random actions on the raw env (no Gymnasium wrappers), one process; "
+            "steps per second next to the targets.")  # fmt: skip
+    write_results("bench_env", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ the geometric mean with a 95% t-interval, runs at most 1 and the worst case.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import warnings
@@ -45,7 +44,7 @@ from rich.progress import track
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import add_run_options, apply_run_options, markdown_table, write_results
+from _common import add_run_options, apply_run_options, markdown_table, read_rows, write_results
 
 from placerl.baselines import solve
 from placerl.cluster import load_cluster
@@ -141,7 +140,7 @@ def _finished(path: Path, steps: int) -> dict[tuple[str, str, int], dict[str, An
     """The RL runs of an earlier run of this benchmark with the same steps (``--resume``)."""
     if not path.is_file():
         return {}
-    rows = json.loads(path.read_text())
+    rows = read_rows(path)
     return {(r["graph"], r["cluster"], r["seed"]): r for r in rows
             if r["steps"] >= steps and "rl_vs_local_search" in r}  # fmt: skip
 
@@ -175,7 +174,6 @@ def main() -> None:
             row = done.get((graph, cluster, seed)) or run(graph, cluster, seed, steps,
                                                           case_set)  # fmt: skip
             rows.append(with_iterated(row, case_set))
-    write_results(name, rows, args.out)
     columns = ["rl_vs_local_search", "iterated_vs_local_search", "rl_vs_iterated",
                f"rl_vs_{case_set.reference}", "rl_vs_bound"]
     summaries = [summarize(rows, c) for c in columns
@@ -185,7 +183,7 @@ def main() -> None:
             "and RL over iterated local search at RL's budget (below 1: RL is faster); "
             "`rl_vs_bound`: over the objective's lower bound (1: no placement is faster)."
             f"\n\n{markdown_table(summaries)}\n\n{markdown_table(rows)}\n")  # fmt: skip
-    (Path(args.out) / f"{name}.md").write_text(text)
+    write_results(name, rows, args.out, config=args, markdown=text)
     print(text)
 
 

@@ -160,14 +160,13 @@ def main() -> None:
                 rows.append(run(graph, variant, seed, args.steps))
                 print({k: v for k, v in rows[-1].items() if "curve" not in k}, flush=True)
     out = Path(args.out)
-    write_results("fine_tuning", rows, out)
     plot(rows, out / "fine_tuning.png")
     command = "python benchmarks/bench_fine_tuning.py " + " ".join(sys.argv[1:])
     table = markdown_table(summarize(rows))
     text = (f"Command: `{command.strip()}` ({time.perf_counter() - begin:.0f} s). Greedy "
             f"runtime over the cloned policy's (below 1: PPO improved on the warm start), "
             f"{args.steps} steps per run.\n\n{table}\n")  # fmt: skip
-    (out / "fine_tuning.md").write_text(text)
+    write_results("fine_tuning", rows, out, config=args, markdown=text)
     print(f"\n{table}")
 
 

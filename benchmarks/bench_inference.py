@@ -120,11 +120,10 @@ def main() -> None:
             for recipe in args.recipes.split(",") for size in args.sizes.split(",")]  # fmt: skip
     table = markdown_table(rows)
     print(table)
-    write_results(args.name, rows, args.out)
     command = " ".join(["python benchmarks/bench_inference.py", *sys.argv[1:]])
     note = (f"Command: `{command}` ({torch.get_num_threads()} torch threads). Seconds: "
             f"medians of {args.repeat} runs.\n\n")  # fmt: skip
-    (Path(args.out) / f"{args.name}.md").write_text(note + table + "\n")
+    write_results(args.name, rows, args.out, config=args, markdown=note + table + "\n")
 
 
 if __name__ == "__main__":

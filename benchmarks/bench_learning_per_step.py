@@ -19,7 +19,6 @@ learns), the best evaluation, and training seconds.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import add_run_options, apply_run_options, markdown_table, write_results
+from _common import (
+    add_run_options,
+    apply_run_options,
+    markdown_table,
+    read_results,
+    write_markdown,
+    write_results,
+)
 
 from placerl.comparison import compare_pairs
 from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
@@ -94,8 +100,13 @@ def _key(run: dict[str, Any]) -> tuple[str, str, str, int]:
 
 def previous_runs(out: Path) -> list[dict[str, Any]]:
     """The runs of an earlier invocation (``--append``)."""
+    return previous_results(out)["rows"]
+
+
+def previous_results(out: Path) -> dict[str, Any]:
+    """The result file of an earlier invocation, with its provenance (none: no file)."""
     path = out / "learning_per_step.json"
-    return json.loads(path.read_text()) if path.is_file() else []
+    return read_results(path) if path.is_file() else {"provenance": None, "rows": []}
 
 
 def previous_commands(out: Path) -> list[str]:
@@ -255,8 +266,9 @@ def main() -> None:
         parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
     out = Path(args.out)
     start, runs = time.perf_counter(), previous_runs(out) if args.append else []
-    if args.report:
-        report(previous_runs(out), previous_commands(out), out)
+    if args.report:  # the table of the file's runs, under the provenance of their run
+        earlier = previous_results(out)
+        report(earlier["rows"], previous_commands(out), out, earlier["provenance"])
         return
     for variant in variants:
         for graph in GRAPHS:
@@ -267,7 +279,6 @@ def main() -> None:
                                 args.label))  # fmt: skip
                 print({k: runs[-1][k] for k in ("variant", "graph", "seed")},
                       f"final {runs[-1]['ratio'][-1]:.3f}", flush=True)
-    write_results("learning_per_step", runs, out)
     threads = f" --threads {args.threads}" if args.threads else ""
     command = (f"python benchmarks/bench_learning_per_step.py --variants {args.variants} "
                f"--seeds {args.seeds} --steps {args.steps}{threads}"
@@ -276,11 +287,14 @@ def main() -> None:
                f"{' --append' if args.append else ''}  # {time.perf_counter() - start:.0f} s")
     commands = [*previous_commands(out), command] if args.append else [command]
     (out / "learning_per_step_commands.txt").write_text("\n".join(commands) + "\n")
-    report(runs, commands, out)
+    path = write_results("learning_per_step", runs, out, config=args)
+    report(runs, commands, out, read_results(path)["provenance"])
 
 
-def report(runs: list[dict[str, Any]], commands: list[str], out: Path) -> None:
-    """Write and print the table (``learning_per_step.md``) and the plot of ``runs``."""
+def report(runs: list[dict[str, Any]], commands: list[str], out: Path,
+           provenance: dict[str, Any] | None) -> None:  # fmt: skip
+    """Write and print the table (``learning_per_step.md``, headed by the ``provenance`` of
+    the runs' file) and the plot of ``runs``."""
     plot(runs, out / "learning_per_step.png")
     steps, every = runs[0]["steps"][-1], runs[0]["steps"][1] - runs[0]["steps"][0]
     note = (f"MaskablePPO, {CLUSTER}, {steps} steps; ratios are greedy runtime / HEFT's "
@@ -294,7 +308,7 @@ def report(runs: list[dict[str, Any]], commands: list[str], out: Path) -> None:
                  "seed (ratios of the variant's value over the reference's; below 1: the "
                  "variant's greedy placements were faster; `faster` in a verdict means that):"
                  f"\n\n{markdown_table(comparisons)}\n")  # fmt: skip
-    (out / "learning_per_step.md").write_text(text)
+    write_markdown("learning_per_step", text, out, provenance)
     print(f"\n{text}")
 
 

@@ -141,10 +141,9 @@ def main() -> None:
             rows.append(measure(graph, cluster, args.evaluations, args.ils_seconds))
     name = "lower_bounds" + ("" if args.cases == "default" else f"_{args.cases}")
     name += "_quick" if args.quick else ""
-    write_results(name, rows, args.out)
     command = " ".join(["python benchmarks/bench_lower_bounds.py", *sys.argv[1:]])
     tables = [markdown_table(rows), markdown_table(family_summary(rows))]
-    (Path(args.out) / f"{name}.md").write_text(
+    text = (
         f"`{command}`: runtime over the objective's lower bound (`step_time`; 1.000: proven "
         f"optimal); the searches start from the best constructive placer's placement (`climb "
         f"to optimum`: `local_search` until no single move helps; iterated local search: "
@@ -153,6 +152,7 @@ def main() -> None:
         f"(HEFT, m-ETF, m-SCT), the bar of the zero-shot target ({ZERO_SHOT_BAR}):\n\n"
         f"{tables[0]}\n\n{tables[1]}\n"
     )
+    write_results(name, rows, args.out, config=args, markdown=text)
     print("\n\n".join(tables))
 
 

@@ -167,12 +167,11 @@ def main() -> None:
         print(markdown_table([row]), flush=True)
     name = args.name or ("measured_quick" if args.quick else "measured")
     out = Path(args.out)
-    write_results(name, [{"machine": platform.processor() or platform.machine(),
-                          "rows": rows, "points": points}], out)  # fmt: skip
     table = markdown_table(rows)
-    (out / f"{name}.md").write_text(
-        f"# Simulated against measured runtimes ({args.cluster}, {platform.machine()})\n\n{table}\n"
-    )
+    title = f"# Simulated against measured runtimes ({args.cluster}, {platform.machine()})"
+    text = f"{title}\n\n{table}\n"
+    # the machine is in the provenance; the points (one per placement) draw the plot
+    write_results(name, rows, out, config=args, markdown=text, extra={"points": points})
     plot(points, out / f"{name}.png")
     print(table)
 

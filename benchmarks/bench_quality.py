@@ -214,8 +214,7 @@ def save(rows: list[dict[str, Any]], args: argparse.Namespace, steps: int, time_
             f"{'' if final else ', still running'}). Ratios are runtimes over the "
             "reference (below 1: the policy is faster).")  # fmt: skip
     text = f"{note}\n\n{markdown_table(rows)}\n"
-    write_results(f"quality{suffix}", rows, args.out)
-    (Path(args.out) / f"quality{suffix}.md").write_text(text)
+    write_results(f"quality{suffix}", rows, args.out, config=args, markdown=text)
     return text
 
 

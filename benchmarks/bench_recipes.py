@@ -79,7 +79,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import add_run_options, apply_run_options, markdown_table, write_results
+from _common import add_run_options, apply_run_options, markdown_table, read_rows, write_results
 
 from placerl.agents.episodes import spread_graphs
 from placerl.agents.placer import env_for, load_model, reads_any_size
@@ -516,7 +516,7 @@ def main() -> None:
     begin, rows = time.perf_counter(), []
     previous = Path(args.out) / f"{args.name}.json"
     if args.resume and previous.is_file():  # keep the policies an interrupted run finished
-        rows = json.loads(previous.read_text())
+        rows = read_rows(previous)
     done = {(r["recipe"], r["seed"]) for r in rows}
     for recipe in args.recipes.split(","):
         for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -620,7 +620,6 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
            seconds: float) -> None:  # fmt: skip
     """Write the runs and the summary (JSON and markdown) and print the summary."""
     command = "python benchmarks/bench_recipes.py " + " ".join(sys.argv[1:])
-    write_results(args.name, rows, args.out)
     table = markdown_table(summarize(rows))
     costs = budgets(rows)
     if costs:
@@ -668,7 +667,7 @@ def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
             "`vs_best_of`: over `best_of` (below 1: better). Runtimes in seconds."
             f"\n\n{table}\n\n"
             f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
-    (Path(args.out) / f"{args.name}.md").write_text(text)
+    write_results(args.name, rows, args.out, config=args, markdown=text)
     print(f"\n{table}", flush=True)
 
 

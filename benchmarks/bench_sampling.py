@@ -50,10 +50,9 @@ def main() -> None:
     args = parser.parse_args()
     apply_run_options(args)
     rows = [measure(int(n), args.episodes) for n in args.sizes.split(",")]
-    write_results("sampling", rows, args.out)
     command = "python benchmarks/bench_sampling.py " + " ".join(sys.argv[1:])
     text = f"Command: `{command.strip()}`.\n\n{markdown_table(rows)}\n"
-    (Path(args.out) / "sampling.md").write_text(text)
+    write_results("sampling", rows, args.out, config=args, markdown=text)
     print(text)
 
 

@@ -157,13 +157,12 @@ def main() -> None:
                           flush=True)  # fmt: skip
     command = "python benchmarks/bench_search.py " + " ".join(sys.argv[1:])
     name = "search_quick" if args.quick else "search"
-    write_results(name, rows, args.out)
     table = markdown_table(summarize(rows))
     text = (f"Command: `{command.strip()}` ({time.perf_counter() - begin:.0f} s). Runtime over "
             f"`{REFERENCE}` at the same budget of simulator evaluations, on held-out "
             f"{FAMILY.format(seed='24..31')}, {CLUSTER} (below 1: better).\n\n{table}\n\n"
             f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
-    (Path(args.out) / f"{name}.md").write_text(text)
+    write_results(name, rows, args.out, config=args, markdown=text)
     print(f"\n{table}")
 
 

@@ -13,8 +13,13 @@ Usage: ``python benchmarks/bench_sim.py [--quick]``.
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from _common import best_time, markdown_table, write_results
 
 from placerl.cluster import load_cluster
@@ -91,8 +96,12 @@ def main() -> None:
         for cluster in CLUSTERS
         for objective in ("step_time", "pipeline")
     ]
-    print(markdown_table(rows))
-    write_results("bench_sim", rows, args.out)
+    table = markdown_table(rows)
+    print(table)
+    note = ("Simulator speed: `evaluate` (a prepared CostModel), `simulate` (one-shot) and the "
+            "pure-Python reference on the same random placements of layered graphs; best of "
+            "repeated rounds.")  # fmt: skip
+    write_results("bench_sim", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n")
 
 
 if __name__ == "__main__":

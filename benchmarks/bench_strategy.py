@@ -161,8 +161,9 @@ def main() -> None:
     text = "\n\n".join(f"## {name}\n\n{markdown_table(rows)}" for name, rows in tables.items())
     print(text)
     name = "strategy_quick" if args.quick else "strategy"
-    write_results(name, [r for rows in tables.values() for r in rows], args.out)
-    (Path(args.out) / f"{name}.md").write_text(text + "\n")
+    config = {**vars(args), "rl_steps": rl_steps}  # the resolved default
+    write_results(name, [r for rows in tables.values() for r in rows], args.out, config=config,
+                  markdown=text + "\n")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -210,9 +210,9 @@ def main() -> None:
         graph = FAMILY if name == "generalization" else GRAPH
         note = (f"Command: `{command}` ({time.perf_counter() - start:.0f} s). Runtimes over "
                 f"the best constructive placer's on {graph}, {CLUSTER} (below 1: better).")
-        write_results(f"training_{name}", rows, args.out)
         text = f"{note}\n\nMeans:\n\n{markdown_table(means)}\n\nRuns:\n\n{markdown_table(rows)}\n"
-        (Path(args.out) / f"training_{name}.md").write_text(text)
+        write_results(f"training_{name}", rows, args.out, config={**vars(args), "study": name},
+                      markdown=text)  # fmt: skip
         print(f"\n{text}", flush=True)
 
 

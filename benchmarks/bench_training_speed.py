@@ -245,9 +245,8 @@ def main() -> None:
         note += f" {args.busy} other process(es) kept a core busy throughout; envs in process."
     name = ("training_speed" + ("_busy" if args.busy else "")
             + ("_n_envs" if args.n_envs != parser.get_default("n_envs") else ""))  # fmt: skip
-    write_results(name, rows, args.out)
     text = f"{note}\n\n{markdown_table(rows)}\n"
-    (Path(args.out) / f"{name}.md").write_text(text)
+    write_results(name, rows, args.out, config=args, markdown=text)
     print(f"\n{text}")
 
 

@@ -3,9 +3,10 @@
 
 For an ablation whose policies share their seeds with a reference run (an ``--override`` the
 same seeds trained without): the pairs differ only in the setting, so a paired comparison
-detects effects that the two runs' intervals over graphs and seeds hide. The results files do
-not hold the runs' other settings (family, cluster, start placer: the ``.md`` beside each
-names its command), so that they differ only in the setting is the caller's to check. The
+detects effects that the two runs' intervals over graphs and seeds hide. A results file holds
+its run's arguments in ``config`` (those from before provenance was recorded, in
+``results/archive/``, hold none: the ``.md`` beside each names its command); that the runs
+differ only in the setting is the caller's to check. The
 statistics are placerl's (:func:`placerl.comparison.compare_pairs`): geometric-mean ratio
 of runtimes with a bootstrap 95% interval over the pairs, wins and losses, and the Wilcoxon
 signed-rank p-value.
@@ -17,14 +18,13 @@ signed-rank p-value.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import markdown_table
+from _common import markdown_table, read_rows
 
 from placerl.comparison import compare_pairs
 
@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("reference", type=Path, help="results JSON of the same seeds without it")
     parser.add_argument("--recipe", default="improve")
     args = parser.parse_args()
-    rows = [json.loads(path.read_text()) for path in (args.candidate, args.reference)]
+    rows = [read_rows(path) for path in (args.candidate, args.reference)]
     print(f"{args.candidate.name} over {args.reference.name} ({args.recipe}; below 1: faster)")
     print(markdown_table(paired(*rows, args.recipe)))
 

@@ -54,11 +54,10 @@ def main() -> None:
     args = parser.parse_args()
     best = yaml.safe_load((args.sweep / "optimization_results.yaml").read_text())
     rows = trials(args.sweep, list(best["best_params"]))
-    write_results(args.name, rows, args.out)
     params = ", ".join(f"`{k.lstrip('+')}={v}`" for k, v in best["best_params"].items())
     text = (f"Command: `{args.command}`. Best value {best['best_value']:.4f} with {params}."
             f"\n\n{markdown_table(rows)}\n")  # fmt: skip
-    (Path(args.out) / f"{args.name}.md").write_text(text)
+    write_results(args.name, rows, args.out, config=args, markdown=text)
     print(text)
 
 

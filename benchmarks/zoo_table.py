@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import markdown_table, write_results
 
@@ -62,8 +65,10 @@ def main() -> None:
         os.environ["PLACERL_CACHE"] = cache
         rows = [measure(model, variant, args.training) for model, variant in MODELS]
     name = "zoo_table_training" if args.training else "zoo_table"
-    path = write_results(name, rows, Path(__file__).parent / "results")
-    print(markdown_table(rows))
+    table = markdown_table(rows)
+    path = write_results(name, rows, Path(__file__).parent / "results", config=args,
+                         markdown=table + "\n")  # fmt: skip
+    print(table)
     print(f"\nwritten to {path}")
 
 
