@@ -93,7 +93,7 @@ def measure(mode: str, objective: str, n: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100 and 1k nodes only")
-    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     sizes = (100, 1000) if args.quick else (100, 1000, 5000)
     rows = [measure(mode, objective, n) for mode, objective in CASES for n in sizes]

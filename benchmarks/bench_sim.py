@@ -87,7 +87,7 @@ def kernel_call(model: CostModel):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100 and 1k nodes only")
-    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     sizes = (100, 1000) if args.quick else (100, 1000, 10_000)
     rows = [

@@ -12,7 +12,7 @@ of runtimes with a bootstrap 95% interval over the pairs, wins and losses, and t
 signed-rank p-value.
 
     python benchmarks/recipes_paired.py benchmarks/results/recipes_improve_cifar10_X.json \\
-        benchmarks/results/recipes_improve_cifar10.json --recipe improve
+        benchmarks/results/archive/recipes_improve_cifar10.json --recipe improve
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def _run_scales(measurer: Measurer, graph: CompGraph, cluster: Cluster) -> dict[
     """Per asynchronous kind: the whole graph's measured runtime on its first device (the
     median of :data:`RUN_SCALE_MEASUREMENTS`) over the runtime ``graph``'s profiled costs
     simulate (on a GPU alone 10.5 ms measured against 16.0 ms simulated for a small
-    Inception-v3, ``benchmarks/results/measured_cpu_gpu.md``)."""
+    Inception-v3, ``benchmarks/results/archive/measured_cpu_gpu.md``)."""
     scales = {}
     for kind, devices in _kinds(measurer).items():
         d = devices[0]
