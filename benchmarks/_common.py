@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -30,6 +31,18 @@ def best_time(fn: Callable[[], Any], *, repeat: int = 5, number: int = 1) -> flo
             fn()
         rounds.append((time.perf_counter() - start) / number)
     return min(rounds)
+
+
+def load_note() -> tuple[str, dict[str, Any]]:
+    """The machine's load when a timing benchmark starts, as a sentence and a JSON field: on
+    a shared machine the same code times several-fold slower under load, and the provenance
+    names the machine, not how busy it was."""
+    if not hasattr(os, "getloadavg"):
+        return "", {}
+    one, five, _ = os.getloadavg()
+    cores = os.cpu_count()
+    return (f" Load average when it started: {one:.1f} (1 min), {five:.1f} (5 min) on {cores} "
+            "cores.", {"load_average": {"1min": one, "5min": five, "cores": cores}})  # fmt: skip
 
 
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:

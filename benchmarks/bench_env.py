@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_time, markdown_table, write_results
+from _common import best_time, load_note, markdown_table, write_results
 
 from placerl.envs import PlacementEnv, PlacementRefineEnv
 
@@ -96,12 +96,14 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     sizes = (100, 1000) if args.quick else (100, 1000, 5000)
+    load, load_field = load_note()
     rows = [measure(mode, objective, n) for mode, objective in CASES for n in sizes]
     table = markdown_table(rows)
     print(table)
     note = ("Env speed: random actions on the raw env (no Gymnasium wrappers), one process; "
-            "steps per second next to the targets.")  # fmt: skip
-    write_results("bench_env", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n")
+            "steps per second next to the targets." + load)  # fmt: skip
+    write_results("bench_env", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n",
+                  extra=load_field)  # fmt: skip
 
 
 if __name__ == "__main__":

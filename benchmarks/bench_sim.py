@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_time, markdown_table, write_results
+from _common import best_time, load_note, markdown_table, write_results
 
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
@@ -90,6 +90,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     sizes = (100, 1000) if args.quick else (100, 1000, 10_000)
+    load, load_field = load_note()
     rows = [
         measure(n, objective, cluster)
         for n in sizes
@@ -100,8 +101,9 @@ def main() -> None:
     print(table)
     note = ("Simulator speed: `evaluate` (a prepared CostModel), `simulate` (one-shot) and the "
             "pure-Python reference on the same random placements of layered graphs; best of "
-            "repeated rounds.")  # fmt: skip
-    write_results("bench_sim", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n")
+            "repeated rounds." + load)  # fmt: skip
+    write_results("bench_sim", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n",
+                  extra=load_field)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -59,3 +59,11 @@ def test_an_archived_result_reads_as_rows_without_provenance(common, tmp_path):
     path.write_text(json.dumps([{"a": 1}, {"a": 2}]))
     assert common.read_results(path) == {"provenance": None, "config": None,
                                          "rows": [{"a": 1}, {"a": 2}]}  # fmt: skip
+
+
+def test_the_load_note_gives_the_load_in_words_and_as_a_field(common):
+    words, field = common.load_note()
+    if not field:
+        pytest.skip("no load average on this platform")
+    assert words.startswith(" Load average when it started: ")
+    assert set(field["load_average"]) == {"1min", "5min", "cores"}
