@@ -3,7 +3,7 @@
 For small graphs: it cross-checks ``tarnawski_dp`` on contiguous splits and gives the true
 optimum without contiguity. Variables (per block ``g`` and device ``i``): ``y[g, i]`` binary,
 block ``g`` on device ``i``; per node ``w`` and accelerator ``i``: ``out[w, i]``, ``in[w, i]``
->= 0, the transfer seconds ``w`` costs device ``i``; per device: a potential ``pi[i]``; and the
+>= 0, the transfer time ``w`` costs device ``i``; per device: a potential ``pi[i]``; and the
 max-load ``T``.
 
 * every block on one device that can run it; memory per device;
@@ -13,6 +13,13 @@ max-load ``T``.
 * contiguous: for every ordering edge ``X -> Y`` of the split model and devices ``i != j``,
   ``pi[j] - pi[i] >= 1 - D (2 - y[X, i] - y[Y, j])``: the devices can be ordered along the
   edges, which is exactly a chain of ideals (:mod:`placerl.baselines.split_model`).
+
+Times enter the program in a unit of the order of the optimum (a lower bound on the max-load,
+:func:`_time_unit`), not in seconds: HiGHS's tolerances are absolute (primal feasibility 1e-7,
+MIP gap 1e-6, and it prunes a node whose bound is within the gap of the incumbent). In seconds,
+with loads of ~6e-5 and edges of ~3e-6, that is percents of both, and HiGHS once called a split
+optimal 0.36% above a placement local search found (``tiny/chain-n24-s9``).
+:func:`milp_objective` evaluates the rows on a fixed placement.
 """
 
 from __future__ import annotations
@@ -29,9 +36,11 @@ from placerl.errors import ConfigError, PlacementError
 from . import _checks
 from .api import SearchLimitWarning, Solution, register_placer
 from .problem import Problem
-from .split_model import build_split_model
+from .split_model import build_split_model, pair_independent_edge_times
 
 _NAME = "milp"
+#: HiGHS's relative MIP gap (its default, 1e-4, would let it stop 0.01% above the optimum).
+_MIP_REL_GAP = 1e-9
 
 
 @register_placer(_NAME, optimizes="pipeline")
@@ -62,26 +71,55 @@ def milp(
             f"{_NAME} is for small graphs: {problem.graph.name!r} has {problem.num_nodes} nodes, "
             f"max_nodes is {max_nodes}"
         )
-    model = build_split_model(problem, merge_free=False)
-    block_of = model.block_of if contiguous else problem.units.of_node
-    program = _Program(problem, block_of, model.edge_time)
-    if contiguous:
-        program.add_contiguity(model.order_edges)
+    program = _program(problem, contiguous)
     result = program.solve(time_limit)
     if result.x is None:
         raise PlacementError(f"{_NAME}: {result.message.strip()} for {problem.graph.name!r}")
     placement = program.placement(result.x)
     optimal = result.status == 0
+    value = float(result.fun) * program.unit
+    bound = min(float(result.mip_dual_bound) * program.unit, value)
     if not optimal:
         warnings.warn(
             f"{_NAME}: stopped at the time limit ({result.message.strip()}); returning the "
-            f"incumbent (max-load {result.fun:.6g}, lower bound {result.mip_dual_bound:.6g})",
+            f"incumbent (max-load {value:.6g}, lower bound {bound:.6g})",
             SearchLimitWarning,
             stacklevel=3,
         )
-    bound = float(result.fun) if optimal else float(result.mip_dual_bound)
-    info = {"value": float(result.fun), "status": result.message.strip(), "contiguous": contiguous}
+    info = {"value": value, "status": result.message.strip(), "contiguous": contiguous}
     return Solution(placement, bound, optimal, info)
+
+
+def milp_objective(problem: Problem, placement: np.ndarray, *, contiguous: bool = False) -> float:
+    """The max-load the MILP's rows give ``placement`` (seconds; tests compare it with the
+    simulator's ``pipeline`` runtime).
+
+    Raises:
+        PlacementError: ``placement`` splits a block or puts a block where it cannot run.
+    """
+    return _program(problem, contiguous).objective_at(placement)
+
+
+def _program(problem: Problem, contiguous: bool) -> _Program:
+    """The program over the split model's blocks (contiguous) or the colocation units."""
+    if not contiguous:  # no split model: its contraction cycles do not matter here
+        edge_time = pair_independent_edge_times(problem)
+        return _Program(problem, problem.units.of_node, edge_time)
+    model = build_split_model(problem, merge_free=False)
+    program = _Program(problem, model.block_of, model.edge_time)
+    program.add_contiguity(model.order_edges)
+    return program
+
+
+def _time_unit(block_durations: np.ndarray, edge_time: np.ndarray, n_dev: int) -> float:
+    """Seconds per unit of time in the program: a lower bound on the max-load (the largest
+    block, or the total work spread evenly, at its fastest), else the longest edge, else 1."""
+    fastest = np.where(np.isfinite(block_durations), block_durations, np.inf).min(axis=1)
+    fastest = fastest[np.isfinite(fastest)]
+    unit = max(float(fastest.max(initial=0.0)), float(fastest.sum()) / n_dev)
+    if unit <= 0.0:
+        unit = float(edge_time.max(initial=0.0))
+    return unit if unit > 0.0 else 1.0
 
 
 class _Program:
@@ -102,9 +140,12 @@ class _Program:
         self.block_durations = np.zeros((n_blocks, n_dev))
         np.add.at(self.block_durations, block_of, problem.durations)
         self.runnable = np.isfinite(self.block_durations)
+        self.unit = _time_unit(self.block_durations, edge_time, n_dev)
         self.rows: list[tuple[list[int], list[float], float, float]] = []
+        self.transfer_rows: list[int] = []
+        self.load_rows: list[int] = []
         self._assignment_rows()
-        self._load_rows(edge_time)
+        self._load_rows(edge_time / self.unit)
 
     def row(self, cols, coefs, low=-np.inf, high=np.inf) -> None:
         self.rows.append((list(cols), list(coefs), low, high))
@@ -122,11 +163,12 @@ class _Program:
 
     def _load_rows(self, edge_time: np.ndarray) -> None:
         a, b_of = self.problem.graph.arrays, self.block_of
-        work = np.where(self.runnable, self.block_durations, 0.0)
+        work = np.where(self.runnable, self.block_durations, 0.0) / self.unit
         for k, i in enumerate(self.accelerators):
             for e in np.flatnonzero((b_of[a.src] != b_of[a.dst]) & (edge_time > 0)):
                 w, t = int(a.src[e]), float(edge_time[e])
                 gw, gz = self.y[b_of[w], i], self.y[b_of[a.dst[e]], i]
+                self.transfer_rows += [len(self.rows), len(self.rows) + 1]
                 self.row([gw, gz, self.out[w, k]], [t, -t, -1.0], high=0.0)
                 self.row([gz, gw, self.inc[w, k]], [t, -t, -1.0], high=0.0)
         for i in range(self.n_dev):
@@ -135,7 +177,29 @@ class _Program:
                 k = int(np.flatnonzero(self.accelerators == i)[0])
                 cols += list(self.out[:, k]) + list(self.inc[:, k])
                 coefs += [1.0] * (2 * self.problem.num_nodes)
+            self.load_rows.append(len(self.rows))
             self.row(cols, coefs, high=0.0)
+
+    def objective_at(self, placement: np.ndarray) -> float:
+        """Smallest ``T`` (seconds) the rows allow with ``y`` fixed to ``placement``: each
+        transfer variable at the largest value its rows force, then the largest load row."""
+        placement = np.asarray(placement, dtype=np.int64)
+        device_of_block = np.full(self.n_blocks, -1)
+        device_of_block[self.block_of] = placement
+        if np.any(device_of_block[self.block_of] != placement):
+            raise PlacementError(f"{_NAME}: the placement splits a block")
+        if not self.runnable[np.arange(self.n_blocks), device_of_block].all():
+            raise PlacementError(f"{_NAME}: the placement puts a block where it cannot run")
+        x = np.zeros(self.n_vars)
+        x[self.y[np.arange(self.n_blocks), device_of_block]] = 1.0
+        for r in self.transfer_rows:  # sum(coefs[:-1] x) - var <= 0, var last
+            cols, coefs, _, _ = self.rows[r]
+            x[cols[-1]] = max(x[cols[-1]], float(np.dot(coefs[:-1], x[cols[:-1]])))
+        loads = []
+        for r in self.load_rows:  # load - T <= 0
+            cols, coefs, _, _ = self.rows[r]
+            loads.append(float(np.dot(coefs, x[cols])))  # x[T] is 0
+        return max(loads) * self.unit
 
     def add_contiguity(self, order_edges: np.ndarray) -> None:
         """Devices ordered along the ordering edges (potentials ``pi``)."""
@@ -168,7 +232,7 @@ class _Program:
             constraints=LinearConstraint(matrix, low, high),
             integrality=integrality,
             bounds=Bounds(lower, upper),
-            options={"time_limit": time_limit},
+            options={"time_limit": time_limit, "mip_rel_gap": _MIP_REL_GAP},
         )
 
     def placement(self, x: np.ndarray) -> np.ndarray:
