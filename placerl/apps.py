@@ -231,13 +231,20 @@ def _bench_main(cfg: DictConfig) -> None:
 
 
 def run_bench(run: BenchRunConfig, out_dir: str | Path) -> list[dict[str, Any]]:
-    """Run ``run``'s placer on its cases, writing the records and ``leaderboard.md`` (with its
-    JSON) into ``out_dir``; print the leaderboard and the failed cases; return the records."""
+    """Run ``run``'s placer or recipe on its cases, writing the records and ``leaderboard.md``
+    (with its JSON) into ``out_dir``; print the leaderboard and the failed cases; return the
+    records."""
     from placerl.bench.leaderboard import write_leaderboard
-    from placerl.bench.run import run_cases
+    from placerl.bench.recipe import run_recipe
+    from placerl.bench.run import run_cases, select_cases
 
-    records = run_cases(run.cases_suite(), run.tier, run.split, run.placer, out_dir,
-                        force=run.force)  # fmt: skip
+    if run.recipe is None:
+        records = run_cases(run.cases_suite(), run.tier, run.split, run.placer, out_dir,
+                            force=run.force)  # fmt: skip
+    else:
+        suite, cases = select_cases(run.cases_suite(), run.tier, run.split)
+        records = run_recipe(suite, cases, run.recipe, run.recipe_overrides, run.seed,
+                             out_dir, force=run.force)  # fmt: skip
     path = write_leaderboard([out_dir], Path(out_dir) / "leaderboard.md")
     print(path.read_text())
     for record in records:

@@ -114,14 +114,24 @@ def compose_run(*overrides: str, config_name: str = "train") -> Any:
         GlobalHydra.instance().hydra = active
 
 
-def config_groups() -> list[str]:
-    """The config groups of the tree (``graph``, ``experiment``, ...), Hydra's own aside."""
+def _config_root() -> Any:
     from importlib import resources
 
-    root = resources.files(CONFIG_MODULE) if config_path().startswith("pkg://") else Path(
+    return resources.files(CONFIG_MODULE) if config_path().startswith("pkg://") else Path(
         config_path())  # fmt: skip
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in (
+
+
+def config_groups() -> list[str]:
+    """The config groups of the tree (``graph``, ``experiment``, ...), Hydra's own aside."""
+    return sorted(p.name for p in _config_root().iterdir() if p.is_dir() and p.name not in (
         "hydra", "__pycache__"))  # fmt: skip
+
+
+def group_options(group: str) -> list[str]:
+    """The options of a config group (``experiment``: the recipes), by name."""
+    folder = _config_root() / group
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir()
+                  if p.name.endswith(".yaml"))  # fmt: skip
 
 
 def check_arguments(args: Sequence[str], config_name: str = "train") -> None:

@@ -406,8 +406,9 @@ class EvalRunConfig:
 
 @dataclass
 class BenchRunConfig:
-    """A PlaceBench run (``placerl-bench``): a classic placer on a suite's cases, one record
-    per case (:mod:`placerl.bench.run`).
+    """A PlaceBench run (``placerl-bench``): a placer, or a recipe trained on the ``train``
+    cases and selected on the ``validation`` ones, scored on a suite's cases, one record per
+    case (:mod:`placerl.bench.run`, :mod:`placerl.bench.recipe`).
 
     Attributes:
         suite: The suite, ``<name>-v<version>`` (``placebench-v1``).
@@ -416,6 +417,11 @@ class BenchRunConfig:
         split: The split to run (``train``, ``validation``, ``test``); a score to report
             is a ``test`` one.
         placer: A placer spec (``heft``, ``'local_search?init=best_of&max_evaluations=2000'``).
+        recipe: A recipe (an ``experiment`` config: ``placeto``, ``improve``, ...) to train
+            per family and score instead of ``placer``; ``None``: score ``placer``.
+        recipe_overrides: ``placerl-train`` overrides of the recipe, its budget above all
+            (``"recipe_overrides=['total_steps=4000']"``); the records name them.
+        seed: The recipe's seed (a sweep over seeds: ``seed=0,1,2 -m``).
         dataset: A folder of graph JSON files to run instead of the suite, each a case on
             ``cluster.spec`` under ``objective`` in ``split``; ``None``: the suite.
         cluster: Where a dataset's graphs are placed (:class:`ClusterGroup`); a suite's cases
@@ -429,6 +435,9 @@ class BenchRunConfig:
     tier: str | None = None
     split: str = "test"
     placer: str = "heft"
+    recipe: str | None = None
+    recipe_overrides: list[str] = field(default_factory=list)
+    seed: int = 0
     dataset: str | None = None
     cluster: ClusterGroup = field(default_factory=_main_job("cluster", "bench"))
     objective: str = "step_time"
@@ -450,7 +459,14 @@ class BenchRunConfig:
         from placerl.bench.run import select_cases
 
         _check_choice("objective", self.objective, ("step_time", "pipeline"))
-        parse_placer(self.placer)
+        check_int(self.seed, "seed")
+        if self.recipe is None:
+            parse_placer(self.placer)
+        else:
+            from placerl.bench.recipe import check_recipe
+
+            check_spec_list(self.recipe_overrides, "recipe_overrides")
+            check_recipe(self.recipe, self.recipe_overrides)
         select_cases(self.cases_suite(), self.tier, self.split)
         return self
 

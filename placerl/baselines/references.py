@@ -41,8 +41,9 @@ from placerl.sim import parse_objective, penalized_runtime
 from .api import PLACERS, InfeasiblePlacementWarning, solve
 
 #: Bump when the meaning of a cached reference changes, to invalidate old files.
-#: 2: ``optimal``.
-CACHE_FORMAT = 2
+#: 2: ``optimal``. 3: the MILP solves in scaled time (exact where HiGHS's absolute
+#: tolerances had cut off better splits).
+CACHE_FORMAT = 3
 
 #: In a training run's baseline spec, the env steps it trained (``RunConfig.baselines``).
 STEPS = "{steps}"
@@ -193,8 +194,10 @@ def _spec_value(value: Any) -> str:
     return str(value)
 
 
-def parse_placer(spec: str) -> tuple[str, dict[str, Any]]:
-    """A placer spec ``name?option=value&...`` as (name, options), checked against the registry.
+def parse_placer(spec: str, extra: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """A placer spec ``name?option=value&...`` as (name, options), checked against the registry,
+    with ``extra`` options beside the spec's (values a spec cannot hold, as a file path with
+    ``=`` in it).
 
     Raises:
         ConfigError: Unknown placer (lists the known ones) or option (lists the placer's), or
@@ -203,6 +206,7 @@ def parse_placer(spec: str) -> tuple[str, dict[str, Any]]:
     if not isinstance(spec, str):
         raise ConfigError(f"a placer spec must be a string like 'heft', got {spec!r}")
     name, options = split_named(spec, what="placer spec")
+    options.update(extra or {})
     check_options(PLACERS[name].fn, options, what=f"placer {name!r}", error=ConfigError,
                   keyword_only=True)  # fmt: skip
     return name, options

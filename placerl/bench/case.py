@@ -7,6 +7,7 @@ score). :mod:`placerl.bench.guard` enforces it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from placerl._spec import parse_query
@@ -27,6 +28,10 @@ class Case:
         graph: A graph spec (:func:`placerl.graph.load_graph`).
         cluster: A cluster spec (:func:`placerl.cluster.load_cluster`).
         objective: ``step_time`` or ``pipeline``.
+        family: The graphs one policy learns together (a recipe trains on the ``train``
+            cases of a family and selects on its ``validation`` ones); ``""``: the name
+            without its seed and cluster suffixes (``families/layered-n80-s24@pcie-d4`` is
+            ``families/layered-n80``).
     """
 
     name: str
@@ -35,8 +40,11 @@ class Case:
     graph: str
     cluster: str
     objective: str = "step_time"
+    family: str = ""
 
     def __post_init__(self) -> None:
+        if not self.family:
+            object.__setattr__(self, "family", re.sub(r"(-s\d+)?(@.*)?$", "", self.name))
         if self.split not in SPLITS:
             raise ConfigError(f"case {self.name!r}: split must be one of {', '.join(SPLITS)}, "
                               f"got {self.split!r}")  # fmt: skip

@@ -1,5 +1,7 @@
 """The PlaceBench leaderboard: one row per (tier, split, placer), generated from record files.
 
+A placer's row pools its cases and, for a recipe, its seeds.
+
 :func:`leaderboard` reads every record JSON (:mod:`placerl.bench.run`) under some folders;
 :func:`write_leaderboard` writes the table as markdown, with the suite, the commit(s) and
 date(s) of the records, and as JSON beside it. ``placerl-leaderboard DIR... [--out FILE]``
@@ -9,8 +11,14 @@ Columns: ``suite``, ``tier``, ``split``, ``placer``, ``cases``, ``score`` (the g
 scores with its bootstrap 95% interval and the infeasible count,
 :meth:`~placerl.bench.scores.MeanScore.label`), ``score_value``, ``ci_low``, ``ci_high``,
 ``infeasible``, ``failed`` (cases whose graph did not load or that no placement fits),
-``mean_gap`` (to the lower bound, over placements that fit), ``simulator_calls`` (total) and
-``wall_s`` (total).
+``mean_gap`` (to the lower bound, over placements that fit), ``simulator_calls`` and
+``wall_s`` (totals, each training counted once), ``calls_per_case`` (``simulator_calls`` over
+the records: the budget a classic placer is held to), ``seeds``, and ``vs_reference``: the
+paired comparison (:func:`placerl.comparison.compare_pairs`) of the row's runtimes with those
+of the strongest classic placer at equal budget, the best-scoring row of the same tier and
+split without training whose ``calls_per_case`` is at most the row's (``reference`` names
+it, ``ratio``, ``ratio_low`` and ``ratio_high`` hold the geometric-mean runtime ratio and its
+95% interval: below 1, the row's placements run faster).
 """
 
 from __future__ import annotations
@@ -21,23 +29,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from placerl.bench.run import RECORD_FIELDS
+from placerl.bench.run import RECORD_FIELDS, TRAINING_DIR
 from placerl.bench.scores import CaseScore, geometric_mean_score
 from placerl.errors import ConfigError
 from placerl.results import write_json
 
 #: Marks the JSON :func:`write_leaderboard` writes, so that a later reading skips it.
 KIND = "placebench-leaderboard"
-COLUMNS = ("suite", "tier", "split", "placer", "cases", "score", "score_value", "ci_low",
-           "ci_high", "infeasible", "failed", "mean_gap", "simulator_calls", "wall_s")  # fmt: skip
+COLUMNS = ("suite", "tier", "split", "placer", "cases", "seeds", "score", "score_value",
+           "ci_low", "ci_high", "infeasible", "failed", "mean_gap", "simulator_calls",
+           "calls_per_case", "wall_s", "vs_reference", "reference", "ratio", "ratio_low",
+           "ratio_high")  # fmt: skip
 #: The columns the markdown table shows.
-SHOWN = ("suite", "tier", "split", "placer", "cases", "score", "infeasible", "failed", "mean_gap",
-         "simulator_calls", "wall_s")  # fmt: skip
+SHOWN = ("tier", "split", "placer", "cases", "score", "infeasible", "failed", "mean_gap",
+         "calls_per_case", "wall_s", "vs_reference")  # fmt: skip
 
 
 def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, Any]]]:
     """Every record under ``folders`` with its file: each ``*.json`` but placerl's
-    ``result.json`` and a leaderboard's own JSON.
+    ``result.json``, a leaderboard's own JSON and the files of a recipe's training.
 
     Raises:
         FileNotFoundError: A folder does not exist, or none holds a record.
@@ -50,7 +60,8 @@ def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, An
         if not root.is_dir():
             raise FileNotFoundError(f"{root} is not a folder")
         for path in sorted(root.rglob("*.json")):
-            if path.name == "result.json" or path.resolve() in seen:
+            inside = path.relative_to(root).parts[:-1]
+            if path.name == "result.json" or TRAINING_DIR in inside or path.resolve() in seen:
                 continue  # a file under two of the folders is read once
             seen.add(path.resolve())
             try:
@@ -90,12 +101,15 @@ def leaderboard(folders: Sequence[str | Path]) -> Any:
                               f"({record['suite']}) are records of two suites for tier "
                               f"{record['tier']!r} and placer {record['placer']!r}: results "
                               "of two suites never pool")  # fmt: skip
-        twin = group.get(record["case"])
+        key = (record["case"], record.get("seed"))
+        twin = group.get(key)
         if twin and _scored(twin[1]) != _scored(record):
             raise ConfigError(f"{twin[0]} and {path} are two different records of case "
-                              f"{record['case']!r} by {record['placer']!r}: keep one")  # fmt: skip
-        group.setdefault(record["case"], (path, record))  # a copy of a record counts once
-    rows = [_row([record for _, record in group.values()]) for group in groups.values()]
+                              f"{record['case']!r} by {record['placer']!r} (seed "
+                              f"{record.get('seed')}): keep one")  # fmt: skip
+        group.setdefault(key, (path, record))  # a copy of a record counts once
+    pooled = {name: [record for _, record in group.values()] for name, group in groups.items()}
+    rows = [{**_row(records), **_versus(records, pooled)} for records in pooled.values()]
     return pd.DataFrame(rows, columns=list(COLUMNS)).sort_values(
         ["suite", "tier", "split", "placer"], ignore_index=True)  # fmt: skip
 
@@ -118,11 +132,59 @@ def _row(records: list[dict[str, Any]]) -> dict[str, Any]:
     else:
         label, value, low, high, infeasible = "all failed", None, None, None, 0
     gaps = [r["gap"] for r in scored if r["gap"] is not None]
-    row.update({"score": label, "score_value": value, "ci_low": low, "ci_high": high,
+    calls, wall = _budget(records)
+    row.update({"seeds": len({r.get("seed") for r in records}), "score": label,
+                "score_value": value, "ci_low": low, "ci_high": high,
                 "infeasible": infeasible, "mean_gap": sum(gaps) / len(gaps) if gaps else None,
-                "simulator_calls": sum(int(r["simulator_calls"]) for r in records),
-                "wall_s": sum(float(r["wall_s"]) for r in records)})  # fmt: skip
+                "simulator_calls": calls, "calls_per_case": calls / len(records),
+                "wall_s": wall})  # fmt: skip
     return row
+
+
+def _budget(records: list[dict[str, Any]]) -> tuple[int, float]:
+    """Simulator calls and seconds of ``records``, each training counted once."""
+    trainings = {r["training"]["id"]: r["training"] for r in records if r.get("training")}
+    calls = sum(int(r["simulator_calls"]) for r in records)
+    wall = sum(float(r["wall_s"]) for r in records)
+    return (calls + sum(int(t["simulator_calls"]) for t in trainings.values()),
+            wall + sum(float(t["wall_s"]) for t in trainings.values()))
+
+
+Pooled = dict[tuple[str, str, str], list[dict[str, Any]]]
+
+
+def _versus(records: list[dict[str, Any]], pooled: Pooled) -> dict[str, Any]:
+    """The paired comparison of ``records`` with the strongest classic placer at equal
+    budget (see the module); empty columns when there is none to pair with."""
+    from placerl.comparison import compare_pairs
+
+    first = records[0]
+    budget = _budget(records)[0] / len(records)
+    candidates = [(name, rows) for name, rows in pooled.items()
+                  if name[:2] == (first["tier"], first["split"]) and rows is not records
+                  and not any(r.get("training") for r in rows)
+                  and _budget(rows)[0] / len(rows) <= budget]  # fmt: skip
+    scored = [(_mean(rows), name[2], rows) for name, rows in candidates if _mean(rows)]
+    if not scored:
+        return {"vs_reference": "", "reference": None}
+    _, reference, rows = max(scored, key=lambda item: item[0])
+    theirs = {r["case"]: r["runtime"] for r in rows if r["feasible"] and not r.get("error")}
+    pairs = [(r["runtime"], theirs[r["case"]]) for r in records
+             if r["feasible"] and not r.get("error") and r["case"] in theirs]  # fmt: skip
+    if not pairs:
+        return {"vs_reference": "", "reference": reference}
+    comparison = compare_pairs(*map(list, zip(*pairs, strict=True)))
+    interval = ("" if comparison.ci_note else
+                f" [{comparison.ci_low:.3f}, {comparison.ci_high:.3f}]")  # fmt: skip
+    return {"vs_reference": f"{comparison.ratio:.3f}x{interval} vs {reference}",
+            "reference": reference, "ratio": comparison.ratio,
+            "ratio_low": comparison.ci_low, "ratio_high": comparison.ci_high}  # fmt: skip
+
+
+def _mean(records: list[dict[str, Any]]) -> float | None:
+    """The geometric-mean score of the records that did not fail."""
+    scored = [r for r in records if not r.get("error")]
+    return geometric_mean_score([_case_score(r) for r in scored]).value if scored else None
 
 
 def _case_score(record: dict[str, Any]) -> CaseScore:

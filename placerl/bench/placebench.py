@@ -94,7 +94,8 @@ MSR_SPLITS = {"bert24_inference": "train", "bert24_training": "train",
 def models() -> list[Case]:
     """Real models: the zoo, coarsened, and the msr-fiddle workloads under ``pipeline``."""
     cases = [Case(f"models/{variant}-n{size}", "models", "test",
-                  f"zoo:{model}?variant={variant}&max_nodes={size}", _NVLINK4)
+                  f"zoo:{model}?variant={variant}&max_nodes={size}", _NVLINK4,
+                  family="models/zoo")
              for model, variant in ZOO_MODELS for size in ZOO_SIZES]  # fmt: skip
     cases += [Case(f"models/msr-{name}", "models", split, f"msr:{name}", f"msr:{name}",
                    "pipeline") for name, split in MSR_SPLITS.items()]  # fmt: skip
@@ -124,9 +125,24 @@ def scale() -> list[Case]:
                  "gpu8_nvlink?n_devices=8") for n in SCALE_SIZES]  # fmt: skip
 
 
+#: Where a recipe learns to place the families without training cases of their own: the zoo
+#: from the cell families (one cluster), the msr-fiddle workloads from BERT-24's training
+#: graph (each workload has its own cluster, and a policy trains on one), the held-out
+#: clusters and the large graphs from the layered family on Placeto's 4 devices.
+TRAINED_ON = {
+    "models/zoo": ("families/cifar10", "families/ptb", "families/nmt"),
+    **{f"models/msr-{name}": ("models/msr-bert24_training",) for name in MSR_SPLITS},
+    "devices/layered-n80": ("families/layered-n80",),
+    "scale/layered-n10000": ("families/layered-n80",),
+    "scale/layered-n50000": ("families/layered-n80",),
+    "scale/layered-n100000": ("families/layered-n80",),
+}
+
+
 def placebench_v1() -> Suite:
     """The benchmark's first version."""
-    return Suite(NAME, VERSION, (*tiny(), *families(), *models(), *devices(), *scale()))
+    return Suite(NAME, VERSION, (*tiny(), *families(), *models(), *devices(), *scale()),
+                 TRAINED_ON)  # fmt: skip
 
 
 SUITES.register(f"{NAME}-v{VERSION}", placebench_v1)

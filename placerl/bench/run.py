@@ -1,11 +1,11 @@
-"""Run a classic placer on PlaceBench cases: one record JSON per case, resumable.
+"""Run a placer on PlaceBench cases: one record JSON per case, resumable.
 
 :func:`run_case` places one case with a placer spec (``heft``,
 ``local_search?init=best_of&max_evaluations=2000``), scores it with the one scoring rule
 (:func:`placerl.bench.scores.score_placement`) and returns its record; with ``out_dir`` it
-writes it as ``<out_dir>/<case name, "/" as "__">.json``. :func:`run_cases` runs every case of a
-tier and split, skipping those whose record is there. :mod:`placerl.bench.leaderboard` reads
-the records back.
+writes it as ``<out_dir>/<case name, "/" as "__">.json`` (a recipe's: ``...@seed<seed>.json``).
+:func:`run_cases` runs every case of a tier and split, skipping those whose record is there.
+:mod:`placerl.bench.leaderboard` reads the records back.
 
 A record (:data:`RECORD_FIELDS`, plus ``error``)::
 
@@ -15,7 +15,12 @@ A record (:data:`RECORD_FIELDS`, plus ``error``)::
      "gap": 0.04, "optimum_gap": 0.0, "feasible": true, "why": "",
      "reference": {"placer": "heft", "runtime": 0.0123, "feasible": true},
      "lower_bound": 0.0118, "simulator_calls": 0, "wall_s": 0.002,
+     "trace": [[0, 0.002, 0.0123]], "seed": null, "training": null,
      "provenance": {"git_revision": ..., "date": ..., ...}, "error": null}
+
+``trace`` is the anytime curve (:class:`EvaluationCounter`); a trained policy's record
+(:mod:`placerl.bench.recipe`) names its ``seed`` and its ``training``: the recipe, the cases it
+trained and selected on, and the simulator calls and seconds that cost.
 
 A case whose graph does not load (a dataset file that is not a graph) or that no placement
 fits is recorded as failed: ``error`` holds the message, the scores are ``None``.
@@ -25,10 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from placerl._provenance import provenance
 from placerl.baselines import solve
@@ -46,53 +54,89 @@ from placerl.sim.incremental import PipelineState
 RECORD_FIELDS = ("suite", "case", "tier", "split", "graph", "cluster", "objective", "placer",
                  "runtime", "score", "gap", "optimum_gap", "feasible", "why", "reference",
                  "lower_bound", "simulator_calls", "wall_s", "provenance")  # fmt: skip
+#: Fields a record of an earlier run of this suite version may lack (read as ``None``).
+OPTIONAL_FIELDS = ("trace", "seed", "training")
+#: The folder beside the records where a recipe trains (its files are no records).
+TRAINING_DIR = "training"
 #: Errors that fail one case (recorded, the others go on): a graph that does not load, a
 #: placement that cannot be made, a placer option one case refuses (its size limits); any
 #: other error stops the run.
 CASE_ERRORS = (GraphError, PlacementError, ConfigError)
 
 
-def record_path(out_dir: str | Path, case: Case) -> Path:
-    """Where the record of ``case`` goes in ``out_dir``."""
-    return Path(out_dir) / f"{case.name.replace('/', '__')}.json"
+def record_path(out_dir: str | Path, case: Case, seed: int | None = None) -> Path:
+    """Where the record of ``case`` (by a recipe trained with ``seed``) goes in ``out_dir``."""
+    suffix = "" if seed is None else f"@seed{seed}"
+    return Path(out_dir) / f"{case.name.replace('/', '__')}{suffix}.json"
+
+
+class EvaluationCounter:
+    """The simulations counted inside :func:`count_evaluations` and the anytime trace.
+
+    Attributes:
+        calls: Simulations so far.
+        trace: ``[calls, seconds, best runtime]`` each time a placement that fits beat every
+            one before it: the placer's anytime curve, best runtime against simulator calls
+            and against seconds, whatever the placer reports of itself.
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.trace: list[list[float]] = []
+        self._start = time.perf_counter()
+        self._best = math.inf
+
+    def add(self, runtimes: Any, feasible: Any) -> None:
+        """Count one simulation per runtime; a best one that fits extends the trace."""
+        runtimes, feasible = np.atleast_1d(runtimes), np.atleast_1d(feasible)
+        self.calls += len(runtimes)
+        fitting = runtimes[feasible.astype(bool)]
+        best = float(fitting.min()) if len(fitting) else math.inf
+        if best < self._best:
+            self._best = best
+            self.trace.append([self.calls, time.perf_counter() - self._start, best])
 
 
 @contextlib.contextmanager
-def count_evaluations() -> Iterator[list[int]]:
+def count_evaluations() -> Iterator[EvaluationCounter]:
     """Count the simulations made inside, at their source: ``with count_evaluations() as
-    n:``, then ``n[0]``. :meth:`CostModel.evaluate` counts one,
-    :meth:`CostModel.evaluate_batch` one per placement, and
+    counter:``, then ``counter.calls`` and ``counter.trace``. :meth:`CostModel.evaluate`
+    counts one, :meth:`CostModel.evaluate_batch` one per placement, and
     :meth:`~placerl.sim.incremental.PipelineState.try_move` (``pipeline``'s one-group move,
     which bypasses the cost model) one: whatever the placer reports, and whatever the
     reference cache already holds, every simulation made here is counted once."""
-    count = [0]
+    counter = EvaluationCounter()
     evaluate, evaluate_batch = CostModel.evaluate, CostModel.evaluate_batch
     try_move = PipelineState.try_move
 
     def counted(self: CostModel, *args: Any, **kwargs: Any) -> Any:
-        count[0] += 1
-        return evaluate(self, *args, **kwargs)
+        result = evaluate(self, *args, **kwargs)
+        counter.add(result.runtime, result.feasible)
+        return result
 
     def counted_batch(self: CostModel, placements: Any, *args: Any, **kwargs: Any) -> Any:
         out = evaluate_batch(self, placements, *args, **kwargs)
-        count[0] += len(out[0])
+        counter.add(*out)
         return out
 
     def counted_move(self: PipelineState, *args: Any, **kwargs: Any) -> Any:
-        count[0] += 1
-        return try_move(self, *args, **kwargs)
+        feasible, runtime = try_move(self, *args, **kwargs)
+        counter.add(runtime, feasible)
+        return feasible, runtime
 
     CostModel.evaluate, CostModel.evaluate_batch = counted, counted_batch  # type: ignore[method-assign]
     PipelineState.try_move = counted_move  # type: ignore[method-assign]
     try:
-        yield count
+        yield counter
     finally:
         CostModel.evaluate, CostModel.evaluate_batch = evaluate, evaluate_batch  # type: ignore[method-assign]
         PipelineState.try_move = try_move  # type: ignore[method-assign]
 
 
 def run_case(case: Case, placer: str, out_dir: str | Path | None = None, *,
-             suite: str = "placebench-v1") -> dict[str, Any]:  # fmt: skip
+             suite: str = "placebench-v1", label: str | None = None,
+             training: dict[str, Any] | None = None,
+             options: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Place ``case`` with ``placer``, score it and return its record (see the module).
 
     Args:
@@ -100,22 +144,29 @@ def run_case(case: Case, placer: str, out_dir: str | Path | None = None, *,
         placer: A placer spec (:func:`placerl.baselines.references.parse_placer`).
         out_dir: Where to write the record (atomically); ``None``: nowhere.
         suite: The id of the case's suite, as the record names it.
+        label: The name the record gives the placer (a recipe's, for its trained policy);
+            ``None``: ``placer``.
+        training: What training the placer cost (:mod:`placerl.bench.recipe`): its
+            ``simulator_calls`` and ``wall_s`` start the anytime trace; ``None``: none.
+        options: Placer options beside the spec's (a policy's file path, which may hold
+            characters a spec may not).
 
-    ``simulator_calls`` is what the placer spent: the evaluations it reports
-    (``info["evaluations"]``) or, where more, those counted through the cost model while it
-    ran (:func:`count_evaluations`), the one :func:`~placerl.baselines.solve` scores its
-    placement with left out. Constructive placers a placer starts from count when they run,
-    not when their placement comes from the reference cache. ``wall_s`` is the placer's
-    wall-clock time, the graph loaded.
+    ``simulator_calls`` is what the placer spent on this case, counted at the source
+    (:func:`count_evaluations`), the one check :func:`~placerl.baselines.solve` scores its
+    placement with left out; a trained policy's training is in ``training``, counted once
+    for all the cases it places. Constructive placers a placer starts from count when they
+    run, not when their placement comes from the reference cache. ``wall_s`` is the placer's
+    wall-clock time, the graph loaded. ``trace`` is the anytime curve: ``[calls, seconds,
+    best runtime]`` at each improvement, training included, ending at the placement scored.
 
     Raises:
         ConfigError: An unknown placer or option (before any work).
     """
-    name, options = parse_placer(placer)
+    name, options = parse_placer(placer, options)
     record: dict[str, Any] = {
         "suite": suite, "case": case.name, "tier": case.tier, "split": case.split,
         "graph": case.graph, "cluster": case.cluster, "objective": case.objective,
-        "placer": placer,
+        "placer": label or placer, "seed": (training or {}).get("seed"), "training": training,
     }  # fmt: skip
     try:
         graph = load_graph(case.graph)
@@ -127,21 +178,35 @@ def run_case(case: Case, placer: str, out_dir: str | Path | None = None, *,
     except CASE_ERRORS as error:
         record.update(_failed(f"{type(error).__name__}: {error}"))
     else:
-        calls = counted[0] - 1  # solve's own check of the placement it returns is not the placer's
+        calls = counted.calls - 1  # solve's check of the placement it returns is not the placer's
         record.update({key: score[key] for key in ("runtime", "score", "gap", "optimum_gap",
                                                    "feasible", "why", "reference",
                                                    "lower_bound")})  # fmt: skip
-        record.update({"simulator_calls": calls, "wall_s": wall, "error": None})
+        record.update({"simulator_calls": calls, "wall_s": wall, "error": None,
+                       "trace": _trace(counted, calls, wall, score, training)})  # fmt: skip
     record["provenance"] = provenance()
     if out_dir is not None:
-        write_json(record_path(out_dir, case), record)
+        write_json(record_path(out_dir, case, record["seed"]), record)
     return record
+
+
+def _trace(counted: EvaluationCounter, calls: int, wall: float, score: dict[str, Any],
+           training: dict[str, Any] | None) -> list[list[float]]:  # fmt: skip
+    """The anytime trace up to the placer's last call, ending at the placement scored, with
+    the training's calls and seconds before the first point."""
+    trace = [point for point in counted.trace if point[0] <= calls]
+    if score["feasible"] and (not trace or score["runtime"] < trace[-1][2]):
+        trace.append([calls, wall, score["runtime"]])
+    if training:
+        offset = (training["simulator_calls"], training["wall_s"])
+        trace = [[c + offset[0], s + offset[1], runtime] for c, s, runtime in trace]
+    return trace
 
 
 def _failed(error: str) -> dict[str, Any]:
     return {"runtime": None, "score": None, "gap": None, "optimum_gap": None, "feasible": False,
             "why": "failed", "reference": None, "lower_bound": None, "simulator_calls": 0,
-            "wall_s": 0.0, "error": error}  # fmt: skip
+            "wall_s": 0.0, "trace": [], "error": error}  # fmt: skip
 
 
 def select_cases(

@@ -8,10 +8,12 @@ case, so that numbers from different papers compare. A placement is scored on th
   normalizes to ``-Oz``): above 1 beats every constructive placer (:data:`CONSTRUCTIVE`);
   ``None`` when the placement does not fit, never a penalty number;
 * ``gap``: the distance to :func:`placerl.sim.lower_bound`, a bound no placement beats;
-* ``optimum_gap``: under ``pipeline``, the distance to the runtime of Tarnawski's DP, optimal
-  among contiguous splits (a non-contiguous placement may beat it: the gap is then negative).
+* ``optimum_gap``: under ``pipeline``, the distance to the proven optimum (:data:`OPTIMUM`):
+  the MILP's over every placement on graphs of up to 60 nodes (the tiny tier), Tarnawski's
+  DP's among contiguous splits on larger ones (a non-contiguous placement may beat that one:
+  the gap is then negative).
 
-The constructive placers and the DP run through the shared reference cache
+The constructive placers and the optima run through the shared reference cache
 (:func:`placerl.baselines.references.reference`), so a suite scores each case's baselines once.
 
 :func:`geometric_mean_score` summarizes a suite: the geometric mean of the scores of the
@@ -32,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from placerl.baselines.api import SearchLimitWarning
 from placerl.baselines.references import reference
 from placerl.cluster import Cluster, load_cluster
 from placerl.comparison import compare_pairs
@@ -52,8 +56,10 @@ if TYPE_CHECKING:
 
 #: The constructive placers a score is normalized to: the best of them scores 1.
 CONSTRUCTIVE = ("heft", "m_etf", "m_sct")
-#: The placer whose runtime is a ``pipeline`` case's optimum (among contiguous splits).
-OPTIMUM = "tarnawski_dp"
+#: The placers whose proven runtime is a ``pipeline`` case's optimum, the first that proves
+#: one: the MILP over every placement (graphs of up to 60 nodes: the tiny tier), then
+#: Tarnawski's DP over contiguous splits (larger graphs: an optimum among those only).
+OPTIMUM = ("milp?contiguous=false&time_limit=120", "tarnawski_dp")
 
 
 @dataclass(frozen=True)
@@ -94,10 +100,11 @@ class CaseScore:
         lower_bound: :func:`placerl.sim.lower_bound` of the case's cost model, or ``None``.
         gap: ``runtime / lower_bound - 1`` (0 or more, up to float rounding), or ``None``
             (no bound, or the placement does not fit).
-        optimum: Under ``pipeline``, the runtime of :data:`OPTIMUM`; ``None`` otherwise or
-            when no contiguous split fits.
-        optimum_gap: ``runtime / optimum - 1`` (negative when the placement beats every
-            contiguous split), or ``None`` as ``optimum``, or when the placement does not fit.
+        optimum: Under ``pipeline``, the proven optimum of :data:`OPTIMUM`; ``None``
+            otherwise or when none was proven.
+        optimum_gap: ``runtime / optimum - 1`` (0 or more over every placement; negative
+            only where the optimum is the DP's among contiguous splits and the placement is
+            not contiguous), or ``None`` as ``optimum``, or when the placement does not fit.
     """
 
     case: str
@@ -192,13 +199,19 @@ def best_constructive(graph: CompGraph, cluster: Cluster, objective: str) -> Bas
 
 
 def pipeline_optimum(graph: CompGraph, cluster: Cluster) -> float | None:
-    """The ``pipeline`` runtime of :data:`OPTIMUM` (cached), or ``None`` when no contiguous
-    split fits or a limit stopped the DP before it proved its split optimal."""
-    try:
-        ref = reference(graph, cluster, "pipeline", OPTIMUM)
-    except PlacementError:
-        return None
-    return float(ref.runtime) if ref.feasible and ref.optimal else None
+    """The ``pipeline`` runtime the first placer of :data:`OPTIMUM` proves optimal (cached):
+    the MILP's on a graph within its size, else the DP's; ``None`` when no placement fits
+    or a limit stopped both before a proof."""
+    for placer in OPTIMUM:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SearchLimitWarning)  # unproven: the next one
+                ref = reference(graph, cluster, "pipeline", placer)
+        except (PlacementError, ConfigError):  # no split fits, or too large for the MILP
+            continue
+        if ref.feasible and ref.optimal:
+            return float(ref.runtime)
+    return None
 
 
 @dataclass(frozen=True)

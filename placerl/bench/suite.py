@@ -8,8 +8,8 @@ A suite's cases are fixed in code: the same name and version always mean the sam
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from placerl._registry import Registry
@@ -25,11 +25,15 @@ class Suite:
         name: The suite's name (``placebench``).
         version: Its version; a result names both, and results of two versions never pool.
         cases: The cases, in a fixed order.
+        trained_on: For a family without training cases of its own, the families whose
+            cases a recipe trains and selects on to place it (zero-shot transfer: the
+            ``devices`` tier's test graphs on clusters training never saw).
     """
 
     name: str
     version: int
     cases: tuple[Case, ...]
+    trained_on: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -60,6 +64,14 @@ class Suite:
         if split is not None and split not in SPLITS:
             raise ConfigError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
         return [c for c in self.cases if tier in (None, c.tier) and split in (None, c.split)]
+
+    def training_cases(self, family: str) -> tuple[list[Case], list[Case]]:
+        """The ``train`` and ``validation`` cases a policy placing ``family`` learns from:
+        the family's own, or those of the families it is :attr:`trained_on`."""
+        sources = self.trained_on.get(family, (family,))
+        learn = [c for c in self.cases if c.family in sources]
+        return ([c for c in learn if c.split == "train"],
+                [c for c in learn if c.split == "validation"])  # fmt: skip
 
     def case(self, name: str) -> Case:
         """The case named ``name``.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pandas", reason="the experiments extra is not installed")
@@ -97,3 +98,36 @@ def test_a_record_read_twice_counts_once_and_splits_never_pool(tmp_path):
     (copy / original.name).write_text(json.dumps({**record, "runtime": 1.0, "score": 0.5}))
     with pytest.raises(ConfigError, match="two different records of case 'tiny/"):
         leaderboard([tmp_path])
+
+
+def test_each_row_is_paired_with_the_strongest_classic_placer_its_budget_affords(runs):
+    table = leaderboard([runs]).set_index("placer")
+    search = table.loc["local_search?max_evaluations=20"]
+    assert search["reference"] == "heft"  # heft needs no call: within any budget
+    heft_runtimes = {r["case"]: r["runtime"] for r in _records(runs / "heft")}
+    ratios = [r["runtime"] / heft_runtimes[r["case"]] for r in _records(runs / "ls")]
+    assert search["ratio"] == pytest.approx(np.exp(np.mean(np.log(ratios))))
+    assert search["ratio_low"] <= search["ratio"] <= search["ratio_high"]
+    assert search["vs_reference"].startswith(f"{search['ratio']:.3f}x [")
+    # heft's budget (0 calls per case) affords no search: nothing else to pair it with
+    assert not isinstance(table.loc["heft"]["reference"], str)  # None (NaN in the frame)
+    assert table.loc["heft"]["vs_reference"] == ""
+
+
+def test_a_training_is_counted_once_and_seeds_pool_into_one_row(runs, tmp_path):
+    for seed in (0, 1):
+        for record in _records(runs / "ls"):
+            training = {"id": f"recipe|tiny|seed={seed}", "simulator_calls": 1000,
+                        "wall_s": 2.0, "seed": seed}  # fmt: skip
+            named = {**record, "placer": "recipe:x", "seed": seed, "training": training}
+            path = tmp_path / f"{record['case'].replace('/', '__')}@seed{seed}.json"
+            path.write_text(json.dumps(named))
+    row = leaderboard([tmp_path]).iloc[0]
+    calls = sum(r["simulator_calls"] for r in _records(runs / "ls"))
+    assert (row["cases"], row["seeds"]) == (24, 2)
+    assert row["simulator_calls"] == 2 * calls + 2 * 1000  # each seed's training once
+    assert row["calls_per_case"] == row["simulator_calls"] / 24
+
+
+def _records(folder):
+    return [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]

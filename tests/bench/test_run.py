@@ -62,9 +62,9 @@ def test_count_evaluations_counts_single_and_batched_evaluations():
     with count_evaluations() as counted:
         model.evaluate(zeros)
         model.evaluate_batch(np.stack([zeros, zeros, zeros]))
-    assert counted[0] == 4
+    assert counted.calls == 4
     model.evaluate(zeros)
-    assert counted[0] == 4  # the count stops with the block
+    assert counted.calls == 4  # the count stops with the block
 
 
 def test_run_cases_resumes_from_the_records_there(tmp_path, monkeypatch):
@@ -107,3 +107,16 @@ def test_a_dataset_file_that_is_not_a_graph_fails_alone(tmp_path):
     bad = records["data/bad"]
     assert "GraphError" in bad["error"] and "bad.json" in bad["error"]
     assert bad["score"] is None and set(RECORD_FIELDS) <= set(bad)
+
+
+def test_the_trace_is_the_anytime_curve_ending_at_the_placement_scored():
+    case = load_suite("placebench-v1").case("tiny/chain-n24-s9")
+    record = run_case(case, "local_search?init=heft&max_evaluations=300")
+    calls, seconds, best = zip(*record["trace"], strict=True)
+    assert list(calls) == sorted(calls) and calls[-1] <= record["simulator_calls"]
+    assert list(seconds) == sorted(seconds) and seconds[-1] <= record["wall_s"]
+    assert list(best) == sorted(best, reverse=True) and len(set(best)) == len(best)
+    assert best[-1] == record["runtime"]
+    heft = run_case(case, "heft")  # places without a simulation: one point, at 0 calls
+    assert [point[0] for point in heft["trace"]] == [0]
+    assert heft["trace"][0][2] == heft["runtime"]

@@ -12,6 +12,7 @@ import pytest
 
 from placerl.baselines import PLACERS, InfeasiblePlacementWarning, place
 from placerl.baselines.references import reference
+from placerl.bench import load_suite
 from placerl.bench.case import Case
 from placerl.bench.scores import (
     CONSTRUCTIVE,
@@ -205,8 +206,26 @@ def test_the_pipeline_optimum_counts_only_where_the_dp_proved_it():
     from placerl.cluster import load_cluster
     from placerl.graph import load_graph
 
+    dp = OPTIMUM[-1]
     graph, cluster = load_graph("msr:bert_l-3_inference"), load_cluster("msr:bert_l-3_inference")
-    proven = reference(graph, cluster, "pipeline", OPTIMUM)
+    proven = reference(graph, cluster, "pipeline", dp)
     assert proven.optimal and pipeline_optimum(graph, cluster) == proven.runtime
-    stopped = reference(graph, cluster, "pipeline", f"{OPTIMUM}?max_pairs=1")
+    stopped = reference(graph, cluster, "pipeline", f"{dp}?max_pairs=1")
     assert not stopped.optimal  # a limit stopped it: its split is only the best found
+
+
+def test_a_tiny_case_optimum_is_the_milp_s_over_every_placement():
+    """On chain-n24-s9 a non-contiguous split beats the DP's best contiguous one; no search
+    beats the MILP's."""
+    from placerl.baselines import solve
+    from placerl.bench.scores import pipeline_optimum
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    case = load_suite("placebench-v1").case("tiny/chain-n24-s9")
+    graph, cluster = load_graph(case.graph), load_cluster(case.cluster)
+    optimum = pipeline_optimum(graph, cluster)
+    dp = solve("tarnawski_dp", graph, cluster, "pipeline").runtime
+    search = solve("local_search", graph, cluster, "pipeline", init="best_of",
+                   max_evaluations=3000, seed=0).runtime  # fmt: skip
+    assert optimum < dp and optimum <= search * (1 + 1e-12)

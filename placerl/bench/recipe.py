@@ -1,0 +1,192 @@
+"""A recipe on PlaceBench: train on ``train``, select on ``validation``, score on ``test``.
+
+:func:`run_recipe` groups the cases to score by :attr:`~placerl.bench.case.Case.family`. For
+each family it trains the recipe (an ``experiment`` config, as ``placerl-train
+experiment=<recipe>`` runs it) once on the family's ``train`` cases, with its ``validation``
+cases choosing the kept weights, then places every case of the family with the trained policy
+(the ``policy`` placer) and scores it as a classic placer's placement
+(:func:`placerl.bench.run.run_case`). A family without training cases learns from those the
+suite names (:attr:`~placerl.bench.suite.Suite.trained_on`: zero-shot transfer).
+
+Every simulator call is counted: the training's (env steps, evaluations, validation, rollback
+checks, warm-start episodes: :func:`placerl.train.simulator_calls`) go in each record's
+``training`` once per family, the policy's on the case in ``simulator_calls``; the anytime
+trace starts after the training's calls and seconds. The guard
+(:mod:`placerl.bench.guard`) refuses validation graphs that are a test case.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from placerl.bench.case import Case
+from placerl.bench.run import TRAINING_DIR, record_path, run_case
+from placerl.bench.suite import Suite
+from placerl.errors import ConfigError
+from placerl.results import write_json
+
+#: Keys of a recipe run the benchmark sets from the cases (an override of one is refused).
+SET_BY_SUITE = ("graph", "cluster", "seed", "validation_graphs", "baselines", "env.objective")
+#: The file in a training folder that says what the training cost.
+TRAINING_FILE = "training.json"
+
+
+#: Overrides that change no placement (how it runs, not what it learns): no part of a label.
+NOT_IN_LABEL = ("progress_bar", "threads", "rollout_threads", "logger", "force", "device")
+
+
+def recipe_label(recipe: str, overrides: list[str] | tuple[str, ...] = ()) -> str:
+    """How records and the leaderboard name a recipe with its overrides (its budget):
+    ``recipe:placeto`` or ``recipe:placeto[total_steps=4000]``."""
+    shown = [o for o in overrides
+             if o.lstrip("+~").partition("=")[0].split(".")[0] not in NOT_IN_LABEL]  # fmt: skip
+    return f"recipe:{recipe}" + (f"[{','.join(shown)}]" if shown else "")
+
+
+def check_recipe(recipe: str, overrides: list[str] | tuple[str, ...] = ()) -> None:
+    """Refuse an unknown recipe or an override of what the suite sets, before any work.
+
+    Raises:
+        ConfigError: Naming the known recipes, or the key the suite sets.
+    """
+    from placerl.compose import group_options
+
+    known = group_options("experiment")
+    if recipe not in known:
+        raise ConfigError(f"unknown recipe {recipe!r}; known: {', '.join(known)}")
+    for override in overrides:
+        key = str(override).lstrip("+~").partition("=")[0]
+        if any(key == fixed or key.startswith(f"{fixed}.") for fixed in SET_BY_SUITE):
+            raise ConfigError(f"recipe override {override!r}: the suite sets {key} from its "
+                              f"cases ({', '.join(SET_BY_SUITE)} are the suite's)")  # fmt: skip
+
+
+def training_run(recipe: str, overrides: list[str] | tuple[str, ...], seed: int,
+                 train: list[Case], validation: list[Case]) -> Any:  # fmt: skip
+    """The :class:`~placerl.run_config.RunConfig` that trains ``recipe`` on the ``train``
+    cases, selecting on the ``validation`` cases that share their cluster and objective.
+
+    Raises:
+        ConfigError: No training case, or training cases on two clusters or objectives.
+    """
+    from placerl.compose import compose_run
+    from placerl.graph import load_graph
+    from placerl.run_config import RunConfig
+
+    if not train:
+        raise ConfigError("no training case to learn from")
+    (cluster, objective), *other = dict.fromkeys((c.cluster, c.objective) for c in train)
+    if other:
+        raise ConfigError(f"training cases {train[0].name!r} and more are on "
+                          f"{[cluster, *other]}: a policy trains on one cluster")  # fmt: skip
+    run = compose_run(f"experiment={recipe}", *overrides)
+    selecting = [c for c in validation if (c.cluster, c.objective) == (cluster, objective)]
+    if not (run.eval_every and run.keep_best):
+        selecting = []  # the recipe evaluates only at the end: its last weights are kept
+    graphs = [load_graph(c.graph) for c in (*train, *selecting)]
+    env = {"objective": objective,  # a padded observation: room for every graph it reads
+           "max_nodes": max(run.env.max_nodes or 0, *(g.num_nodes for g in graphs)),
+           "max_edges": max(run.env.max_edges or 0, *(g.num_edges for g in graphs))}  # fmt: skip
+    updates = {"graph": {"spec": [c.graph for c in train]}, "cluster": {"spec": cluster},
+               "env": env, "seed": seed, "baselines": [],
+               "validation_graphs": [c.graph for c in selecting]}  # fmt: skip
+    return RunConfig.from_dict(updates, base=run).check()
+
+
+def family_run(suite: Suite, family: str, recipe: str, overrides: list[str] | tuple[str, ...],
+               seed: int) -> Any:  # fmt: skip
+    """:func:`training_run` for ``family`` of ``suite``.
+
+    Raises:
+        ConfigError: As :func:`training_run`, naming the suite and the family.
+    """
+    try:
+        return training_run(recipe, overrides, seed, *suite.training_cases(family))
+    except ConfigError as error:
+        raise ConfigError(f"{suite.id} family {family!r}: {error}") from None
+
+
+def train_family(suite: Suite, family: str, recipe: str, overrides: list[str] | tuple[str, ...],
+                 seed: int, out_dir: Path) -> dict[str, Any]:  # fmt: skip
+    """Train ``recipe`` for ``family`` in ``out_dir`` (or read back the training there) and
+    return what the records store of it: the recipe, the cases, the policy file, and the
+    simulator calls and seconds it cost."""
+    from placerl.train import train
+
+    train_cases, validation = suite.training_cases(family)
+    run = family_run(suite, family, recipe, overrides, seed)
+    folder = out_dir / TRAINING_DIR / f"{family.replace('/', '__')}-seed{seed}"
+    done = _read_training(folder, run.to_dict())
+    if done:
+        return done
+    result = train(run, out_dir=str(folder))
+    timings = result.timings
+    info = {"id": f"{recipe_label(recipe, overrides)}|{family}|seed={seed}", "recipe": recipe,
+            "overrides": list(overrides), "seed": seed, "family": family,
+            "cases": [c.name for c in train_cases],
+            "validation": [c.name for c in validation
+                           if c.graph in run.validation_graphs],
+            "steps": result.steps, "simulator_calls": result.simulator_calls["total"],
+            "wall_s": sum(timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate")),
+            "policy": str(folder / "model.zip"), "config": run.to_dict()}  # fmt: skip
+    write_json(folder / TRAINING_FILE, info)
+    return info
+
+
+def _read_training(folder: Path, config: dict[str, Any]) -> dict[str, Any] | None:
+    """The training of ``config`` finished in ``folder``, if it is there."""
+    try:
+        info = json.loads((folder / TRAINING_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    ready = info.get("config") == config and (folder / "model.zip").is_file()
+    return info if ready else None
+
+
+def run_recipe(suite: Suite, cases: list[Case], recipe: str,
+               overrides: list[str] | tuple[str, ...], seed: int, out_dir: str | Path, *,
+               force: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """Train, select and score ``recipe`` on ``cases`` of ``suite`` (see the module); one
+    record per case in ``out_dir``, in the order of ``cases``. A case whose record of this
+    recipe and seed is there is read back (unless ``force``); a family whose training
+    finished in ``out_dir/training`` (:data:`~placerl.bench.run.TRAINING_DIR`) is not trained again.
+
+    Raises:
+        ConfigError: An unknown recipe, an override of what the suite sets, or a family
+            with nothing to learn from (before any training).
+    """
+    check_recipe(recipe, overrides)
+    out = Path(out_dir)
+    label = recipe_label(recipe, overrides)
+    families = list(dict.fromkeys(c.family for c in cases))
+    for family in families:  # every family can train before the first one does
+        family_run(suite, family, recipe, overrides, seed)
+    records: dict[str, dict[str, Any]] = {}
+    for family in families:
+        todo = [c for c in cases if c.family == family
+                and (force or not _scored(out, c, label, seed, records))]  # fmt: skip
+        if not todo:
+            continue
+        training = {k: v for k, v in train_family(suite, family, recipe, overrides, seed,
+                                                    out).items() if k != "config"}  # fmt: skip
+        for case in todo:
+            records[case.name] = run_case(case, "policy", out, suite=suite.id, label=label,
+                                          training=training,
+                                          options={"path": training["policy"]})  # fmt: skip
+    return [records[c.name] for c in cases]
+
+
+def _scored(out: Path, case: Case, label: str, seed: int,
+            records: dict[str, dict[str, Any]]) -> bool:  # fmt: skip
+    """Whether ``out`` holds a finished record of ``case`` by ``label`` at ``seed`` (kept in
+    ``records``)."""
+    try:
+        record = json.loads(record_path(out, case, seed).read_text())
+    except (OSError, ValueError):
+        return False
+    if record.get("error") or (record.get("placer"), record.get("seed")) != (label, seed):
+        return False
+    records[case.name] = record
+    return True
