@@ -212,8 +212,11 @@ def table_markdown(table: Any) -> str:
 
 
 def write_leaderboard(folders: Sequence[str | Path], out: str | Path) -> Path:
-    """Write the leaderboard of ``folders`` to ``out`` (markdown: a title, the provenance line
-    and the table) and its rows as JSON beside it (``out`` with ``.json``); returns ``out``.
+    """Write the leaderboard of ``folders`` to ``out`` (markdown: a title, the provenance line,
+    the table and its anytime curves), its rows as JSON beside it (``out`` with ``.json``) and
+    one anytime plot per tier and split whose records have traces
+    (``<out stem>-anytime-<tier>-<split>.png``, :func:`placerl.bench.anytime.plot_anytime`);
+    returns ``out``.
 
     Raises:
         FileNotFoundError, ConfigError: As :func:`leaderboard`.
@@ -223,11 +226,29 @@ def write_leaderboard(folders: Sequence[str | Path], out: str | Path) -> Path:
     line = provenance_line(records)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = f"# PlaceBench leaderboard\n\n{line}\n\n{table_markdown(table)}\n"
+    plots = "".join(f"\n![anytime curves, {name}]({path.name})\n"
+                    for name, path in write_anytime_plots(records, out).items())  # fmt: skip
+    text = f"# PlaceBench leaderboard\n\n{line}\n\n{table_markdown(table)}\n{plots}"
     out.write_text(text)
     rows = json.loads(table.to_json(orient="records"))
     write_json(out.with_suffix(".json"), {"kind": KIND, "provenance": line, "rows": rows})
     return out
+
+
+def write_anytime_plots(records: Sequence[dict[str, Any]], out: Path) -> dict[str, Path]:
+    """One anytime plot per tier and split of ``records`` whose records have traces, beside
+    ``out``; returns them by ``<tier> <split>``."""
+    from placerl.bench.anytime import plot_anytime
+
+    groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    for record in records:
+        if record.get("trace"):
+            rows = groups.setdefault((record["tier"], record["split"]), {})
+            rows.setdefault(record["placer"], []).append(record)
+    return {f"{tier} {split}": plot_anytime(
+        rows, out.with_name(f"{out.stem}-anytime-{tier}-{split}.png"),
+        f"{records[0]['suite']} {tier} ({split}): best score within a budget")
+        for (tier, split), rows in sorted(groups.items())}  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -42,6 +42,9 @@ def test_written_with_its_provenance_and_read_again_past_its_own_json(runs, tmp_
     assert "Suite placebench-v1; commit(s) " in text and "date(s) 20" in text
     rows = json.loads(out.with_suffix(".json").read_text())["rows"]
     assert [row["cases"] for row in rows] == [12, 12]
+    plot = runs / "board-anytime-tiny-test.png"  # the anytime curves of the tier, embedded
+    assert plot.is_file() and f"]({plot.name})" in text
+    plot.unlink()
     assert len(leaderboard([runs])) == 2  # board.json is not a record
     (runs / "board.md").unlink()
     (runs / "board.json").unlink()

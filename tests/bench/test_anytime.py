@@ -1,0 +1,42 @@
+"""placerl.bench.anytime: the best score within a budget, over a row's cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from placerl.bench.anytime import anytime_curve, plot_anytime
+
+
+def _record(reference, trace):
+    return {"reference": {"runtime": reference}, "trace": trace}
+
+
+RECORDS = [_record(2.0, [[0, 0.1, 4.0], [10, 0.5, 2.0], [50, 1.0, 1.0]]),
+           _record(1.0, [[5, 0.2, 1.0]])]  # fmt: skip
+
+
+@pytest.mark.parametrize(("axis", "grid", "expected"), [
+    ("calls", [0, 4, 5, 10, 49, 50, 1000],
+     [math.nan, math.nan, math.sqrt(0.5), 1.0, 1.0, math.sqrt(2.0), math.sqrt(2.0)]),
+    ("seconds", [0.0, 0.1, 0.2, 0.5, 2.0],
+     [math.nan, math.nan, math.sqrt(0.5), 1.0, math.sqrt(2.0)]),
+])  # fmt: skip
+def test_the_curve_is_the_geometric_mean_of_the_best_score_within_each_budget(axis, grid,
+                                                                            expected):
+    curve = anytime_curve(RECORDS, axis, np.array(grid, dtype=float))
+    np.testing.assert_allclose(curve, expected)  # nan until every case has a placement
+
+
+def test_a_record_without_a_trace_leaves_the_curve_undefined():
+    curve = anytime_curve([*RECORDS, _record(1.0, [])], "calls", np.array([100.0]))
+    assert np.isnan(curve).all()
+    with pytest.raises(KeyError):
+        anytime_curve(RECORDS, "episodes", np.array([1.0]))
+
+
+def test_the_plot_is_a_png(tmp_path):
+    path = plot_anytime({"a": RECORDS, "b": RECORDS[:1]}, tmp_path / "a.png", "tiny")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
