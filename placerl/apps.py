@@ -240,9 +240,9 @@ def run_bench(run: BenchRunConfig, out_dir: str | Path) -> list[dict[str, Any]]:
 
     if run.recipe is None:
         records = run_cases(run.cases_suite(), run.tier, run.split, run.placer, out_dir,
-                            force=run.force)  # fmt: skip
+                            force=run.force, family=run.family)  # fmt: skip
     else:
-        suite, cases = select_cases(run.cases_suite(), run.tier, run.split)
+        suite, cases = select_cases(run.cases_suite(), run.tier, run.split, run.family)
         records = run_recipe(suite, cases, run.recipe, run.recipe_overrides, run.seed,
                              out_dir, force=run.force)  # fmt: skip
     path = write_leaderboard([out_dir], Path(out_dir) / "leaderboard.md")

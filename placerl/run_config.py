@@ -404,6 +404,28 @@ class EvalRunConfig:
         return cls(graph=GraphGroup(), cluster=ClusterGroup(), logger=LoggerGroup())
 
 
+#: Keys of a recipe run PlaceBench sets from its cases (an override of one is refused).
+SET_BY_SUITE = ("graph", "cluster", "seed", "validation_graphs", "baselines", "env.objective")
+
+
+def check_recipe(recipe: str, overrides: list[str] | tuple[str, ...] = ()) -> None:
+    """Refuse an unknown recipe or an override of what the suite sets, before any work.
+
+    Raises:
+        ConfigError: Naming the known recipes, or the key the suite sets.
+    """
+    from placerl.compose import group_options
+
+    known = group_options("experiment")
+    if recipe not in known:
+        raise ConfigError(f"unknown recipe {recipe!r}; known: {', '.join(known)}")
+    for override in overrides:
+        key = str(override).lstrip("+~").partition("=")[0]
+        if any(key == fixed or key.startswith(f"{fixed}.") for fixed in SET_BY_SUITE):
+            raise ConfigError(f"recipe override {override!r}: the suite sets {key} from its "
+                              f"cases ({', '.join(SET_BY_SUITE)} are the suite's)")  # fmt: skip
+
+
 @dataclass
 class BenchRunConfig:
     """A PlaceBench run (``placerl-bench``): a placer, or a recipe trained on the ``train``
@@ -412,10 +434,12 @@ class BenchRunConfig:
 
     Attributes:
         suite: The suite, ``<name>-v<version>`` (``placebench-v1``).
-        tier: The tier to run (``tiny``, ``families``, ``models``, ``devices``); ``None``:
-            every tier.
+        tier: The tier to run (``tiny``, ``families``, ``models``, ``devices``, ``scale``);
+            ``None``: every tier.
         split: The split to run (``train``, ``validation``, ``test``); a score to report
             is a ``test`` one.
+        family: Only the cases of this family (``tiny/chain-n12``, ``families/cifar10``);
+            ``None``: every family of the tier.
         placer: A placer spec (``heft``, ``'local_search?init=best_of&max_evaluations=2000'``).
         recipe: A recipe (an ``experiment`` config: ``placeto``, ``improve``, ...) to train
             per family and score instead of ``placer``; ``None``: score ``placer``.
@@ -434,6 +458,7 @@ class BenchRunConfig:
     suite: str = "placebench-v1"
     tier: str | None = None
     split: str = "test"
+    family: str | None = None
     placer: str = "heft"
     recipe: str | None = None
     recipe_overrides: list[str] = field(default_factory=list)
@@ -463,11 +488,9 @@ class BenchRunConfig:
         if self.recipe is None:
             parse_placer(self.placer)
         else:
-            from placerl.bench.recipe import check_recipe
-
             check_spec_list(self.recipe_overrides, "recipe_overrides")
             check_recipe(self.recipe, self.recipe_overrides)
-        select_cases(self.cases_suite(), self.tier, self.split)
+        select_cases(self.cases_suite(), self.tier, self.split, self.family)
         return self
 
     def cases_suite(self) -> Any:

@@ -340,7 +340,7 @@ def test_placerl_bench_scores_a_tier_and_a_dataset_as_typed(tmp_path):
     done = _app(tmp_path, "bench_app", "placer=heft", "tier=tiny", "split=test",
                 f"hydra.run.dir={out}")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "| placebench-v1 | tiny" in done.stdout and (out / "leaderboard.md").is_file()
+    assert "| tiny " in done.stdout and (out / "leaderboard.md").is_file()
     assert len(list(out.glob("tiny__*.json"))) == 12
     assert leaderboard([out]).iloc[0]["cases"] == 12
     data = tmp_path / "data"
@@ -501,3 +501,25 @@ def test_a_hyperparameter_search_on_a_test_case_fails_naming_it(tmp_path):
     [job] = open_jobs([sweep])
     assert job.status == "failed" and "tuning may not read it" in job.detail
     assert not list(sweep.rglob("model.zip"))  # refused before any work
+
+
+def test_placerl_bench_sweeps_a_recipe_over_seeds_as_typed(tmp_path):
+    """``placerl-bench recipe=placeto tier=... seed=0,1 -m``: one training per seed, scored
+    on the family's test cases, and the sweep's leaderboard pools the seeds."""
+    from placerl.bench.leaderboard import leaderboard
+
+    sweep = tmp_path / "sweep"
+    done = _app(tmp_path, "bench_app", "-m", "recipe=placeto", "tier=tiny",
+                "family=tiny/chain-n12", "seed=0,1",
+                "recipe_overrides=['total_steps=128','n_envs=2','eval_every=64',"
+                "'eval_samples=0','progress_bar=false']",
+                f"hydra.sweep.dir={sweep}")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = sorted(sweep.rglob("tiny__chain-n12-s*@seed*.json"))
+    assert [r.name.split("@")[1] for r in records] == ["seed0.json"] * 2 + ["seed1.json"] * 2
+    row = leaderboard([sweep]).iloc[0]
+    assert (row["cases"], row["seeds"]) == (4, 2) and row["placer"].startswith("recipe:placeto[")
+    bad = _app(tmp_path, "bench_app", "recipe=placetoo", f"hydra.run.dir={tmp_path / 'bad'}")
+    assert bad.returncode != 0
+    assert "unknown recipe 'placetoo'; known: doppler" in (
+        tmp_path / "bad" / "error.txt").read_text()  # fmt: skip

@@ -26,6 +26,7 @@ LAYERS = [
     {"bench"},
     {"run_config", "compose"},
     {"train"},
+    {"bench.recipe"},  # PlaceBench's learned rows: cases and scores below, training above
     {"figures", "evaluate", "summary", "report_figures", "report", "dashboard"},
     {"tracking"},
     {"apps"},
@@ -35,8 +36,11 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
 
 def _unit(module: str) -> str:
-    """``placerl.graph.core`` -> ``graph``; ``placerl`` itself -> ``__init__``."""
+    """``placerl.graph.core`` -> ``graph``; ``placerl`` itself -> ``__init__``; a module
+    with a layer of its own (``bench.recipe``) -> itself."""
     parts = module.split(".")
+    if ".".join(parts[1:3]) in RANK:
+        return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 else "__init__"
 
 

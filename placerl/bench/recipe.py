@@ -26,9 +26,8 @@ from placerl.bench.run import TRAINING_DIR, record_path, run_case
 from placerl.bench.suite import Suite
 from placerl.errors import ConfigError
 from placerl.results import write_json
+from placerl.run_config import check_recipe
 
-#: Keys of a recipe run the benchmark sets from the cases (an override of one is refused).
-SET_BY_SUITE = ("graph", "cluster", "seed", "validation_graphs", "baselines", "env.objective")
 #: The file in a training folder that says what the training cost.
 TRAINING_FILE = "training.json"
 
@@ -43,24 +42,6 @@ def recipe_label(recipe: str, overrides: list[str] | tuple[str, ...] = ()) -> st
     shown = [o for o in overrides
              if o.lstrip("+~").partition("=")[0].split(".")[0] not in NOT_IN_LABEL]  # fmt: skip
     return f"recipe:{recipe}" + (f"[{','.join(shown)}]" if shown else "")
-
-
-def check_recipe(recipe: str, overrides: list[str] | tuple[str, ...] = ()) -> None:
-    """Refuse an unknown recipe or an override of what the suite sets, before any work.
-
-    Raises:
-        ConfigError: Naming the known recipes, or the key the suite sets.
-    """
-    from placerl.compose import group_options
-
-    known = group_options("experiment")
-    if recipe not in known:
-        raise ConfigError(f"unknown recipe {recipe!r}; known: {', '.join(known)}")
-    for override in overrides:
-        key = str(override).lstrip("+~").partition("=")[0]
-        if any(key == fixed or key.startswith(f"{fixed}.") for fixed in SET_BY_SUITE):
-            raise ConfigError(f"recipe override {override!r}: the suite sets {key} from its "
-                              f"cases ({', '.join(SET_BY_SUITE)} are the suite's)")  # fmt: skip
 
 
 def training_run(recipe: str, overrides: list[str] | tuple[str, ...], seed: int,

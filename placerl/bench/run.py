@@ -210,16 +210,16 @@ def _failed(error: str) -> dict[str, Any]:
 
 
 def select_cases(
-    suite: str | Suite, tier: str | None, split: str | None
+    suite: str | Suite, tier: str | None, split: str | None, family: str | None = None
 ) -> tuple[Suite, list[Case]]:
-    """The suite and its cases of ``tier`` and ``split``.
+    """The suite and its cases of ``tier``, ``split`` and ``family`` (``None``: all).
 
     Raises:
-        ConfigError: An unknown suite, tier or split (listing the known ones), or a
+        ConfigError: An unknown suite, tier, split or family (listing the known ones), or a
             selection without a case.
     """
     suite = load_suite(suite) if isinstance(suite, str) else suite
-    cases = suite.select(tier, split)
+    cases = suite.select(tier, split, family)
     if not cases:
         raise ConfigError(f"suite {suite.id} has no case of tier {tier!r} in split {split!r}; "
                           f"tiers: {', '.join(suite.tiers)}")  # fmt: skip
@@ -227,10 +227,10 @@ def select_cases(
 
 
 def run_cases(suite: str | Suite, tier: str | None, split: str | None, placer: str,
-              out_dir: str | Path, *, force: bool = False,
-              progress: bool = True) -> list[dict[str, Any]]:  # fmt: skip
-    """Run ``placer`` on every case of ``tier`` and ``split`` (``None``: all), writing one
-    record per case into ``out_dir``; returns the records, in the suite's order.
+              out_dir: str | Path, *, force: bool = False, progress: bool = True,
+              family: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Run ``placer`` on every case of ``tier``, ``split`` and ``family`` (``None``: all),
+    writing one record per case into ``out_dir``; returns the records, in the suite's order.
 
     A case whose record is already there is read back, not run again (unless ``force``); a
     record of a failed case, or one that does not read, runs again; one of another placer or
@@ -241,7 +241,7 @@ def run_cases(suite: str | Suite, tier: str | None, split: str | None, placer: s
         ConfigError: An unknown suite, tier, split, placer or option (before any work); a
             record of another placer or suite in ``out_dir``.
     """
-    suite, cases = select_cases(suite, tier, split)
+    suite, cases = select_cases(suite, tier, split, family)
     parse_placer(placer)
     records = []
     for case in _progress(cases, progress, f"{suite.id} {placer}"):

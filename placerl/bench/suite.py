@@ -52,18 +52,27 @@ class Suite:
         """The tiers, in the order of their first case."""
         return tuple(dict.fromkeys(case.tier for case in self.cases))
 
-    def select(self, tier: str | None = None, split: str | None = None) -> list[Case]:
-        """The cases of ``tier`` (``None``: every tier) in ``split`` (``None``: every split).
+    def select(self, tier: str | None = None, split: str | None = None,
+               family: str | None = None) -> list[Case]:  # fmt: skip
+        """The cases of ``tier`` (``None``: every tier) in ``split`` (``None``: every split)
+        of ``family`` (``None``: every family).
 
         Raises:
-            ConfigError: An unknown tier or split, listing the known ones.
+            ConfigError: An unknown tier, split or family, listing the known ones.
         """
         if tier is not None and tier not in self.tiers:
             raise ConfigError(f"suite {self.id} has no tier {tier!r}; known: "
                               f"{', '.join(self.tiers)}")  # fmt: skip
         if split is not None and split not in SPLITS:
             raise ConfigError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
-        return [c for c in self.cases if tier in (None, c.tier) and split in (None, c.split)]
+        cases = [c for c in self.cases if tier in (None, c.tier) and split in (None, c.split)]
+        if family is None:
+            return cases
+        known = list(dict.fromkeys(c.family for c in cases))
+        if family not in known:
+            raise ConfigError(f"suite {self.id} has no family {family!r} in tier {tier!r}; "
+                              f"known: {', '.join(known)}")  # fmt: skip
+        return [c for c in cases if c.family == family]
 
     def training_cases(self, family: str) -> tuple[list[Case], list[Case]]:
         """The ``train`` and ``validation`` cases a policy placing ``family`` learns from:

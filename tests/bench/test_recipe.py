@@ -11,9 +11,10 @@ pytest.importorskip("pandas", reason="the experiments extra is not installed")
 
 from placerl.bench import Case, load_suite
 from placerl.bench.leaderboard import leaderboard
-from placerl.bench.recipe import check_recipe, recipe_label, run_recipe, training_run
+from placerl.bench.recipe import recipe_label, run_recipe, training_run
 from placerl.bench.suite import Suite
 from placerl.errors import ConfigError
+from placerl.run_config import check_recipe
 
 #: A budget that trains in seconds: what is tested is the protocol, not the policy.
 QUICK = ("total_steps=128", "n_envs=2", "eval_every=64", "eval_samples=0", "progress_bar=false")
