@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from numba import njit
 
 from placerl._registry import Registry
 from placerl.graph.orders import traversal_order
@@ -45,12 +46,22 @@ def critical_path_bound(model: CostModel) -> float:
     device runs one op at a time, so some device runs at least ``1/D`` of the total work.
     """
     fastest = _fastest(model)
-    graph = model.graph
-    finish = np.zeros(graph.num_nodes)
-    for v in traversal_order(graph, "topo"):
-        producers = graph.predecessors(v)
-        finish[v] = fastest[v] + (finish[producers].max() if producers.size else 0.0)
+    a = model.graph.arrays
+    finish = _longest_paths(traversal_order(model.graph, "topo"), fastest, a.pred_ptr, a.pred)
     return float(max(finish.max(initial=0.0), fastest.sum() / model.num_devices))
+
+
+@njit(cache=True)
+def _longest_paths(order, weight, pred_ptr, pred):
+    """Each node's longest path from a source, its own ``weight`` included, visiting the nodes
+    in topological ``order`` (compiled: a Python loop took seconds at 100k nodes)."""
+    finish = np.zeros(weight.shape[0])
+    for v in order:
+        longest = 0.0
+        for k in range(pred_ptr[v], pred_ptr[v + 1]):
+            longest = max(longest, finish[pred[k]])
+        finish[v] = weight[v] + longest
+    return finish
 
 
 @LOWER_BOUNDS.decorator("pipeline")

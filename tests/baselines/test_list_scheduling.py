@@ -4,9 +4,16 @@ import numpy as np
 import pytest
 
 from placerl.baselines import solve
-from placerl.baselines.list_scheduling import ListSchedule, favourite_parents, m_etf, upward_rank
+from placerl.baselines.list_scheduling import (
+    ListSchedule,
+    favourite_parents,
+    heft,
+    m_etf,
+    m_sct,
+    upward_rank,
+)
 from placerl.baselines.problem import Problem
-from placerl.cluster import Cluster
+from placerl.cluster import Cluster, load_cluster
 from placerl.graph import CompGraph, load_graph
 from tests.baselines.helpers import chain
 
@@ -68,30 +75,88 @@ def test_every_comm_model_gives_a_feasible_schedule(name, comm_model):
     assert result.feasible
 
 
-def naive_earliest_task_first(problem):
-    """m-ETF as its definition reads: every step scores every ready op on every device."""
+def naive_heft(problem):
+    """HEFT as its definition reads, on the Python ListSchedule: ops by decreasing rank (ties
+    in topological order), each on the candidate of earliest finish (ties: lower device)."""
+    rank = upward_rank(problem)
+    position = np.empty(problem.num_nodes, dtype=np.int64)
+    position[problem.topo_order] = np.arange(problem.num_nodes)
+    schedule = ListSchedule(problem)
+    for v in np.lexsort((position, -rank)):
+        v = int(v)
+        finish, d_best, start_best = np.inf, -1, 0.0
+        for d in schedule.assignment.candidates(v):
+            start = schedule.earliest_start(v, int(d), insertion=True)
+            if start + problem.durations[v, d] < finish:
+                finish, d_best, start_best = start + problem.durations[v, d], int(d), start
+        schedule.commit(v, d_best, start_best)
+    return schedule.assignment.placement()
+
+
+def naive_earliest_task_first(problem, favourite_parent=None):
+    """m-ETF (m-SCT with ``favourite_parent``) as its definition reads: every step scores
+    every ready op on every device it may go to, data-ready times recomputed each time."""
     schedule, rank = ListSchedule(problem), upward_rank(problem)
-    a = problem.graph.arrays
+    a, assignment = problem.graph.arrays, schedule.assignment
     waiting = a.in_degree.copy()
     ready = set(np.flatnonzero(waiting == 0).tolist())
+    child = {int(p): v for v, p in enumerate(favourite_parent if favourite_parent is not None
+                                             else []) if p >= 0}  # fmt: skip
+    last_on = {}
+
+    def devices(v):
+        if favourite_parent is not None and favourite_parent[v] >= 0:
+            d = assignment.device_of(int(favourite_parent[v]))
+            if assignment.fits(v, d):
+                return [d]
+        return [int(d) for d in assignment.candidates(v)]
+
     while ready:
-        start, _, v, d = min((schedule.earliest_start(v, int(d), insertion=False), -rank[v], v,
-                              int(d)) for v in ready for d in schedule.assignment.candidates(v))
+        kept = {d: child[u] for d, u in last_on.items()
+                if child.get(u) in ready and assignment.fits(child[u], d)}  # fmt: skip
+        start, _, v, d = min((schedule.earliest_start(v, d, insertion=False), -rank[v], v, d)
+                             for v in ready for d in devices(v) if kept.get(d, v) == v)
         schedule.commit(v, d, start)
+        last_on[d] = v
         ready.discard(v)
         for w in a.succ[a.succ_ptr[v] : a.succ_ptr[v + 1]]:
             waiting[w] -= 1
             if waiting[w] == 0:
                 ready.add(int(w))
-    return schedule.assignment.placement()
+    return assignment.placement()
 
 
-@pytest.mark.parametrize("comm_model", ["placeto", "links", "ideal"])
-@pytest.mark.parametrize("spec", ["synthetic:layered?n=120&seed=3", "synthetic:ptb?seed=1"])
-def test_m_etf_reusing_data_ready_times_schedules_as_recomputing_them(spec, comm_model):
-    problem = Problem(load_graph(spec), Cluster.preset("gpu4_pcie", comm_model=comm_model),
-                      "step_time")  # fmt: skip
+#: Graphs and clusters the compiled schedulers are checked on against the naive ones: every
+#: comm model, a heterogeneous cluster, colocation groups with tight memory (msr).
+PARITY_CASES = [
+    ("synthetic:layered?n=120&seed=3", "gpu4_pcie?comm_model=links"),
+    ("synthetic:layered?n=120&seed=3", "gpu4_pcie?comm_model=placeto"),
+    ("synthetic:layered?n=120&seed=3", "gpu4_pcie?comm_model=ideal"),
+    ("synthetic:ptb?seed=1", "placeto?n_devices=4"),
+    ("synthetic:cifar10?n=60&seed=2", "cpu_gpu?n_gpus=2"),
+    ("synthetic:fork_join?n=60&seed=0", "homogeneous?n_devices=3&memory=3e8"),
+    ("msr:bert24_training", "msr:bert24_training"),
+]
+
+
+@pytest.mark.parametrize(("graph", "cluster"), PARITY_CASES)
+@pytest.mark.parametrize("objective", ["step_time", "pipeline"])
+def test_compiled_heft_places_as_the_python_schedule(graph, cluster, objective):
+    problem = Problem(load_graph(graph), load_cluster(cluster), objective)
+    assert np.array_equal(heft(problem), naive_heft(problem))
+
+
+@pytest.mark.parametrize(("graph", "cluster"), PARITY_CASES)
+def test_compiled_m_etf_places_as_the_python_schedule(graph, cluster):
+    problem = Problem(load_graph(graph), load_cluster(cluster), "step_time")
     assert np.array_equal(m_etf(problem), naive_earliest_task_first(problem))
+
+
+@pytest.mark.parametrize(("graph", "cluster"), PARITY_CASES)
+def test_compiled_m_sct_places_as_the_python_schedule(graph, cluster):
+    problem = Problem(load_graph(graph), load_cluster(cluster), "step_time")
+    expected = naive_earliest_task_first(problem, favourite_parents(problem))
+    assert np.array_equal(m_sct(problem), expected)
 
 
 def test_heft_is_no_slower_than_one_device_on_a_parallel_graph():
