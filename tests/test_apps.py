@@ -341,8 +341,8 @@ def test_placerl_bench_scores_a_tier_and_a_dataset_as_typed(tmp_path):
                 f"hydra.run.dir={out}")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| tiny " in done.stdout and (out / "leaderboard.md").is_file()
-    assert len(list(out.glob("tiny__*.json"))) == 12
-    assert leaderboard([out]).iloc[0]["cases"] == 12
+    assert len(list(out.glob("tiny__*.json"))) == 16
+    assert leaderboard([out]).iloc[0]["cases"] == 16
     data = tmp_path / "data"
     data.mkdir()
     load_graph("synthetic:layered?n=12&seed=1").save(data / "g1.json")

@@ -2,9 +2,10 @@
 
 Tiers (the split of each case is fixed here; :mod:`placerl.bench.guard` enforces it):
 
-* ``tiny``: chains, fork-joins and series-parallel graphs of 12 to 40 nodes on 3 identical
-  devices under ``pipeline``, where Tarnawski's DP gives the optimum: a learned placer should
-  reach it. Seeds 0-5 train, 6-7 validation, 8-9 test.
+* ``tiny``: chains, fork-joins, series-parallel graphs and parallel chains of unequal length
+  (a bin packing) of 12 to 40 nodes on 3 identical devices under ``pipeline``, where the MILP
+  proves the optimum over every placement: a learned placer should reach it. Seeds 0-5
+  train, 6-7 validation, 8-9 test.
 * ``families``: layered graphs of 80 nodes on Placeto's 4 devices (seeds 0-23 train, 100-115
   validation, 24-31 test: the split every recipe benchmark of placerl used) and Placeto's
   cifar10, ptb and nmt cell families on 4 NVLink GPUs (seeds 2-9 train, four validation seeds
@@ -39,17 +40,26 @@ def _split(seed: int, train: range | tuple[int, ...], validation: range | tuple[
                                            ("test", test)) if seed in seeds)  # fmt: skip
 
 
+#: The tiny tier's families: ``(name, graph spec without n and seed, sizes)``. Parallel
+#: chains of unequal length between a fork and a join are a bin packing.
+TINY_FAMILIES = (
+    ("chain", "synthetic:chain?", (12, 24)),
+    ("fork_join", "synthetic:fork_join?", (20, 40)),
+    ("series_parallel", "synthetic:series_parallel?", (16, 32)),
+    ("parallel_chains", "synthetic:fork_join?branches=5&stages=1&", (17, 27)),
+)
+
+
 def tiny() -> list[Case]:
-    """Small graphs whose pipeline optimum the DP proves."""
+    """Small graphs whose pipeline optimum the MILP proves."""
     cases = []
-    for family, sizes in (("chain", (12, 24)), ("fork_join", (20, 40)),
-                          ("series_parallel", (16, 32))):  # fmt: skip
+    for family, spec, sizes in TINY_FAMILIES:
         for n in sizes:
             for seed in range(10):
                 split = _split(seed, range(6), (6, 7), (8, 9))
                 cases.append(Case(f"tiny/{family}-n{n}-s{seed}", "tiny", split,
-                                  f"synthetic:{family}?n={n}&seed={seed}",
-                                  "homogeneous?n_devices=3", "pipeline"))  # fmt: skip
+                                  f"{spec}n={n}&seed={seed}", "homogeneous?n_devices=3",
+                                  "pipeline"))  # fmt: skip
     return cases
 
 

@@ -28,7 +28,7 @@ def test_one_row_per_tier_and_placer(runs):
     table = leaderboard([runs])
     assert list(table["placer"]) == ["heft", "local_search?max_evaluations=20"]
     heft = table.iloc[0]
-    assert (heft["suite"], heft["tier"], heft["cases"]) == ("placebench-v1", "tiny", 12)
+    assert (heft["suite"], heft["tier"], heft["cases"]) == ("placebench-v1", "tiny", 16)
     assert (heft["infeasible"], heft["failed"], heft["simulator_calls"]) == (0, 0, 0)
     assert heft["ci_low"] <= heft["score_value"] <= heft["ci_high"]
     assert heft["score"].startswith(f"{heft['score_value']:.3f} [")
@@ -41,7 +41,7 @@ def test_written_with_its_provenance_and_read_again_past_its_own_json(runs, tmp_
     assert text.startswith("# PlaceBench leaderboard")
     assert "Suite placebench-v1; commit(s) " in text and "date(s) 20" in text
     rows = json.loads(out.with_suffix(".json").read_text())["rows"]
-    assert [row["cases"] for row in rows] == [12, 12]
+    assert [row["cases"] for row in rows] == [16, 16]
     plot = runs / "board-anytime-tiny-test.png"  # the anytime curves of the tier, embedded
     assert plot.is_file() and f"]({plot.name})" in text
     plot.unlink()
@@ -91,13 +91,13 @@ def test_a_record_read_twice_counts_once_and_splits_never_pool(tmp_path):
             json.dumps({**record, "split": "validation", "case": record["case"] + "-v"}))
     table = leaderboard([tmp_path, tmp_path / "test"])  # the test folder under both
     rows = sorted(zip(table["split"], table["cases"], strict=True))
-    assert rows == [("test", 12), ("validation", 12)]
+    assert rows == [("test", 16), ("validation", 16)]
     copy = tmp_path / "copy"
     copy.mkdir()
     original = next((tmp_path / "test").glob("*.json"))
     record = json.loads(original.read_text())
     (copy / original.name).write_text(json.dumps({**record, "wall_s": 9.0}))
-    assert leaderboard([tmp_path]).query("split == 'test'")["cases"].item() == 12
+    assert leaderboard([tmp_path]).query("split == 'test'")["cases"].item() == 16
     (copy / original.name).write_text(json.dumps({**record, "runtime": 1.0, "score": 0.5}))
     with pytest.raises(ConfigError, match="two different records of case 'tiny/"):
         leaderboard([tmp_path])
@@ -127,9 +127,9 @@ def test_a_training_is_counted_once_and_seeds_pool_into_one_row(runs, tmp_path):
             path.write_text(json.dumps(named))
     row = leaderboard([tmp_path]).iloc[0]
     calls = sum(r["simulator_calls"] for r in _records(runs / "ls"))
-    assert (row["cases"], row["seeds"]) == (24, 2)
+    assert (row["cases"], row["seeds"]) == (32, 2)
     assert row["simulator_calls"] == 2 * calls + 2 * 1000  # each seed's training once
-    assert row["calls_per_case"] == row["simulator_calls"] / 24
+    assert row["calls_per_case"] == row["simulator_calls"] / 32
 
 
 def _records(folder):

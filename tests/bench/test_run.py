@@ -69,7 +69,7 @@ def test_count_evaluations_counts_single_and_batched_evaluations():
 
 def test_run_cases_resumes_from_the_records_there(tmp_path, monkeypatch):
     first = run_cases("placebench-v1", "tiny", "test", "heft", tmp_path, progress=False)
-    assert len(first) == 12 and len(list(tmp_path.glob("tiny__*.json"))) == 12
+    assert len(first) == 16 and len(list(tmp_path.glob("tiny__*.json"))) == 16
 
     def fail(*args, **kwargs):
         raise AssertionError("a finished case ran again")
