@@ -101,6 +101,7 @@ def leaderboard(folders: Sequence[str | Path]) -> Any:
                               f"({record['suite']}) are records of two suites for tier "
                               f"{record['tier']!r} and placer {record['placer']!r}: results "
                               "of two suites never pool")  # fmt: skip
+        _check_budget(group, path, record)
         key = (record["case"], record.get("seed"))
         twin = group.get(key)
         if twin and _scored(twin[1]) != _scored(record):
@@ -112,6 +113,20 @@ def leaderboard(folders: Sequence[str | Path]) -> Any:
     rows = [{**_row(records), **_versus(records, pooled)} for records in pooled.values()]
     return pd.DataFrame(rows, columns=list(COLUMNS)).sort_values(
         ["suite", "tier", "split", "placer"], ignore_index=True)  # fmt: skip
+
+
+def _check_budget(group: dict[Any, tuple[Path, dict[str, Any]]], path: Path,
+                  record: dict[str, Any]) -> None:  # fmt: skip
+    """Refuse pooling a recipe's record with one of another training budget (a recipe whose
+    defaults changed between two runs keeps its name)."""
+    budget = (record.get("training") or {}).get("budget")
+    for other_path, other in group.values():
+        theirs = (other.get("training") or {}).get("budget")
+        if theirs != budget:
+            raise ConfigError(f"{other_path} and {path} are records of {record['placer']!r} "
+                              f"with different budgets (training.budget {theirs} and "
+                              f"{budget}): they never pool")  # fmt: skip
+        return
 
 
 def _scored(record: dict[str, Any]) -> tuple[Any, ...]:

@@ -109,6 +109,7 @@ def train_family(suite: Suite, family: str, recipe: str, overrides: list[str] | 
             "cases": [c.name for c in train_cases],
             "validation": [c.name for c in validation
                            if c.graph in run.validation_graphs],
+            "budget": {"total_steps": run.total_steps, "time_limit_s": run.time_limit_s},
             "steps": result.steps, "simulator_calls": result.simulator_calls["total"],
             "wall_s": sum(timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate")),
             "policy": str(folder / "model.zip"), "config": run.to_dict()}  # fmt: skip

@@ -134,3 +134,16 @@ def test_a_training_is_counted_once_and_seeds_pool_into_one_row(runs, tmp_path):
 
 def _records(folder):
     return [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]
+
+
+def test_records_of_one_recipe_with_two_budgets_never_pool(runs, tmp_path):
+    for seed, steps in ((0, 4000), (1, 8000)):
+        record = _records(runs / "ls")[0]
+        training = {"id": f"r|{seed}", "simulator_calls": 1, "wall_s": 1.0, "seed": seed,
+                    "budget": {"total_steps": steps, "time_limit_s": 0.0}}  # fmt: skip
+        (tmp_path / f"r{seed}.json").write_text(json.dumps(
+            {**record, "placer": "recipe:x", "seed": seed, "training": training}))
+    with pytest.raises(ConfigError, match=r"r0.json and .*r1.json are records of 'recipe:x' "
+                                          r"with different budgets \(training.budget "
+                                          r"\{'total_steps': 4000"):  # fmt: skip
+        leaderboard([tmp_path])
