@@ -57,6 +57,11 @@ def plot_anytime(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: str | Pa
     import matplotlib.pyplot as plt
 
     figure, panels = plt.subplots(1, 2, figsize=(13, 6.5), sharey=True)
+    labels = short_labels(list(rows))
+    colors = plt.get_cmap("tab20").colors
+    styles = [{"color": colors[i % len(colors)], "linestyle": ("-", "--", ":")[i // len(colors)
+                                                                            % 3]}
+              for i in range(len(rows))]  # fmt: skip
     for panel, axis in zip(panels, AXES, strict=True):
         points = [p[AXES[axis]] for recs in rows.values() for r in recs
                   for p in r.get("trace") or []]  # fmt: skip
@@ -65,10 +70,9 @@ def plot_anytime(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: str | Pa
         # every trace point is on the grid: a curve that starts late still shows its start
         grid = np.unique(np.concatenate([[0.0], points, np.geomspace(low, max(top, low * 10),
                                                                      GRID_POINTS)]))
-        for placer, records in rows.items():
+        for (placer, records), style in zip(rows.items(), styles, strict=True):
             curve = anytime_curve(records, axis, grid)
-            if np.isfinite(curve).any():
-                panel.plot(grid, curve, label=_short(placer), drawstyle="steps-post")
+            panel.plot(grid, curve, label=labels[placer], drawstyle="steps-post", **style)
         panel.axhline(1.0, color="black", linestyle="--", linewidth=1,
                       label="best constructive placer")  # fmt: skip
         panel.set_xscale("symlog", linthresh=1.0 if axis == "calls" else 1e-3)
@@ -86,5 +90,23 @@ def plot_anytime(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: str | Pa
     return path
 
 
-def _short(placer: str, width: int = 60) -> str:
-    return placer if len(placer) <= width else placer[: width - 3] + "..."
+def short_labels(placers: Sequence[str]) -> dict[str, str]:
+    """Each placer spec by its name and the options that tell it from the other specs of that
+    name (``local_search max_evaluations=1000`` beside ``local_search ...=10000``)."""
+    from placerl._spec import parse_query
+    from placerl.errors import ConfigError
+
+    parsed = {}
+    for spec in placers:
+        name, _, query = spec.partition("?")
+        try:
+            parsed[spec] = (name, parse_query(query, what=spec))
+        except ConfigError:  # not a placer spec: as it is
+            parsed[spec] = (spec, {})
+    labels = {}
+    for spec, (name, options) in parsed.items():
+        kin = [o for n, o in parsed.values() if n == name]
+        shown = [f"{k}={v}" for k, v in options.items()
+                 if any(other.get(k) != v for other in kin)]  # fmt: skip
+        labels[spec] = " ".join([name, *shown])
+    return labels

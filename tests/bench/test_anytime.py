@@ -40,3 +40,14 @@ def test_a_record_without_a_trace_leaves_the_curve_undefined():
 def test_the_plot_is_a_png(tmp_path):
     path = plot_anytime({"a": RECORDS, "b": RECORDS[:1]}, tmp_path / "a.png", "tiny")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_labels_keep_what_tells_two_specs_of_a_placer_apart():
+    from placerl.bench.anytime import short_labels
+
+    specs = ["heft", "local_search?init=best_of",
+             "local_search?init=best_of&max_evaluations=1000",
+             "local_search?init=best_of&max_evaluations=10000", "recipe:placeto[total_steps=8]"]
+    assert list(short_labels(specs).values()) == [
+        "heft", "local_search", "local_search max_evaluations=1000",
+        "local_search max_evaluations=10000", "recipe:placeto[total_steps=8]"]  # fmt: skip
