@@ -92,8 +92,8 @@ def family_run(suite: Suite, family: str, recipe: str, overrides: list[str] | tu
 def train_family(suite: Suite, family: str, recipe: str, overrides: list[str] | tuple[str, ...],
                  seed: int, out_dir: Path) -> dict[str, Any]:  # fmt: skip
     """Train ``recipe`` for ``family`` in ``out_dir`` (or read back the training there) and
-    return what the records store of it: the recipe, the cases, the policy file, and the
-    simulator calls and seconds it cost."""
+    return what the records store of it: the recipe, the cases, the policy file, the
+    simulator calls and seconds it cost, and the torch device it trained on."""
     from placerl.train import train
 
     train_cases, validation = suite.training_cases(family)
@@ -110,6 +110,7 @@ def train_family(suite: Suite, family: str, recipe: str, overrides: list[str] | 
             "validation": [c.name for c in validation
                            if c.graph in run.validation_graphs],
             "budget": {"total_steps": run.total_steps, "time_limit_s": run.time_limit_s},
+            "device": str(result.model.device),  # where the policy trained (cpu, cuda:0)
             "steps": result.steps, "simulator_calls": result.simulator_calls["total"],
             "wall_s": sum(timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate")),
             "policy": str(folder / "model.zip"), "config": run.to_dict()}  # fmt: skip

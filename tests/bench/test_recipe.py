@@ -41,6 +41,7 @@ def test_the_policy_trains_on_train_selects_on_validation_and_scores_test(suite,
         training = record["training"]
         assert training["cases"] == [c.name for c in train]
         assert training["budget"] == {"total_steps": 128, "time_limit_s": 0.0}
+        assert training["device"].split(":")[0] in ("cpu", "cuda", "mps")
         assert {c.split for c in train} == {"train"}
         assert training["validation"] == [c.name for c in validation]
         assert record["placer"] == "recipe:placeto[total_steps=128,n_envs=2,eval_every=64," \
