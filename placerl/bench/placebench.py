@@ -149,6 +149,29 @@ TRAINED_ON = {
 }
 
 
+#: Iterated local search's budgets on the board (simulator calls per case).
+SEARCH_BUDGETS = (1_000, 10_000, 100_000)
+#: The classic rows of the leaderboard: ``(placer spec, tiers)``, ``()`` for every tier but
+#: ``scale``, where only the constructive placers run (a search over 100k-node graphs is no
+#: row). The exact solvers carry a time limit, so every row finishes: a placement found at
+#: the limit is the solver's incumbent, recorded as not proven.
+CLASSIC_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("single_device", ("tiny", "families", "models", "devices", "scale")),
+    ("heft", ("tiny", "families", "models", "devices", "scale")),
+    ("m_etf", ("tiny", "families", "models", "devices", "scale")),
+    ("m_sct", ("tiny", "families", "models", "devices", "scale")),
+    ("m_topo", ()),
+    ("min_cut", ()),
+    ("best_of", ()),
+    ("local_search?init=best_of", ()),
+    *((f"local_search?init=best_of&restarts=1000000&max_evaluations={n}&time_limit=600", ())
+      for n in SEARCH_BUDGETS),
+    ("tarnawski_dp?time_limit=60", ()),
+    ("milp", ("tiny",)),
+    ("milp?contiguous=false", ("tiny",)),
+)
+
+
 def placebench_v1() -> Suite:
     """The benchmark's first version."""
     return Suite(NAME, VERSION, (*tiny(), *families(), *models(), *devices(), *scale()),
