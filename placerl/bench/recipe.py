@@ -24,14 +24,14 @@ from typing import Any
 from placerl.bench.case import Case
 from placerl.bench.run import TRAINING_DIR, record_path, run_case
 from placerl.bench.suite import Suite
+from placerl.compose import compose_run
 from placerl.errors import ConfigError
+from placerl.graph import load_graph
 from placerl.results import write_json
-from placerl.run_config import check_recipe
+from placerl.run_config import RunConfig, check_recipe
 
 #: The file in a training folder that says what the training cost.
 TRAINING_FILE = "training.json"
-
-
 #: Overrides that change no placement (how it runs, not what it learns): no part of a label.
 NOT_IN_LABEL = ("progress_bar", "threads", "rollout_threads", "logger", "force", "device")
 
@@ -45,17 +45,13 @@ def recipe_label(recipe: str, overrides: list[str] | tuple[str, ...] = ()) -> st
 
 
 def training_run(recipe: str, overrides: list[str] | tuple[str, ...], seed: int,
-                 train: list[Case], validation: list[Case]) -> Any:  # fmt: skip
+                 train: list[Case], validation: list[Case]) -> RunConfig:  # fmt: skip
     """The :class:`~placerl.run_config.RunConfig` that trains ``recipe`` on the ``train``
     cases, selecting on the ``validation`` cases that share their cluster and objective.
 
     Raises:
         ConfigError: No training case, or training cases on two clusters or objectives.
     """
-    from placerl.compose import compose_run
-    from placerl.graph import load_graph
-    from placerl.run_config import RunConfig
-
     if not train:
         raise ConfigError("no training case to learn from")
     (cluster, objective), *other = dict.fromkeys((c.cluster, c.objective) for c in train)
@@ -77,7 +73,7 @@ def training_run(recipe: str, overrides: list[str] | tuple[str, ...], seed: int,
 
 
 def family_run(suite: Suite, family: str, recipe: str, overrides: list[str] | tuple[str, ...],
-               seed: int) -> Any:  # fmt: skip
+               seed: int) -> RunConfig:  # fmt: skip
     """:func:`training_run` for ``family`` of ``suite``.
 
     Raises:
