@@ -15,10 +15,10 @@ scores with its bootstrap 95% interval and the infeasible count,
 ``wall_s`` (totals, each training counted once), ``calls_per_case`` (``simulator_calls`` over
 the records: the budget a classic placer is held to), ``seeds``, and ``vs_reference``: the
 paired comparison (:func:`placerl.comparison.compare_pairs`) of the row's runtimes with those
-of the strongest classic placer at equal budget, the best-scoring row of the same tier and
-split without training whose ``calls_per_case`` is at most the row's (``reference`` names
-it, ``ratio``, ``ratio_low`` and ``ratio_high`` hold the geometric-mean runtime ratio and its
-95% interval: below 1, the row's placements run faster).
+of the strongest classic placer at equal budget: the best-scoring row of the same tier and
+split without training that covers the row's cases, with ``calls_per_case`` at most the
+row's (``reference`` names it; ``ratio``, ``ratio_low`` and ``ratio_high`` hold the
+geometric-mean runtime ratio and its 95% interval: below 1, the row's placements run faster).
 """
 
 from __future__ import annotations
@@ -175,9 +175,11 @@ def _versus(records: list[dict[str, Any]], pooled: Pooled) -> dict[str, Any]:
 
     first = records[0]
     budget = _budget(records)[0] / len(records)
+    cases = {r["case"] for r in records}
     candidates = [(name, rows) for name, rows in pooled.items()
                   if name[:2] == (first["tier"], first["split"]) and rows is not records
                   and not any(r.get("training") for r in rows)
+                  and cases <= {r["case"] for r in rows}  # a mean over the same cases
                   and _budget(rows)[0] / len(rows) <= budget]  # fmt: skip
     scored = [(_mean(rows), name[2], rows) for name, rows in candidates if _mean(rows)]
     if not scored:

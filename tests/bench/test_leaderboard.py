@@ -147,3 +147,16 @@ def test_records_of_one_recipe_with_two_budgets_never_pool(runs, tmp_path):
                                           r"with different budgets \(training.budget "
                                           r"\{'total_steps': 4000"):  # fmt: skip
         leaderboard([tmp_path])
+
+
+def test_the_reference_covers_the_row_s_cases(runs, tmp_path):
+    """A row of a few cases (an exact solver run on the small ones) may score best on its
+    own cases: it is no reference for a row over more cases."""
+    shutil.copytree(runs, tmp_path / "runs")
+    record = _records(runs / "heft")[0]
+    faster = {**record, "placer": "exact", "runtime": record["runtime"] / 2,
+              "score": record["score"] * 2}  # fmt: skip
+    (tmp_path / "runs" / "exact.json").write_text(json.dumps(faster))
+    table = leaderboard([tmp_path / "runs"]).set_index("placer")
+    assert table.loc["local_search?max_evaluations=20"]["reference"] == "heft"
+    assert table.loc["exact"]["reference"] == "heft"  # heft covers its one case
