@@ -241,6 +241,70 @@ def heft(order, durations, pred_ptr, pred, pred_edge, of_node, unit_durations, n
     return unit_device
 
 
+# ----------------------------------------------------------------- ETF's indexed heaps
+# Each device keeps its ready ops in two heaps of node ids, with each op's position in
+# ``pos[v, d]`` (-1: absent): ``released`` holds the ops whose inputs are there by the time the
+# device frees (all would start then: ordered by higher rank, then lower id); ``waiting`` the
+# others, ordered by their ``stored`` data-ready time (then rank, id). A heap is the tuple
+# ``(heap, size, pos)``: ``heap[d, :size[d]]`` is device d's.
+@njit(cache=True, inline="always")
+def _before(a, b, d, released, stored, rank):
+    """Whether op ``a`` comes before ``b`` in device ``d``'s heap."""
+    if not released and stored[a, d] != stored[b, d]:
+        return stored[a, d] < stored[b, d]
+    if rank[a] != rank[b]:
+        return rank[a] > rank[b]
+    return a < b
+
+
+@njit(cache=True, inline="always")
+def _sift(h, d, i, released, stored, rank):
+    """Move the op at ``heap[d, i]`` up or down to its place."""
+    heap, size, pos = h
+    v = heap[d, i]
+    moved = False
+    while i > 0:
+        parent = (i - 1) >> 1
+        w = heap[d, parent]
+        if not _before(v, w, d, released, stored, rank):
+            break
+        heap[d, i], pos[w, d] = w, i
+        i, moved = parent, True
+    while not moved:
+        child = 2 * i + 1
+        if child >= size[d]:
+            break
+        if child + 1 < size[d] and _before(heap[d, child + 1], heap[d, child], d, released,
+                                           stored, rank):  # fmt: skip
+            child += 1
+        w = heap[d, child]
+        if not _before(w, v, d, released, stored, rank):
+            break
+        heap[d, i], pos[w, d] = w, i
+        i = child
+    heap[d, i], pos[v, d] = v, i
+
+
+@njit(cache=True, inline="always")
+def _push(h, d, v, released, stored, rank):
+    heap, size, pos = h
+    heap[d, size[d]], pos[v, d] = v, size[d]
+    size[d] += 1
+    _sift(h, d, size[d] - 1, released, stored, rank)
+
+
+@njit(cache=True, inline="always")
+def _remove(h, d, v, released, stored, rank):
+    heap, size, pos = h
+    i = pos[v, d]
+    pos[v, d] = -1
+    size[d] -= 1
+    if i != size[d]:
+        w = heap[d, size[d]]
+        heap[d, i], pos[w, d] = w, i
+        _sift(h, d, i, released, stored, rank)
+
+
 # ------------------------------------------------------------------------------------- ETF
 @njit(cache=True, inline="always")
 def _better(start, rank, v, d, b_start, b_rank, b_v, b_d):
@@ -268,45 +332,93 @@ def _devices_for(v, favourite_parent, of_node, unit_device, unit_durations, need
 
 
 @njit(cache=True, inline="always")
-def _forget_stale(d, ready, n_ready, sent_list, n_sent, sent_flag, pred_ptr, pred, of_node,
-                  unit_device, arrival, comm_model, known):  # fmt: skip
-    """Forget the data-ready times a commit to ``d`` that sent ``sent_list`` may have changed.
+def _ready_on(v, d, net):
+    """:func:`_data_ready` with the schedule's arrays bundled in ``net``."""
+    (pred_ptr, pred, pred_edge, of_node, unit_device, finish, arrival, channel_free, comm_model,
+     edge_time, edge_bytes, bandwidth, latency) = net  # fmt: skip
+    return _data_ready(v, d, pred_ptr, pred, pred_edge, of_node, unit_device, finish, arrival,
+                       channel_free, comm_model, edge_time, edge_bytes, bandwidth,
+                       latency)  # fmt: skip
 
-    A commit changes only the arrivals of the outputs it sent and the channels they took. Under
-    ``placeto`` both serve every device: a ready op's times change on every device when one of
-    its producers was sent, or still waits for a channel a send used. Under ``links`` (and
-    ``ideal``, which has no channels) both are the columns of ``d``: only the times on ``d``
-    of ready ops with a producer on a device that sent to ``d`` change. (Forgetting every
-    device's times there made m-ETF recompute nearly all of them at every step.)
+
+@njit(cache=True, inline="always")
+def _may_go(v, favourite_parent, placing, out):
+    """:func:`_devices_for` with the assignment's arrays bundled in ``placing``."""
+    of_node, unit_device, unit_durations, need, free_memory = placing
+    return _devices_for(v, favourite_parent, of_node, unit_device, unit_durations, need,
+                        free_memory, out)  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _sync(w, favourite_parent, placing, net, stored, waiting, released, rank, allowed, cand):
+    """Give ready op ``w`` an entry on exactly the devices it may go to now."""
+    allowed[:] = False
+    for j in range(_may_go(w, favourite_parent, placing, cand)):
+        allowed[cand[j]] = True
+    for d in range(allowed.shape[0]):
+        if waiting[2][w, d] >= 0:
+            if not allowed[d]:
+                _remove(waiting, d, w, False, stored, rank)
+        elif released[2][w, d] >= 0:
+            if not allowed[d]:
+                _remove(released, d, w, True, stored, rank)
+        elif allowed[d]:
+            stored[w, d] = _ready_on(w, d, net)
+            _push(waiting, d, w, False, stored, rank)
+
+
+@njit(cache=True, inline="always")
+def _best_on(d, free_at, net, stored, waiting, released, rank):
+    """``(start, op)`` of the op device ``d`` would start first, ties to higher rank, then lower
+    id (``(inf, -1)`` when none may go there).
+
+    Data-ready times only grow between a commit's eager updates (channels fill), so a waiting
+    op's stored time is at most its true one: the top of ``waiting`` is right once its time is
+    recomputed and unchanged, and an op released earlier is checked again at the top (its
+    inputs may now arrive after ``free_at``).
     """
-    n_dev = known.shape[1]
-    channel = np.zeros(n_dev, dtype=np.bool_)
-    for i in range(n_sent):
-        channel[unit_device[of_node[sent_list[i]]]] = True
-    for i in range(n_ready):
-        w = ready[i]
-        for k in range(pred_ptr[w], pred_ptr[w + 1]):
-            u = pred[k]
-            if comm_model != PLACETO:
-                if channel[unit_device[of_node[u]]]:
-                    known[w, d] = False
-                    break
-            elif sent_flag[u] or (channel[unit_device[of_node[u]]] and np.isnan(arrival[u, 0])):
-                known[w, :] = False
-                break
+    while True:
+        while waiting[1][d] > 0 and stored[waiting[0][d, 0], d] <= free_at:
+            v = waiting[0][d, 0]
+            _remove(waiting, d, v, False, stored, rank)
+            stored[v, d] = _ready_on(v, d, net)
+            if stored[v, d] <= free_at:
+                _push(released, d, v, True, stored, rank)
+            else:
+                _push(waiting, d, v, False, stored, rank)
+        if released[1][d] > 0:
+            v = released[0][d, 0]
+            ready = _ready_on(v, d, net)
+            if ready <= free_at:
+                return free_at, v
+            _remove(released, d, v, True, stored, rank)
+            stored[v, d] = ready
+            _push(waiting, d, v, False, stored, rank)
+            continue
+        if waiting[1][d] == 0:
+            return np.inf, -1
+        v = waiting[0][d, 0]
+        ready = _ready_on(v, d, net)
+        if ready == stored[v, d]:
+            return ready, v
+        stored[v, d] = ready
+        _sift(waiting, d, waiting[2][v, d], False, stored, rank)
 
 
 @njit(cache=True)
-def earliest_task_first(rank, favourite_parent, favourite_child, durations, succ_ptr, succ,
-                        pred_ptr, pred, pred_edge, of_node, unit_durations, need, capacity,
-                        comm_model, op_gap, transfer_gap, edge_time, edge_bytes, bandwidth,
-                        latency):  # fmt: skip
+def earliest_task_first(rank, favourite_parent, favourite_child, unit_ptr, unit_nodes, durations,
+                        succ_ptr, succ, pred_ptr, pred, pred_edge, of_node, unit_durations, need,
+                        capacity, comm_model, op_gap, transfer_gap, edge_time, edge_bytes,
+                        bandwidth, latency):  # fmt: skip
     """ETF: repeatedly start the (ready op, device) pair that can start first (ties: higher
     upward rank, then lower op, then lower device).
 
     With favourite parents (m-SCT; all -1 for m-ETF), an op whose favourite parent is placed
     goes to that parent's device when it fits there, and a device whose last op's favourite
-    child is ready and fits is kept for that child.
+    child is ready and fits is kept for that child. Each device's candidates sit in indexed
+    heaps (see :func:`_best_on`), so a step costs the devices and the entries a commit
+    changed, not every ready op on every device. ``unit_ptr``/``unit_nodes``: each unit's
+    nodes (CSR).
 
     Returns:
         Each unit's device.
@@ -314,54 +426,54 @@ def earliest_task_first(rank, favourite_parent, favourite_child, durations, succ
     n, n_dev = durations.shape
     unit_device = np.full(unit_durations.shape[0], -1, dtype=np.int64)
     free_memory = capacity.astype(np.float64).copy()
-    finish = np.zeros(n)
-    device_free = np.zeros(n_dev)
+    finish, device_free = np.zeros(n), np.zeros(n_dev)
     arrival = np.full((n, n_dev), np.nan)
     channel_free = np.zeros((n_dev, n_dev))
-    cand = np.empty(n_dev, dtype=np.int64)
+    placing = (of_node, unit_device, unit_durations, need, free_memory)
+    net = (pred_ptr, pred, pred_edge, of_node, unit_device, finish, arrival, channel_free,
+           comm_model, edge_time, edge_bytes, bandwidth, latency)  # fmt: skip
+    stored = np.zeros((n, n_dev))
+    waiting = (np.empty((n_dev, n), dtype=np.int64), np.zeros(n_dev, dtype=np.int64),
+               np.full((n, n_dev), -1, dtype=np.int64))  # fmt: skip
+    released = (np.empty((n_dev, n), dtype=np.int64), np.zeros(n_dev, dtype=np.int64),
+                np.full((n, n_dev), -1, dtype=np.int64))  # fmt: skip
+    allowed, cand = np.zeros(n_dev, dtype=np.bool_), np.empty(n_dev, dtype=np.int64)
+    # Memory admission changes which devices a ready op may go to only when a device's free
+    # memory drops past some unit's need: until then no ready op needs a second look.
+    needs = np.sort(need)
     sent_flag = np.zeros(n, dtype=np.bool_)
     sent_list = np.empty(n, dtype=np.int64)
-    # When each ready op's inputs could be on each device: it changes only when a commit sends
-    # one of its producers' outputs or takes a channel one of them waits for.
-    data_ready = np.empty((n, n_dev))
-    known = np.zeros((n, n_dev), dtype=np.bool_)
-    waiting = np.diff(pred_ptr)
+    missing = np.diff(pred_ptr)
     ready = np.empty(n, dtype=np.int64)  # the ready ops, in no order, and each one's slot
     slot = np.full(n, -1, dtype=np.int64)
     n_ready = 0
     for v in range(n):
-        if waiting[v] == 0:
+        if missing[v] == 0:
             ready[n_ready], slot[v] = v, n_ready
             n_ready += 1
+            _sync(v, favourite_parent, placing, net, stored, waiting, released, rank, allowed,
+                  cand)  # fmt: skip
     last_on = np.full(n_dev, -1, dtype=np.int64)
-    kept = np.empty(n_dev, dtype=np.int64)
     while n_ready > 0:
-        for d in range(n_dev):  # m-SCT: a device waits for its last op's ready favourite child
-            kept[d] = -1
-            u = last_on[d]
-            if u >= 0:
-                c = favourite_child[u]
+        b_start, b_rank, b_v, b_d = np.inf, -np.inf, -1, -1
+        for d in range(n_dev):
+            kept = -1  # m-SCT: a device waits for its last op's ready favourite child
+            if last_on[d] >= 0:
+                c = favourite_child[last_on[d]]
                 if c >= 0 and slot[c] >= 0 and _fits(c, d, of_node, unit_device,
                                                       unit_durations, need, free_memory):
-                    kept[d] = c
-        b_start, b_rank, b_v, b_d = np.inf, -np.inf, -1, -1
-        for i in range(n_ready):
-            v = ready[i]
-            for j in range(_devices_for(v, favourite_parent, of_node, unit_device,
-                                        unit_durations, need, free_memory, cand)):  # fmt: skip
-                d = cand[j]
-                if kept[d] >= 0 and kept[d] != v:
+                    kept = c
+            if kept >= 0:
+                v, start = kept, max(_ready_on(kept, d, net), device_free[d])
+            else:
+                start, v = _best_on(d, device_free[d], net, stored, waiting, released, rank)
+                if v < 0:
                     continue
-                if not known[v, d]:
-                    data_ready[v, d] = _data_ready(v, d, pred_ptr, pred, pred_edge, of_node,
-                                                   unit_device, finish, arrival, channel_free,
-                                                   comm_model, edge_time, edge_bytes,
-                                                   bandwidth, latency)  # fmt: skip
-                    known[v, d] = True
-                start = max(data_ready[v, d], device_free[d])
-                if b_v < 0 or _better(start, rank[v], v, d, b_start, b_rank, b_v, b_d):
-                    b_start, b_rank, b_v, b_d = start, rank[v], v, d
+            if b_v < 0 or _better(start, rank[v], v, d, b_start, b_rank, b_v, b_d):
+                b_start, b_rank, b_v, b_d = start, rank[v], v, d
         v, d = b_v, b_d
+        newly_placed = unit_device[of_node[v]] < 0
+        free_before = free_memory[d]
         _place(v, d, of_node, unit_device, need, free_memory)
         n_sent = _send_inputs(v, d, pred_ptr, pred, pred_edge, of_node, unit_device, finish,
                               arrival, channel_free, comm_model, transfer_gap, edge_time,
@@ -374,17 +486,44 @@ def earliest_task_first(rank, favourite_parent, favourite_child, durations, succ
         moved = ready[n_ready]
         ready[slot[v]], slot[moved] = moved, slot[v]
         slot[v] = -1
-        if n_sent > 0:
-            _forget_stale(d, ready, n_ready, sent_list, n_sent, sent_flag, pred_ptr, pred, of_node,
-                          unit_device, arrival, comm_model, known)  # fmt: skip
-            for i in range(n_sent):
-                sent_flag[sent_list[i]] = False
+        for e in range(n_dev):  # v's entries go
+            if waiting[2][v, e] >= 0:
+                _remove(waiting, e, v, False, stored, rank)
+            if released[2][v, e] >= 0:
+                _remove(released, e, v, True, stored, rank)
+        # An output sent now may arrive earlier than its consumers' stored times assumed (it
+        # went with another edge's time): those entries are recomputed now.
+        for i in range(n_sent):
+            u = sent_list[i]
+            sent_flag[u] = False
+            for k in range(succ_ptr[u], succ_ptr[u + 1]):
+                w = succ[k]
+                if slot[w] < 0:
+                    continue
+                for e in range(n_dev):
+                    if (comm_model == PLACETO or e == d) and waiting[2][w, e] >= 0:
+                        stored[w, e] = _ready_on(w, e, net)
+                        _sift(waiting, e, waiting[2][w, e], False, stored, rank)
+        if newly_placed:  # v's unit is on d now, and d's memory shrank
+            u = of_node[v]
+            for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                w = unit_nodes[k]
+                if slot[w] >= 0:
+                    _sync(w, favourite_parent, placing, net, stored, waiting, released, rank,
+                          allowed, cand)  # fmt: skip
+            first_above = np.searchsorted(needs, free_memory[d], side="right")
+            if first_above < needs.shape[0] and needs[first_above] <= free_before:
+                for i in range(n_ready):
+                    _sync(ready[i], favourite_parent, placing, net, stored, waiting, released,
+                          rank, allowed, cand)  # fmt: skip
         for k in range(succ_ptr[v], succ_ptr[v + 1]):
             w = succ[k]
-            waiting[w] -= 1
-            if waiting[w] == 0:
+            missing[w] -= 1
+            if missing[w] == 0:
                 ready[n_ready], slot[w] = w, n_ready
                 n_ready += 1
+                _sync(w, favourite_parent, placing, net, stored, waiting, released, rank,
+                      allowed, cand)  # fmt: skip
     return unit_device
 
 

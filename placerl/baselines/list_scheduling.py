@@ -178,9 +178,13 @@ def _earliest_task_first(problem: Problem, favourite_parent: np.ndarray | None) 
     n = problem.num_nodes
     parent = np.full(n, -1, dtype=np.int64) if favourite_parent is None else favourite_parent
     args = _schedule_args(problem)
+    of_node = problem.units.of_node
+    unit_nodes = np.argsort(of_node, kind="stable")
+    unit_ptr = np.concatenate([[0], np.cumsum(np.bincount(of_node, minlength=len(problem.units)))])
     unit_device = _list_kernels.earliest_task_first(
-        upward_rank(problem), parent.astype(np.int64), _inverse(favourite_parent, n), args[0],
-        a.succ_ptr, a.succ, *args[1:],
+        upward_rank(problem), parent.astype(np.int64), _inverse(favourite_parent, n),
+        unit_ptr.astype(np.int64), unit_nodes.astype(np.int64), args[0], a.succ_ptr, a.succ,
+        *args[1:],
     )  # fmt: skip
     return unit_device[problem.units.of_node]
 
