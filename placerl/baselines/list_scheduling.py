@@ -151,7 +151,10 @@ def heft(problem: Problem) -> np.ndarray:
 
     Insertion-based: an op may fill an idle gap of a device. Transfers follow the cluster's comm
     model; devices that cannot hold the op's group are skipped. Ties: equal ranks go in
-    topological order, equal finish times to the lower device. Compiled
+    topological order, equal finish times to the lower device. The rank averages an edge's
+    transfer time over ordered pairs of distinct devices, as the paper's mean link cost does
+    (SAGA's HEFT also counts the same-device pairs, at zero cost: with that rank and its device
+    order this schedule places as SAGA's, ``tests/baselines/test_heft_saga.py``). Compiled
     (:func:`placerl.baselines._list_kernels.heft`), step for step :class:`ListSchedule`'s.
 
     Source: H. Topcuoglu, S. Hariri, M.-Y. Wu, "Performance-Effective and Low-Complexity Task
