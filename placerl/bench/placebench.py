@@ -17,8 +17,9 @@ Tiers (the split of each case is fixed here; :mod:`placerl.bench.guard` enforces
   one validation, the other four test).
 * ``devices``: test graphs of the layered family on clusters no training case uses (2 and 8
   devices, PCIe and NVLink, a host CPU beside GPUs): GiPH's generalization axis.
-* ``scale``: layered graphs of 10k, 50k and 100k nodes on 8 NVLink GPUs, all test: the sizes
-  GDP, GO and the hierarchical planner report; the record's ``wall_s`` is the time to place.
+* ``scale``: layered graphs of 10k, 50k and 100k nodes on 8, 16 and 32 NVLink GPUs (as their
+  weights need), all test: the sizes GDP, GO and the hierarchical planner report; the
+  record's ``wall_s`` is the time to place.
 
 Bump the version for any change to a case: results of two versions never pool.
 """
@@ -125,14 +126,16 @@ def devices() -> list[Case]:
             for short, cluster in DEVICE_CLUSTERS.items() for seed in range(24, 28)]  # fmt: skip
 
 
-#: The graph sizes of the ``scale`` tier.
-SCALE_SIZES = (10_000, 50_000, 100_000)
+#: The ``scale`` tier: graph size -> A100-40GB GPUs on NVSwitch. The layered family's weights
+#: grow with the graph (674 GB at 100k nodes), so the GPU count grows with it, as a model of
+#: that size needs: each cluster holds about twice the weights.
+SCALE_CLUSTERS = {10_000: 8, 50_000: 16, 100_000: 32}
 
 
 def scale() -> list[Case]:
     """Graphs of the sizes the scalable placers report, to time placing them."""
     return [Case(f"scale/layered-n{n}-s0", "scale", "test", f"synthetic:layered?n={n}&seed=0",
-                 "gpu8_nvlink?n_devices=8") for n in SCALE_SIZES]  # fmt: skip
+                 f"gpu8_nvlink?n_devices={gpus}") for n, gpus in SCALE_CLUSTERS.items()]  # fmt: skip
 
 
 #: Where a recipe learns to place the families without training cases of their own: the zoo
