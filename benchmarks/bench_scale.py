@@ -1,16 +1,14 @@
 """Time the constructive placers, the lower bound and a simulation on PlaceBench's scale tier.
 
-For each size of the ``scale`` tier (``synthetic:layered?n=...&seed=0`` on
-``gpu8_nvlink?n_devices=8``, objective ``step_time``) it times, one run each on the machine
-it runs on:
+For each case of the ``scale`` tier (``synthetic:layered?n=...&seed=0`` on as many NVLink GPUs
+as its weights need, :data:`placerl.bench.placebench.SCALE_CLUSTERS`; objective ``step_time``)
+it times, one run each on the machine it runs on:
 
 * ``draw graph``: :func:`placerl.graph.load_graph` of the case's spec;
 * ``lower bound``: the bound :func:`placerl.bench.scores.score_placement` reports (a cost
   model built, then :func:`placerl.sim.lower_bound`);
-* ``heft``, ``m_etf``, ``m_sct``: the placer alone on a fresh problem, with the simulated
-  runtime of its placement over the bound and whether it fits (the 100k-node graph holds
-  674 GB of weights, the devices 344 GB: its placements cannot fit, and PlaceBench records
-  the case as failed before any placer runs);
+* ``heft``, ``m_etf``, ``m_sct``: the placer alone on a fresh problem (its derived arrays
+  count), with the simulated runtime of its placement over the bound and whether it fits;
 * ``simulate``: one evaluation of HEFT's placement (``CostModel.evaluate``, no per-node times),
   the simulation :func:`~placerl.bench.scores.score_placement` makes (scoring a placement
   costs a graph draw, a simulation, the bound and, once per case through the reference
@@ -44,7 +42,7 @@ from _common import load_note, markdown_table, write_results
 from placerl.baselines import solve
 from placerl.baselines.list_scheduling import ListSchedule, heft, m_etf, m_sct, upward_rank
 from placerl.baselines.problem import Problem
-from placerl.bench.placebench import SCALE_SIZES, scale
+from placerl.bench.placebench import SCALE_CLUSTERS, scale
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
 from placerl.sim import CostModel, lower_bound
@@ -87,8 +85,8 @@ def measure(case: Any, reference: bool) -> list[dict[str, Any]]:
     placements = {}
     model = CostModel(graph, case.cluster, case.objective)
     for placer in PLACERS:
-        # The placer on a fresh problem (its derived arrays count), not through solve(): the
-        # 100k case holds more weights than the devices, which solve() rejects up front.
+        # The placer alone on a fresh problem (its derived arrays count): solve() would add
+        # a solvability check and a simulation, timed apart here.
         problem = Problem(graph, model.cluster, case.objective)
         seconds, placements[placer] = timed(lambda: PLACER_FNS[placer](problem))  # noqa: B023
         sim = model.evaluate(placements[placer], times=False)
@@ -124,6 +122,7 @@ def warm_up() -> None:
 def tables(rows: list[dict[str, Any]], note: str) -> str:
     """The markdown: seconds per task and size, then the placements' runtimes over the bound."""
     sizes = sorted({row["nodes"] for row in rows})
+    gpus = ", ".join(f"{SCALE_CLUSTERS[n]} (at {n:,} nodes)" for n in sizes)
     tasks = list(dict.fromkeys(row["task"] for row in rows))
     cell = {(row["task"], row["nodes"]): row for row in rows}
     timing = [{"task": task, **{f"{n:,} nodes (s)": _cell(cell.get((task, n))) for n in sizes}}
@@ -132,7 +131,7 @@ def tables(rows: list[dict[str, Any]], note: str) -> str:
                                      for n in sizes}} for placer in PLACERS]  # fmt: skip
     return (f"# PlaceBench scale tier: time to draw, bound, place and simulate\n\n"
             f"One run per cell, on the machine named above.{note} Layered graphs of seed 0 on "
-            f"8 NVLink GPUs, `step_time`.\n\n{markdown_table(timing)}\n\n"
+            f"{gpus} NVLink GPUs, `step_time`.\n\n{markdown_table(timing)}\n\n"
             f"Simulated runtime over the lower bound (and whether the placement fits the "
             f"devices' memory):\n\n{markdown_table(quality)}\n")  # fmt: skip
 
@@ -153,7 +152,7 @@ def _quality(row: dict[str, Any] | None) -> str:
 def main() -> None:
     """Parse the arguments, measure, write and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=",".join(map(str, SCALE_SIZES)),
+    parser.add_argument("--sizes", default=",".join(map(str, SCALE_CLUSTERS)),
                         help="graph sizes of the scale tier to time (comma-separated)")
     parser.add_argument("--reference-sizes", default="10000",
                         help="sizes where the Python HEFT runs beside (comma-separated; '' none)")
@@ -164,7 +163,7 @@ def main() -> None:
     note, load = load_note()
     warm_up()
     rows = []
-    for nodes, case in zip(SCALE_SIZES, scale(), strict=True):  # scale() follows SCALE_SIZES
+    for nodes, case in zip(SCALE_CLUSTERS, scale(), strict=True):  # in SCALE_CLUSTERS' order
         if nodes in sizes:
             rows += measure(case, nodes in reference)
             print(f"{case.name}: done", flush=True)
