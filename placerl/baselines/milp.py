@@ -113,12 +113,13 @@ def _program(problem: Problem, contiguous: bool) -> _Program:
 
 def _time_unit(block_durations: np.ndarray, edge_time: np.ndarray, n_dev: int) -> float:
     """Seconds per unit of time in the program: a lower bound on the max-load (the largest
-    block, or the total work spread evenly, at its fastest), else the longest edge, else 1."""
+    block, or the total work spread evenly, at its fastest), but at least a millionth of the
+    longest edge (work of 1e-141 s beside microsecond transfers would put coefficients past
+    HiGHS's largest, 1e15: a "model error"), else 1."""
     fastest = np.where(np.isfinite(block_durations), block_durations, np.inf).min(axis=1)
     fastest = fastest[np.isfinite(fastest)]
-    unit = max(float(fastest.max(initial=0.0)), float(fastest.sum()) / n_dev)
-    if unit <= 0.0:
-        unit = float(edge_time.max(initial=0.0))
+    work = max(float(fastest.max(initial=0.0)), float(fastest.sum()) / n_dev)
+    unit = max(work, float(edge_time.max(initial=0.0)) * 1e-6)
     return unit if unit > 0.0 else 1.0
 
 

@@ -135,7 +135,8 @@ SCALE_CLUSTERS = {10_000: 8, 50_000: 16, 100_000: 32}
 def scale() -> list[Case]:
     """Graphs of the sizes the scalable placers report, to time placing them."""
     return [Case(f"scale/layered-n{n}-s0", "scale", "test", f"synthetic:layered?n={n}&seed=0",
-                 f"gpu8_nvlink?n_devices={gpus}") for n, gpus in SCALE_CLUSTERS.items()]  # fmt: skip
+                 f"gpu8_nvlink?n_devices={gpus}")
+            for n, gpus in SCALE_CLUSTERS.items()]  # fmt: skip
 
 
 #: Where a recipe learns to place the families without training cases of their own: the zoo

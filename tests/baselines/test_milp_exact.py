@@ -92,3 +92,17 @@ def test_rows_match_the_simulator_with_cpus_groups_and_free_edges(problem, rng):
             milp_objective(p, placement)
         return
     assert milp_objective(p, placement) == pytest.approx(expected, rel=REL, abs=1e-12)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_negligible_work_beside_transfers_still_solves(contiguous):
+    """Work of 1e-141 s beside microsecond transfers: in units of the work alone, the edges'
+    coefficients would pass HiGHS's largest (a "model error")."""
+    from placerl.graph import CompGraph, load_graph
+
+    data = load_graph("synthetic:chain?n=5&seed=0").to_dict()
+    for node in data["nodes"]:
+        node["cost"] = 1e-141
+    graph = CompGraph.from_dict(data)
+    result = solve("milp", graph, "homogeneous?n_devices=2", "pipeline", contiguous=contiguous)
+    assert result.optimal and result.runtime < 1e-9  # one device: no transfer at all
