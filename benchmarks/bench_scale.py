@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_note, markdown_table, write_results
 
 from placerl.baselines import solve
-from placerl.baselines.list_scheduling import ListSchedule, heft, m_etf, m_sct, upward_rank
+from placerl.baselines.list_scheduling import heft, heft_reference, m_etf, m_sct
 from placerl.baselines.problem import Problem
 from placerl.bench.placebench import SCALE_CLUSTERS, scale
 from placerl.cluster import load_cluster
@@ -56,23 +56,6 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
     out = fn()
     return time.perf_counter() - start, out
-
-
-def python_heft(problem: Problem) -> np.ndarray:
-    """HEFT on the Python :class:`ListSchedule`, as placerl ran it before the kernels."""
-    rank = upward_rank(problem)
-    position = np.empty(problem.num_nodes, dtype=np.int64)
-    position[problem.topo_order] = np.arange(problem.num_nodes)
-    schedule = ListSchedule(problem)
-    for v in np.lexsort((position, -rank)):
-        v = int(v)
-        finish, d_best, start_best = np.inf, -1, 0.0
-        for d in schedule.assignment.candidates(v):
-            start = schedule.earliest_start(v, int(d), insertion=True)
-            if start + problem.durations[v, d] < finish:
-                finish, d_best, start_best = start + problem.durations[v, d], int(d), start
-        schedule.commit(v, d_best, start_best)
-    return schedule.assignment.placement()
 
 
 def measure(case: Any, reference: bool) -> list[dict[str, Any]]:
@@ -96,7 +79,7 @@ def measure(case: Any, reference: bool) -> list[dict[str, Any]]:
     rows.append(_row(n, graph.num_edges, "simulate", seconds))
     if reference:
         problem = Problem(graph, load_cluster(case.cluster), case.objective)
-        seconds, before = timed(lambda: python_heft(problem))
+        seconds, before = timed(lambda: heft_reference(problem))
         rows.append(_row(n, graph.num_edges, "python heft (reference)", seconds,
                          same=bool(np.array_equal(before, placements["heft"]))))  # fmt: skip
     return rows

@@ -162,12 +162,31 @@ def heft(problem: Problem) -> np.ndarray:
     Complexity: O((E + V) D) plus the gap searches, each O(log V) plus the intervals from the
     op's ready time to the gap it takes (O(V^2 D) at worst).
     """
+    unit_device = _list_kernels.heft(_heft_order(problem), *_schedule_args(problem))
+    return unit_device[problem.units.of_node]
+
+
+def _heft_order(problem: Problem) -> np.ndarray:
+    """Ops by decreasing upward rank, equal ranks in topological order."""
     rank = upward_rank(problem)
     position = np.empty(problem.num_nodes, dtype=np.int64)
     position[problem.topo_order] = np.arange(problem.num_nodes)
-    order = np.lexsort((position, -rank)).astype(np.int64)
-    unit_device = _list_kernels.heft(order, *_schedule_args(problem))
-    return unit_device[problem.units.of_node]
+    return np.lexsort((position, -rank)).astype(np.int64)
+
+
+def heft_reference(problem: Problem) -> np.ndarray:
+    """HEFT as its definition reads, step by step on the readable :class:`ListSchedule`: each
+    op in :func:`heft`'s order on the candidate of earliest finish (ties: the lower device).
+    The compiled :func:`heft` must place as it does (tests); ``bench_scale.py`` times both."""
+    schedule = ListSchedule(problem)
+    for v in map(int, _heft_order(problem)):
+        finish, d_best, start_best = np.inf, -1, 0.0
+        for d in schedule.assignment.candidates(v):
+            start = schedule.earliest_start(v, int(d), insertion=True)
+            if start + problem.durations[v, d] < finish:
+                finish, d_best, start_best = start + problem.durations[v, d], int(d), start
+        schedule.commit(v, d_best, start_best)
+    return schedule.assignment.placement()
 
 
 def _earliest_task_first(problem: Problem, favourite_parent: np.ndarray | None) -> np.ndarray:

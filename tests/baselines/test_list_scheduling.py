@@ -8,6 +8,7 @@ from placerl.baselines.list_scheduling import (
     ListSchedule,
     favourite_parents,
     heft,
+    heft_reference,
     m_etf,
     m_sct,
     upward_rank,
@@ -73,24 +74,6 @@ def test_every_comm_model_gives_a_feasible_schedule(name, comm_model):
     graph = load_graph("synthetic:cifar10?n=60&seed=2")
     result = solve(name, graph, Cluster.preset("gpu4_pcie", comm_model=comm_model))
     assert result.feasible
-
-
-def naive_heft(problem):
-    """HEFT as its definition reads, on the Python ListSchedule: ops by decreasing rank (ties
-    in topological order), each on the candidate of earliest finish (ties: lower device)."""
-    rank = upward_rank(problem)
-    position = np.empty(problem.num_nodes, dtype=np.int64)
-    position[problem.topo_order] = np.arange(problem.num_nodes)
-    schedule = ListSchedule(problem)
-    for v in np.lexsort((position, -rank)):
-        v = int(v)
-        finish, d_best, start_best = np.inf, -1, 0.0
-        for d in schedule.assignment.candidates(v):
-            start = schedule.earliest_start(v, int(d), insertion=True)
-            if start + problem.durations[v, d] < finish:
-                finish, d_best, start_best = start + problem.durations[v, d], int(d), start
-        schedule.commit(v, d_best, start_best)
-    return schedule.assignment.placement()
 
 
 def naive_earliest_task_first(problem, favourite_parent=None):
@@ -160,7 +143,7 @@ def random_dag(seed, n=80, comm_model="links"):
 def test_compiled_schedulers_follow_per_edge_transfer_times(seed, comm_model):
     graph, cluster = random_dag(seed, comm_model=comm_model)
     problem = Problem(graph, cluster, "step_time")
-    assert np.array_equal(heft(problem), naive_heft(problem))
+    assert np.array_equal(heft(problem), heft_reference(problem))
     assert np.array_equal(m_etf(problem), naive_earliest_task_first(problem))
     expected = naive_earliest_task_first(problem, favourite_parents(problem))
     assert np.array_equal(m_sct(problem), expected)
@@ -170,7 +153,7 @@ def test_compiled_schedulers_follow_per_edge_transfer_times(seed, comm_model):
 @pytest.mark.parametrize("objective", ["step_time", "pipeline"])
 def test_compiled_heft_places_as_the_python_schedule(graph, cluster, objective):
     problem = Problem(load_graph(graph), load_cluster(cluster), objective)
-    assert np.array_equal(heft(problem), naive_heft(problem))
+    assert np.array_equal(heft(problem), heft_reference(problem))
 
 
 @pytest.mark.parametrize(("graph", "cluster"), PARITY_CASES)
