@@ -181,7 +181,8 @@ def _versus(records: list[dict[str, Any]], pooled: Pooled) -> dict[str, Any]:
                   and not any(r.get("training") for r in rows)
                   and cases <= {r["case"] for r in rows}  # a mean over the same cases
                   and _budget(rows)[0] / len(rows) <= budget]  # fmt: skip
-    scored = [(_mean(rows), name[2], rows) for name, rows in candidates if _mean(rows)]
+    means = [(_mean(rows), name[2], rows) for name, rows in candidates]
+    scored = [item for item in means if item[0]]
     if not scored:
         return {"vs_reference": "", "reference": None}
     _, reference, rows = max(scored, key=lambda item: item[0])

@@ -86,15 +86,19 @@ class EvaluationCounter:
         self._start = time.perf_counter()
         self._best = math.inf
 
-    def add(self, runtimes: Any, feasible: Any) -> None:
-        """Count one simulation per runtime; a best one that fits extends the trace."""
-        runtimes, feasible = np.atleast_1d(runtimes), np.atleast_1d(feasible)
-        self.calls += len(runtimes)
+    def add(self, runtime: float, feasible: bool) -> None:
+        """Count one simulation; a best one that fits extends the trace. Scalar: it runs
+        on every evaluation a search makes."""
+        self.calls += 1
+        if feasible and runtime < self._best:
+            self._best = float(runtime)
+            self.trace.append([self.calls, time.perf_counter() - self._start, self._best])
+
+    def add_batch(self, runtimes: np.ndarray, feasible: np.ndarray) -> None:
+        """Count one simulation per runtime of a batch (best of those that fit, last)."""
         fitting = runtimes[feasible.astype(bool)]
-        best = float(fitting.min()) if len(fitting) else math.inf
-        if best < self._best:
-            self._best = best
-            self.trace.append([self.calls, time.perf_counter() - self._start, best])
+        self.calls += len(runtimes) - 1
+        self.add(float(fitting.min()) if len(fitting) else math.inf, bool(len(fitting)))
 
 
 @contextlib.contextmanager
@@ -116,7 +120,8 @@ def count_evaluations() -> Iterator[EvaluationCounter]:
 
     def counted_batch(self: CostModel, placements: Any, *args: Any, **kwargs: Any) -> Any:
         out = evaluate_batch(self, placements, *args, **kwargs)
-        counter.add(*out)
+        if len(out[0]):
+            counter.add_batch(*out)
         return out
 
     def counted_move(self: PipelineState, *args: Any, **kwargs: Any) -> Any:
