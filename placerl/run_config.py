@@ -95,6 +95,9 @@ class EnvGroup:
         observation: ``graph`` (for placerl's extractors) or ``flat`` (any SB3 policy).
         invalid_action: What an action the mask forbids does: ``raise``, ``penalize`` or
             ``nearest`` (see the envs' docstrings; masked algorithms never take one).
+        features: A feature set (``placerl.envs.feature_sets.FEATURE_SETS``): ``heft``
+            (the observation shows HEFT's upward rank and list schedule) or ``plain`` (those
+            columns are 0: the features of the papers placerl re-implements).
         init: Refine only: the placer whose placement episodes start from.
         start_from_best: Refine only: training episodes start from the best placement found
             so far (Placeto's schedule).
@@ -115,6 +118,7 @@ class EnvGroup:
     memory: str = "mask"
     observation: str = "graph"
     invalid_action: str = "nearest"
+    features: str = "heft"
     init: str = "single_device"
     start_from_best: bool = False
     passes: int = 1
@@ -296,11 +300,13 @@ class RunConfig:
         _check_choice("env.invalid_action", self.env.invalid_action, INVALID_ACTIONS)
         from placerl._env_ids import ENV_KINDS
         from placerl.agents.factory import ALGORITHMS
+        from placerl.envs.feature_sets import FEATURE_SETS
         from placerl.graph.orders import ORDERS
 
         _check_choice("env.kind", self.env.kind, tuple(ENV_KINDS))
         _check_choice("order.name", self.order.name, tuple(ORDERS))
         _check_choice("agent.algo", self.agent.algo, tuple(ALGORITHMS))
+        _check_choice("env.features", self.env.features, tuple(FEATURE_SETS))
         if self.env.start_from_best and self.env.kind != "refine":
             raise ConfigError(
                 "env.start_from_best needs env.kind='refine' (episodes that start from a "
@@ -365,7 +371,8 @@ class RunConfig:
         kwargs = {"graph": graph, "cluster": self.cluster.spec, "order": self.order.name,
                   "order_seed": self.order.seed, "objective": env.objective,
                   "reward": env.reward, "reference": env.reference, "memory": env.memory,
-                  "observation": env.observation, "invalid_action": env.invalid_action}  # fmt: skip
+                  "observation": env.observation, "invalid_action": env.invalid_action,
+                  "features": env.features}  # fmt: skip
         kwargs.update({k: v for k in ("max_nodes", "max_edges")
                        if (v := getattr(env, k)) is not None})  # fmt: skip
         skipped = cls.training_arguments if evaluation else ()

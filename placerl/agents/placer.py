@@ -136,6 +136,7 @@ def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed:
             that starts from no placement, or ``initial`` (now ``init``).
     """
     from placerl._env_ids import env_class
+    from placerl.envs.feature_sets import DEFAULT_FEATURES
     from placerl.envs.invalid import DEFAULT_INVALID_ACTION
 
     refuse_renamed("env_for", renamed)
@@ -162,6 +163,7 @@ def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed:
     kwargs["fold"] = settings.get("fold", False)  # policies saved before folding existed
     # policies saved before invalid_action existed: the default
     kwargs["invalid_action"] = settings.get("invalid_action", DEFAULT_INVALID_ACTION)
+    kwargs["features"] = settings.get("features", DEFAULT_FEATURES)  # saved before: HEFT's
     if "initial" in settings:  # saved before the refine env's ``initial`` became ``init``
         settings = {"init": settings["initial"], **settings}
     cls = env_class(settings["env"])

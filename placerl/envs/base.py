@@ -21,6 +21,7 @@ from placerl.baselines.references import Reference, parse_placer
 from placerl.cluster import Cluster, load_cluster
 from placerl.envs.case import CURRENT, NUM_BASE_FEATURES, OBSERVATION_VERSION, PLACED, GraphCase
 from placerl.envs.device_features import CLIP, NUM_DEVICE_FEATURES, DeviceFeatureState
+from placerl.envs.feature_sets import DEFAULT_FEATURES, feature_set
 from placerl.envs.invalid import DEFAULT_INVALID_ACTION, InvalidActions, check_invalid_action
 from placerl.envs.rewards import INFEASIBLE_FACTOR, REWARDS
 from placerl.errors import ConfigError, EpisodeError, PlacementError
@@ -83,10 +84,13 @@ class PlacementEnvBase(InvalidActions, gym.Env):
         fold: bool = False,
         render_mode: str | None = None,
         invalid_action: str = DEFAULT_INVALID_ACTION,
+        features: str = DEFAULT_FEATURES,
         **unknown: Any,
     ) -> None:
         refuse_unknown(type(self), unknown)
         self.invalid_action = check_invalid_action(invalid_action)
+        self._feature_set = feature_set(features)
+        self.features = features
         if memory not in MEMORY_MODES:
             raise ConfigError(f"memory must be one of {', '.join(MEMORY_MODES)}, got {memory!r}")
         if observation not in OBSERVATION_MODES:
@@ -164,6 +168,7 @@ class PlacementEnvBase(InvalidActions, gym.Env):
             "observation": self.observation,
             "fold": self.fold,
             "invalid_action": self.invalid_action,
+            "features": self.features,
             "max_nodes": self.max_nodes,
             "max_edges": self.max_edges,
             "observation_version": OBSERVATION_VERSION,
@@ -232,6 +237,7 @@ class PlacementEnvBase(InvalidActions, gym.Env):
         n = case.graph.num_nodes
         self._nodes = np.zeros((self.max_nodes, self.num_features), dtype=np.float32)
         self._nodes[:n, :NUM_BASE_FEATURES] = case.static
+        self._nodes[:n, list(self._feature_set.nodes)] = 0.0  # the feature set's hidden columns
         self._edges = np.zeros((2, self.max_edges), dtype=np.int64)
         self._edges[:, : case.graph.num_edges] = case.edge_rows
         self._edge_mask = np.zeros(self.max_edges, dtype=np.float32)
@@ -243,7 +249,8 @@ class PlacementEnvBase(InvalidActions, gym.Env):
             self._edges = (self._edges / max(self.max_nodes - 1, 1)).astype(np.float32)
         self._resident = np.zeros(self.num_devices)
         self._device_state = DeviceFeatureState(case.device_tables, self.cluster.memory,
-                                                 self.constructs)  # fmt: skip
+                                                 self.constructs,
+                                                 self._feature_set.devices)  # fmt: skip
         self._running = True
         return case
 

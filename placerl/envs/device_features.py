@@ -40,6 +40,9 @@ fastest duration; every value clipped to ``[0, CLIP]``):
 Columns 8 and 9 are HEFT's choice while constructing; while refining (no list schedule: the
 devices count as free, so the earliest finish is nearly always the node's own device, and a
 refining policy that learned to follow it stopped moving nodes) they are 0.
+
+Columns 4, 5, 6, 8 and 9 (:data:`HEFT_SCHEDULE_COLUMNS`) are HEFT's list schedule; the envs'
+``features="plain"`` zeroes them (:mod:`placerl.envs.feature_sets`).
 """
 
 from __future__ import annotations
@@ -61,6 +64,10 @@ NUM_DEVICE_FEATURES = len(DEVICE_FEATURES)
 CLIP = 10.0
 (DURATION, LOAD, MEMORY, TRANSFER, START, FINISH, FINISH_GAP, ALLOWED, FINISH_RANK,
  EARLIEST) = range(NUM_DEVICE_FEATURES)  # fmt: skip
+#: The columns of HEFT's list schedule: where it would start and finish the node, and its pick.
+HEFT_SCHEDULE_COLUMNS = (START, FINISH, FINISH_GAP, FINISH_RANK, EARLIEST)
+#: The columns that name HEFT's pick: 0 while refining (see the module).
+CHOICE_COLUMNS = (FINISH_RANK, EARLIEST)
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,13 +157,17 @@ class DeviceFeatureState:
         capacity: Memory bytes per device.
         constructing: Whether the episode builds a placement (``finish_rank`` and
             ``earliest`` are 0 when it refines one).
+        zeroed: Further columns that are always 0 (a feature set's,
+            :mod:`placerl.envs.feature_sets`).
     """
 
-    def __init__(self, tables: DeviceTables, capacity: np.ndarray,
-                 constructing: bool = True) -> None:  # fmt: skip
+    def __init__(self, tables: DeviceTables, capacity: np.ndarray, constructing: bool = True,
+                 zeroed: tuple[int, ...] = ()) -> None:  # fmt: skip
         self.tables = tables
         self.capacity = capacity
         self.constructing = constructing
+        hidden = set(zeroed) | (set() if constructing else set(CHOICE_COLUMNS))
+        self.zeroed = sorted(hidden)
         n, d = tables.durations.shape
         self.load = np.zeros(d)
         self.finish = np.full(n, np.nan)
@@ -201,8 +212,8 @@ class DeviceFeatureState:
                t.durations, t.in_ptr, t.in_src, t.in_edge, t.out_ptr, t.out_dst, t.out_edge,
                t.edge_bytes, t.edge_time, t.bandwidth, t.latency, t.comm_model, t.op_gap,
                t.time_scale, out)  # fmt: skip
-        if not self.constructing:
-            out[:, [FINISH_RANK, EARLIEST]] = 0.0
+        if self.zeroed:
+            out[:, self.zeroed] = 0.0
         return out
 
 

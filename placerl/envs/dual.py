@@ -102,7 +102,7 @@ class PlacementDualEnv(PlacementEnv):
     device.
 
     ## Arguments
-    Those of ``placerl/Placement-v1``, ``invalid_action`` included.
+    Those of ``placerl/Placement-v1``, ``invalid_action`` and ``features`` included.
 
     ## Version history
     * v1: ``invalid_action``, ``nearest`` by default (v0 raised on every masked-out action:

@@ -69,9 +69,9 @@ class PlacementHierarchicalEnv(PlacementEnvBase):
     :class:`~placerl.errors.EpisodeError`.
 
     ## Arguments
-    Those of ``placerl/Placement-v1`` (``invalid_action`` included), and ``groups``: how many
-    groups the grouper fills (at least the device count, at most ``max_nodes``; ``None``: 16,
-    or ``max_nodes`` if fewer).
+    Those of ``placerl/Placement-v1`` (``invalid_action`` and ``features`` included), and
+    ``groups``: how many groups the grouper fills (at least the device count, at most
+    ``max_nodes``; ``None``: 16, or ``max_nodes`` if fewer).
 
     ## Version history
     * v1: ``invalid_action``, ``nearest`` by default (v0 raised on a masked-out choice:

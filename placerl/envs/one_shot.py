@@ -49,7 +49,8 @@ class PlacementOneShotEnv(PlacementEnvBase):
     :class:`~placerl.errors.EpisodeError`.
 
     ## Arguments
-    Those of ``placerl/Placement-v1``, ``invalid_action`` included.
+    Those of ``placerl/Placement-v1``, ``invalid_action`` and ``features`` included (the
+    ``devices`` features are all 0 here whatever the set; ``plain`` zeroes the rank column).
 
     ## Version history
     * v1: ``invalid_action``, ``nearest`` by default (v0 raised on a masked-out device);

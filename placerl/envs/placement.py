@@ -31,8 +31,12 @@ class PlacementEnv(PlacementEnvBase):
       by the runtime, from the last simulation (``PlacementRefine-v1`` with ``step_time`` only;
       0 here); 9 upward rank / largest (HEFT's priority: the node's mean duration plus the
       longest chain of mean transfers and durations to a sink, a global quantity a few rounds
-      of message passing cannot compute); 10 .. 10 + D one-hot of the node's device (zeros
-      while unplaced).
+      of message passing cannot compute; 0 with ``features="plain"``); 10 .. 10 + D one-hot
+      of the node's device (zeros while unplaced).
+    * ``devices`` ``(D, 10)`` float32: what a list scheduler sees for the current node on each
+      device (:mod:`placerl.envs.device_features`); with ``features="plain"`` the columns of
+      HEFT's list schedule (4 ``start``, 5 ``finish``, 6 ``finish_gap``, 8 ``finish_rank``,
+      9 ``earliest``) are 0.
     * ``edge_index`` ``(2, max_edges)`` int64: producer and consumer rows of each edge.
     * ``edge_mask`` ``(max_edges,)``, ``node_mask`` ``(max_nodes,)``: 1 for real entries.
     * ``current`` ``(max_nodes,)``: one-hot row of the node to place (a ``Box``, not a
@@ -79,9 +83,11 @@ class PlacementEnv(PlacementEnvBase):
     ``max_nodes`` / ``max_edges``, ``order_seed``, ``fold`` (visit only the first copy of each
     repeated block found by :func:`~placerl.graph.passes.fold_repeats`; placing one of its
     nodes places the same node of every copy), ``render_mode`` (``ansi``, ``rgb_array``),
-    ``invalid_action`` (``nearest``, ``penalize`` or ``raise``; see Action space). Every
-    argument is checked at construction; an unknown one raises
-    :class:`~placerl.errors.ConfigError` (a renamed one names its new name).
+    ``invalid_action`` (``nearest``, ``penalize`` or ``raise``; see Action space),
+    ``features`` (``heft``, the default: the observation shows HEFT's upward rank and list
+    schedule; ``plain``: those columns are 0, as in the papers placerl re-implements;
+    :mod:`placerl.envs.feature_sets`). Every argument is checked at construction; an unknown
+    one raises :class:`~placerl.errors.ConfigError` (a renamed one names its new name).
 
     ``reset(seed=s)`` gives the same episode whatever happened before in the env object;
     ``reset(options={"graph": i})`` picks graph ``i`` of a list instead of sampling one.

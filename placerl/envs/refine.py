@@ -101,7 +101,8 @@ class PlacementRefineEnv(PlacementEnvBase):
     ``reset()``) raises :class:`~placerl.errors.EpisodeError`.
 
     ## Arguments
-    Those of ``placerl/Placement-v1`` (``invalid_action`` included) plus ``init`` and
+    Those of ``placerl/Placement-v1`` (``invalid_action`` and ``features`` included; Placeto's
+    own features are ``features="plain"``) plus ``init`` and
     ``undo_worse`` (see Description),
     ``passes`` (an integer >= 1) and ``moves`` (``None`` or an integer >= 1; see Episode end).
     ``reset(seed=s)`` gives the same episode whatever happened before.
