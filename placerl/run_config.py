@@ -181,6 +181,42 @@ class LoggerGroup:
 
 
 @dataclass
+class PresetGroup:
+    """``preset``: the paper a faithful recipe re-implements, and the options that make it so.
+
+    A faithful recipe (``experiment=placeto_faithful``) names itself here and pins every
+    option where it follows the paper rather than placerl's tuned choices. A run that names
+    the preset yet sets a pinned option otherwise is refused (:meth:`RunConfig.check`): no
+    result carries the paper's name for something the paper did not run. Unpinned options
+    (the budget, the graphs, placerl's defaults where the paper is silent) stay free.
+    ``preset.name=null`` drops the claim and with it the pins: the run is then a variant of
+    the recipe (the ablation ladder's rungs, :mod:`placerl.bench.ablation`).
+
+    Attributes:
+        name: The preset a run claims to be (``None``: none, and ``fixed`` is not enforced).
+        tuned: placerl's tuned recipe of the same paper (an ``experiment``), which takes the
+            options the preset refuses.
+        fixed: The pinned options, by dotted path (``agent.warm_start``,
+            ``agent.hyperparams.n_epochs``), each with its value.
+    """
+
+    name: str | None = None
+    tuned: str | None = None
+    fixed: dict[str, Any] = field(default_factory=dict)
+
+
+class _Unset:
+    """The value of a key a free mapping (``agent.hyperparams``) does not hold."""
+
+    def __repr__(self) -> str:
+        return "(unset)"
+
+
+#: What :meth:`RunConfig.option` returns for a key a free mapping does not hold.
+UNSET = _Unset()
+
+
+@dataclass
 class RunConfig:
     """A training run: the groups plus the schedule. ``RunConfig()`` is the main job.
 
@@ -191,6 +227,7 @@ class RunConfig:
         env: The MDP (:class:`EnvGroup`).
         agent: The learner (:class:`AgentGroup`).
         logger: Experiment tracking (:class:`LoggerGroup`).
+        preset: The faithful preset the run claims to be (:class:`PresetGroup`).
         seed: Seeds the agent, the envs and the warm start.
         total_steps: Env steps to train for (all envs together).
         time_limit_s: Stop training after this many seconds of it (0: no limit).
@@ -221,6 +258,7 @@ class RunConfig:
     env: EnvGroup = field(default_factory=_main_job("env"))
     agent: AgentGroup = field(default_factory=_main_job("agent"))
     logger: LoggerGroup = field(default_factory=_main_job("logger"))
+    preset: PresetGroup = field(default_factory=PresetGroup)
     seed: int = 0
     total_steps: int = 20_000
     time_limit_s: float = 0.0
@@ -322,6 +360,7 @@ class RunConfig:
                 raise ConfigError(f"agent.{name} must be a mapping of option names to values, "
                                   f"got {getattr(self.agent, name)!r}")  # fmt: skip
         self._check_placers()
+        self._check_preset()
         check_spec_list(self.validation_graphs, "validation_graphs")
         if self.validation_graphs and not (self.keep_best and self.eval_every):
             raise ConfigError(
@@ -339,6 +378,42 @@ class RunConfig:
         from placerl.bench.guard import check_reads
 
         check_reads(self.validation_graphs, "selection")
+
+    def option(self, path: str) -> Any:
+        """The value of the option at dotted ``path`` (``agent.warm_start``,
+        ``agent.hyperparams.n_epochs``): :data:`UNSET` for a key a free mapping lacks.
+
+        Raises:
+            ConfigError: A path through no field (with the fields known there).
+        """
+        value: Any = self
+        for depth, key in enumerate(path.split(".")):
+            if isinstance(value, Mapping):
+                value = value.get(key, UNSET)
+            elif dataclasses.is_dataclass(value) and key in value.__dataclass_fields__:
+                value = getattr(value, key)
+            else:
+                where = ".".join(path.split(".")[:depth]) or "the run"
+                known = ", ".join(getattr(value, "__dataclass_fields__", ())) or "none"
+                raise ConfigError(f"{path!r} is no option: {where} has no {key!r} (known "
+                                  f"there: {known})")  # fmt: skip
+        return value
+
+    def _check_preset(self) -> None:
+        """A run that names a preset holds every option the preset pins at its value."""
+        preset = self.preset
+        if preset.name is None:
+            return
+        if not isinstance(preset.fixed, Mapping):
+            raise ConfigError(f"preset.fixed must map option paths to values, got "
+                              f"{preset.fixed!r}")  # fmt: skip
+        for path, pinned in preset.fixed.items():
+            try:
+                value = self.option(path)
+            except ConfigError as error:
+                raise ConfigError(f"preset {preset.name} pins {error}") from None
+            if value != pinned:
+                raise ConfigError(_refusal(preset, path, value, pinned))
 
     def training_graphs(self) -> list[str]:
         """``graph.spec`` as a list."""
@@ -576,6 +651,15 @@ def _merged(base: Any, updates: Mapping[str, Any]) -> Any:
             value = list(value)
         changes[key] = copy.deepcopy(value)
     return dataclasses.replace(base, **changes)
+
+
+def _refusal(preset: PresetGroup, path: str, value: Any, pinned: Any) -> str:
+    """Why a run that names ``preset`` cannot hold ``value`` at ``path``, and what can."""
+    tuned = (f" The tuned recipe experiment={preset.tuned} takes it;" if preset.tuned
+             else "")  # fmt: skip
+    return (f"{preset.name} does not take {path}={value!r}: the preset fixes {path} to "
+            f"{pinned!r}, as the paper ran it.{tuned} preset.name=null runs the recipe as a "
+            f"variant that is no longer {preset.name}")
 
 
 def _check_specs(name: str, value: Any, *, many: bool) -> None:
