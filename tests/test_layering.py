@@ -26,7 +26,8 @@ LAYERS = [
     {"bench"},
     {"run_config", "compose"},
     {"train"},
-    {"bench.recipe"},  # PlaceBench's learned rows: cases and scores below, training above
+    # PlaceBench's learned rows and the ablation ladder: cases and scores below, training above
+    {"bench.recipe", "bench.ablation"},
     {"figures", "evaluate", "summary", "report_figures", "report", "dashboard"},
     {"tracking"},
     {"apps"},

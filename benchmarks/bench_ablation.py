@@ -1,0 +1,99 @@
+"""The ablation ladder of the faithful presets on PlaceBench, each step a paired row.
+
+For each faithful preset (``placeto_faithful``, ``doppler_faithful``, ``gdp_faithful``), every
+step of its ladder (``placerl.bench.ablation``: faithful -> +heft_features -> +clone ->
++rollback -> the tuned recipe) trains per family on the tier's ``train`` cases, selects on
+its ``validation`` cases and places the split's cases (``placerl.bench.recipe.run_recipe``), at
+every seed, into ``<out>/<preset>/<step>/``; the classic placers of ``--classic`` place the
+same cases into ``<out>/classic/<placer>/``. Finished trainings and records are read back,
+so an interrupted run resumes. Then it writes:
+
+* ``LEADERBOARD.md`` (and its JSON and anytime plots): one row per step and placer, the
+  score with its interval over cases and seeds, against the strongest classic placer at
+  equal budget (``placerl.bench.leaderboard``);
+* ``ablation.md`` and ``ablation.json``: each step paired with the one below by case and
+  seed, the geometric-mean runtime ratio with its bootstrap 95% interval, wins, losses and
+  the signed-rank test (``placerl.comparison.compare_pairs``): the gain of each choice.
+
+    python benchmarks/bench_ablation.py --tier tiny --seeds 0 1 2 --budget total_steps=20000
+    python benchmarks/bench_ablation.py --presets placeto_faithful --tier families \\
+        --family families/cifar10 --budget total_steps=40000 time_limit_s=600
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import markdown_table, write_results
+
+from placerl.bench.ablation import faithful_presets, paired_rows, run_ladder
+from placerl.bench.leaderboard import write_leaderboard
+from placerl.bench.run import run_cases, select_cases
+
+OUT = Path(__file__).resolve().parent / "results" / "ablation"
+#: The columns of ``ablation.md``.
+SHOWN = ("preset", "step", "versus", "pairs", "ratio", "interval", "wins", "losses", "p_value")
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The paired rows as markdown, each ratio with its interval."""
+    shown = [{**row, "ratio": f"{row['ratio']:.3f}", "p_value": f"{row['p_value']:.2g}",
+              "interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"}
+             for row in rows]  # fmt: skip
+    return markdown_table([{key: row[key] for key in SHOWN} for row in shown])
+
+
+def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """``ablation.md``: what ran, the paired table, and each step's verdict."""
+    verdicts = "\n".join(f"* {row['preset']}, {row['step']}: {row['verdict']}." for row in rows)
+    return (f"# The ablation ladder on {args.suite} {args.tier} ({args.split})\n\n"
+            f"Seeds {', '.join(map(str, args.seeds))}; budget "
+            f"{' '.join(args.budget) or 'the recipes own'}. Each step over the one below it, "
+            "paired by case and seed (below 1: the step's placements run faster).\n\n"
+            f"{table(rows)}\n\n{verdicts}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presets", nargs="+", default=None,
+                        help="faithful presets to climb from (default: every one)")
+    parser.add_argument("--suite", default="placebench-v1")
+    parser.add_argument("--tier", default="tiny")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--family", default=None, help="only this family of the tier")
+    parser.add_argument("--steps", nargs="+", default=None,
+                        help="only these steps of each ladder (faithful +heft_features "
+                             "+clone +rollback tuned); each pairs with the one run below it")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--budget", nargs="*", default=[],
+                        help="placerl-train overrides on every step (total_steps=20000 ...)")
+    parser.add_argument("--classic", nargs="*", default=["heft", "best_of"],
+                        help="classic placers to place the same cases, for the leaderboard")
+    parser.add_argument("--out", default=str(OUT))
+    args = parser.parse_args(argv)
+    suite, cases = select_cases(args.suite, args.tier, args.split, args.family)
+    out = Path(args.out)
+    presets = args.presets or faithful_presets()
+    rows = []
+    for preset in presets:
+        records = run_ladder(suite, cases, preset, args.budget, args.seeds, out,
+                             steps=args.steps)  # fmt: skip
+        rows += paired_rows(preset, records)
+        print(f"{preset}: {', '.join(records)} on {len(cases)} cases x {len(args.seeds)} seeds",
+              flush=True)  # fmt: skip
+    for placer in args.classic:
+        run_cases(suite, args.tier, args.split, placer, out / "classic" / placer,
+                  family=args.family, progress=False)  # fmt: skip
+    folders = [out / preset for preset in presets] + [out / "classic"] * bool(args.classic)
+    board = write_leaderboard(folders, out / "LEADERBOARD.md")  # not ablation.json: no record
+    path = write_results("ablation", rows, out, config=args, markdown=report(rows, args))
+    print(f"{table(rows)}\nLeaderboard in {board}; paired steps in {path}")
+
+
+if __name__ == "__main__":
+    main()
