@@ -89,3 +89,16 @@ def test_a_bare_checkout_on_the_path_finds_the_config_folder(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[0] == str(ROOT / "configs")  # no install: the folder
     assert EXPERIMENTS in done.stdout
+
+
+def test_package_data_lists_the_shipped_policies_and_their_cards():
+    """The pretrained policies (placerl/data/pretrained) travel in the wheel."""
+    import fnmatch
+
+    globs = _setuptools()["package-data"]["placerl"]
+    folder = ROOT / "placerl" / "data" / "pretrained"
+    files = [p.relative_to(ROOT / "placerl").as_posix() for p in folder.iterdir()
+             if p.suffix in (".zip", ".json", ".md")]  # fmt: skip
+    assert any(f.endswith(".zip") for f in files) and any(f.endswith(".json") for f in files)
+    unlisted = [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)]
+    assert not unlisted, f"add {unlisted} to [tool.setuptools.package-data] placerl"

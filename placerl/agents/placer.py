@@ -1,4 +1,6 @@
-"""A trained policy is a placer: ``place("policy", graph, cluster, path="model.zip")``.
+"""A trained policy is a placer: ``place("policy", graph, cluster, path="model.zip")``, or
+one that ships with placerl: ``place("policy", graph, cluster, pretrained="cifar10")``
+(:mod:`placerl.agents.pretrained`).
 
 Importing this module registers the ``policy`` placer; :data:`placerl.baselines.PLACERS` imports
 it on first lookup through the ``placerl.placers`` entry point, so ``place("policy", ...)``
@@ -64,8 +66,9 @@ def _load(path: str, mtime: int, device: str) -> Any:
 
 
 def policy_placer(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | None = None,
     *,
+    pretrained: str | None = None,
     search: str = "greedy",
     budget: int = 0,
     seed: int = 0,
@@ -76,7 +79,9 @@ def policy_placer(
     """A placer that runs a trained policy on any graph whose padding fits.
 
     Args:
-        path: The model zip.
+        path: The model zip (or give ``pretrained``).
+        pretrained: The name of a policy that ships with placerl
+            (:func:`placerl.agents.pretrained.shipped`), instead of ``path``.
         search: A search at inference (:data:`placerl.agents.search.SEARCHES`: ``greedy``,
             ``sample``, ``local``, ``active``).
         budget: The search's budget in simulator evaluations (0: its own end).
@@ -93,26 +98,55 @@ def policy_placer(
         trained with, rebuilt for the problem's graph, cluster and objective.
 
     Raises:
-        ConfigError: No such model, an unknown search or a bad budget (before any work); an
-            option of an earlier name (``start``, ``initial``: now ``init``).
+        ConfigError: No such model, both or neither of ``path`` and ``pretrained``, an
+            unknown pretrained name (listing the shipped ones), an unknown search or a bad
+            budget (before any work); an option of an earlier name (``start``, ``initial``:
+            now ``init``); for a pretrained policy, a cluster whose device count or feature
+            widths differ from those it was trained for (naming its cluster).
     """
     from placerl._env_ids import env_class
     from placerl.agents.search import check_search
 
     refuse_renamed("policy_placer", renamed)
+    path, card = _policy_file(path, pretrained)
     check_search(search, budget)
     model = load_model(path, device)
     # a refinement starts from its env's start placement: that is where the search starts
     refines = "init" in env_class(model.placerl_settings["env"]).extra_arguments
 
     def run(problem: Problem) -> np.ndarray:
+        from placerl.agents.pretrained import check_cluster, check_widths
         from placerl.agents.search import run_search
 
+        if card is not None:  # before the env: building it may take seconds (init)
+            check_cluster(card, problem.cluster)
         env = env_for(model, problem, init=init if refines else None)
+        if card is not None:
+            check_widths(card, env.observation_space)
         return run_search(model, env, search, budget=budget, seed=seed,
                           init=None if refines else init).placement  # fmt: skip
 
     return run
+
+
+def _policy_file(
+    path: str | os.PathLike[str] | None, pretrained: str | None
+) -> tuple[str | os.PathLike[str], dict[str, Any] | None]:
+    """The model zip of ``path`` or of the shipped policy ``pretrained`` (exactly one), with
+    the shipped policy's card (``None`` for a file of the user's).
+
+    Raises:
+        ConfigError: Both or neither given; an unknown pretrained name (listing the shipped).
+    """
+    if (path is None) == (pretrained is None):
+        given = "both" if path is not None else "neither"
+        raise ConfigError(f"the policy placer takes a model zip (path=...) or a shipped "
+                          f"policy (pretrained=...), not {given}")  # fmt: skip
+    if pretrained is None:
+        return path, None  # type: ignore[return-value]  # path is given here
+    from placerl.agents.pretrained import load_card, pretrained_path
+
+    return pretrained_path(pretrained), load_card(pretrained)
 
 
 def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed: Any) -> Any:
@@ -194,14 +228,16 @@ def reads_any_size(model: Any) -> bool:
     )
 
 
-@register_placer("policy", optimizes="any", needs_solvable=True)
-def policy(problem: Problem, *, path: str, search: str = "greedy", budget: int = 0,
-           seed: int = 0, init: str | None = None) -> np.ndarray:  # fmt: skip
-    """A trained policy (model zip of placerl.train), with a search at inference, optionally
-    started from another placer's placement (``init=best_of``: a refining policy's episodes
-    start there, any other policy's search starts there too; see :func:`policy_placer`)."""
-    return policy_placer(path, search=search, budget=budget, seed=seed, device="cpu",
-                         init=init)(problem)  # fmt: skip
+@register_placer("policy", optimizes="any", needs_solvable=True, one_of=("path", "pretrained"))
+def policy(problem: Problem, *, path: str | None = None, pretrained: str | None = None,
+           search: str = "greedy", budget: int = 0, seed: int = 0,
+           init: str | None = None) -> np.ndarray:  # fmt: skip
+    """A trained policy (model zip of placerl.train at ``path``, or a shipped one by name:
+    ``pretrained=cifar10``), with a search at inference, optionally started from another
+    placer's placement (``init=best_of``: a refining policy's episodes start there, any
+    other policy's search starts there too; see :func:`policy_placer`)."""
+    return policy_placer(path, pretrained=pretrained, search=search, budget=budget, seed=seed,
+                         device="cpu", init=init)(problem)  # fmt: skip
 
 
 def refuse_renamed(what: str, options: dict[str, Any]) -> None:

@@ -73,6 +73,8 @@ class Placer:
             which then return their least infeasible placement).
         decides: What the placer chooses per node: a ``"device"``, or a ``"configuration"``
             (parallelization strategies, for the ``strategy`` objective).
+        one_of: Options of which the placer needs one, each with a default of ``None``
+            (``policy``: a model ``path`` or a ``pretrained`` name); empty: none.
     """
 
     name: str
@@ -82,12 +84,15 @@ class Placer:
     doc: str
     needs_solvable: bool = True
     decides: str = "device"
+    one_of: tuple[str, ...] = ()
 
     @property
     def standalone(self) -> bool:
-        """Every option has a default, so the placer runs on any problem as it is (``policy``
-        needs the ``path`` of a trained model)."""
-        return all(default is not inspect.Parameter.empty for default in self.options.values())
+        """Every option has a default and none of :attr:`one_of` is needed, so the placer
+        runs on any problem as it is (``policy`` needs a trained model: a ``path`` or a
+        ``pretrained`` name)."""
+        return not self.one_of and all(
+            default is not inspect.Parameter.empty for default in self.options.values())
 
 
 #: Placers by name; the ``placerl.placers`` entry-point group adds placers of higher layers and
@@ -101,6 +106,7 @@ def register_placer(
     optimizes: str | None = None,
     needs_solvable: bool = True,
     decides: str = "device",
+    one_of: tuple[str, ...] = (),
     overwrite: bool = False,
 ) -> Callable[[PlacerFn], PlacerFn]:
     """Register ``fn(problem, *, options...)`` as placer ``name``.
@@ -110,6 +116,7 @@ def register_placer(
         optimizes: See :attr:`Placer.optimizes`.
         needs_solvable: See :attr:`Placer.needs_solvable`.
         decides: See :attr:`Placer.decides`.
+        one_of: See :attr:`Placer.one_of`.
         overwrite: Replace an existing placer of the same name.
     """
 
@@ -117,7 +124,7 @@ def register_placer(
         params = inspect.signature(fn).parameters.values()
         options = {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
         doc = (fn.__doc__ or name).strip().splitlines()[0]
-        placer = Placer(name, fn, optimizes, options, doc, needs_solvable, decides)
+        placer = Placer(name, fn, optimizes, options, doc, needs_solvable, decides, one_of)
         PLACERS.register(name, placer, overwrite=overwrite)
         return fn
 
