@@ -9,8 +9,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The experiment group as the apps' --help lists it.
-EXPERIMENTS = ("experiment: doppler, excursions, gdp, generalization, hierarchical, improve, "
-               "measured, order_sweep, pipeline_msr, placeto, quickstart")
+EXPERIMENTS = ("experiment: doppler, doppler_faithful, excursions, gdp, gdp_faithful, "
+               "generalization, hierarchical, improve, measured, order_sweep, pipeline_msr, "
+               "placeto, placeto_faithful, quickstart")
 tomllib = pytest.importorskip("tomllib", reason="Python 3.11+ reads pyproject.toml")
 
 

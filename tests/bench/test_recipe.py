@@ -100,7 +100,7 @@ def test_a_new_seed_in_the_same_folder_trains_again(suite, scored, monkeypatch):
 
 
 @pytest.mark.parametrize(("recipe", "overrides", "message"), [
-    ("placetoo", (), r"unknown recipe 'placetoo'; known: doppler, excursions, .*placeto"),
+    ("placetoo", (), r"unknown recipe 'placetoo'; known: doppler, doppler_faithful, .*placeto"),
     ("placeto", ("graph.spec=x",), r"'graph.spec=x': the suite sets graph.spec"),
     ("placeto", ("seed=3",), r"'seed=3': the suite sets seed"),
     ("placeto", ("env.objective=pipeline",), r"the suite sets env.objective"),
