@@ -244,7 +244,7 @@ def run_bench(run: BenchRunConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     else:
         suite, cases = select_cases(run.cases_suite(), run.tier, run.split, run.family)
         records = run_recipe(suite, cases, run.recipe, run.recipe_overrides, run.seed,
-                             out_dir, force=run.force)  # fmt: skip
+                             out_dir, force=run.force, learn_on=run.learn_on)  # fmt: skip
     path = write_leaderboard([out_dir], Path(out_dir) / "leaderboard.md")
     print(path.read_text())
     for record in records:

@@ -30,6 +30,8 @@ from placerl.errors import ConfigError
 TORCH_DEVICES = r"auto|cpu|cuda(:\d+)?|mps"
 VEC_ENVS = ("dummy", "subproc")
 INVALID_ACTIONS = ("raise", "penalize", "nearest")
+#: What a PlaceBench recipe trains on before it places (:attr:`BenchRunConfig.learn_on`).
+LEARN_ON = ("family", "case")
 #: The placers a recipe compares with unless it names its own.
 BASE_BASELINES = ("single_device", "random", "heft")
 
@@ -528,6 +530,9 @@ class BenchRunConfig:
         recipe_overrides: ``placerl-train`` overrides of the recipe, its budget above all
             (``"recipe_overrides=['total_steps=4000']"``); the records name them.
         seed: The recipe's seed (a sweep over seeds: ``seed=0,1,2 -m``).
+        learn_on: What the recipe trains on (:data:`LEARN_ON`): ``family``, the family's
+            ``train`` cases, then it places the others; ``case``, each case it scores, from
+            nothing, its best placement found kept (a per-graph search, as Placeto ran).
         dataset: A folder of graph JSON files to run instead of the suite, each a case on
             ``cluster.spec`` under ``objective`` in ``split``; ``None``: the suite.
         cluster: Where a dataset's graphs are placed (:class:`ClusterGroup`); a suite's cases
@@ -545,6 +550,7 @@ class BenchRunConfig:
     recipe: str | None = None
     recipe_overrides: list[str] = field(default_factory=list)
     seed: int = 0
+    learn_on: str = "family"
     dataset: str | None = None
     cluster: ClusterGroup = field(default_factory=_main_job("cluster", "bench"))
     objective: str = "step_time"
@@ -566,6 +572,7 @@ class BenchRunConfig:
         from placerl.bench.run import select_cases
 
         _check_choice("objective", self.objective, ("step_time", "pipeline"))
+        _check_choice("learn_on", self.learn_on, LEARN_ON)
         check_int(self.seed, "seed")
         if self.recipe is None:
             parse_placer(self.placer)

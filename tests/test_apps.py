@@ -523,3 +523,8 @@ def test_placerl_bench_sweeps_a_recipe_over_seeds_as_typed(tmp_path):
     assert bad.returncode != 0
     assert "unknown recipe 'placetoo'; known: doppler" in (
         tmp_path / "bad" / "error.txt").read_text()  # fmt: skip
+    bad = _app(tmp_path, "bench_app", "recipe=placeto", "learn_on=graph",
+               f"hydra.run.dir={tmp_path / 'bad_learn_on'}")  # fmt: skip
+    assert bad.returncode != 0
+    assert "learn_on must be one of family, case, got 'graph'" in (
+        tmp_path / "bad_learn_on" / "error.txt").read_text()  # fmt: skip

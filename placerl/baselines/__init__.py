@@ -22,6 +22,7 @@ One interface for all of them::
 | ``local_search`` | single-group moves on the simulator | any |
 | ``best_of`` | the best of several placers (default: the constructive ones and the DP) | any |
 | ``pase_dp`` | PaSE's exact dynamic program over parallelization configurations | strategy |
+| ``file`` | a placement made elsewhere, read from JSON (``path=``) | - |
 | ``data_parallel`` | every op split by batch, parameters replicated | - |
 | ``megatron`` | Megatron-LM tensor parallelism, data-parallel across the rest | - |
 
@@ -32,6 +33,7 @@ placements are returned with their reasons and a warning. Register your own plac
 
 from placerl.baselines import (  # noqa: F401  (each module registers its placers)
     best_of,
+    from_file,
     list_scheduling,
     local_search,
     milp,

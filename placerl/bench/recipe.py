@@ -8,6 +8,11 @@ cases choosing the kept weights, then places every case of the family with the t
 (:func:`placerl.bench.run.run_case`). A family without training cases learns from those the
 suite names (:attr:`~placerl.bench.suite.Suite.trained_on`: zero-shot transfer).
 
+With ``learn_on="case"`` the recipe is a per-graph search instead, as Placeto and the
+hierarchical planner were run: it trains from nothing on each case it scores, and the best
+placement its training found (every episode, evaluation and final rollout) is the case's
+placement (the ``file`` placer reads it back). Its record's ``training`` is that case's alone.
+
 Every simulator call is counted: the training's (env steps, evaluations, validation, rollback
 checks, warm-start episodes: :func:`placerl.train.simulator_calls`) go in each record's
 ``training`` once per family, the policy's on the case in ``simulator_calls``; the anytime
@@ -28,7 +33,7 @@ from placerl.compose import compose_run
 from placerl.errors import ConfigError
 from placerl.graph import load_graph
 from placerl.results import write_json
-from placerl.run_config import RunConfig, check_recipe
+from placerl.run_config import LEARN_ON, RunConfig, check_recipe
 
 #: The file in a training folder that says what the training cost.
 TRAINING_FILE = "training.json"
@@ -36,11 +41,15 @@ TRAINING_FILE = "training.json"
 NOT_IN_LABEL = ("progress_bar", "threads", "rollout_threads", "logger", "force", "device")
 
 
-def recipe_label(recipe: str, overrides: list[str] | tuple[str, ...] = ()) -> str:
+def recipe_label(recipe: str, overrides: list[str] | tuple[str, ...] = (),
+                 learn_on: str = "family") -> str:  # fmt: skip
     """How records and the leaderboard name a recipe with its overrides (its budget):
-    ``recipe:placeto`` or ``recipe:placeto[total_steps=4000]``."""
+    ``recipe:placeto``, ``recipe:placeto[total_steps=4000]``, or per case
+    ``recipe:placeto[learn_on=case,total_steps=4000]``."""
     shown = [o for o in overrides
              if o.lstrip("+~").partition("=")[0].split(".")[0] not in NOT_IN_LABEL]  # fmt: skip
+    if learn_on != "family":
+        shown.insert(0, f"learn_on={learn_on}")
     return f"recipe:{recipe}" + (f"[{','.join(shown)}]" if shown else "")
 
 
@@ -90,21 +99,41 @@ def train_family(suite: Suite, family: str, recipe: str, overrides: list[str] | 
     """Train ``recipe`` for ``family`` in ``out_dir`` (or read back the training there) and
     return what the records store of it: the recipe, the cases, the policy file, the
     simulator calls and seconds it cost, and the torch device it trained on."""
-    from placerl.train import train
 
     train_cases, validation = suite.training_cases(family)
     run = family_run(suite, family, recipe, overrides, seed)
     folder = out_dir / TRAINING_DIR / f"{family.replace('/', '__')}-seed{seed}"
+    label = f"{recipe_label(recipe, overrides)}|{family}|seed={seed}"
+    return _train_in(folder, run, label, recipe, overrides, family, train_cases,
+                     [c for c in validation if c.graph in run.validation_graphs])  # fmt: skip
+
+
+def train_case(case: Case, recipe: str, overrides: list[str] | tuple[str, ...], seed: int,
+               out_dir: Path) -> dict[str, Any]:  # fmt: skip
+    """Train ``recipe`` from nothing on ``case`` alone (``learn_on="case"``), as
+    :func:`train_family` does for a family; the info names the ``best_placement`` file."""
+    run = training_run(recipe, overrides, seed, [case], [])
+    folder = out_dir / TRAINING_DIR / f"{case.name.replace('/', '__')}-seed{seed}"
+    label = f"{recipe_label(recipe, overrides, 'case')}|{case.name}|seed={seed}"
+    info = _train_in(folder, run, label, recipe, overrides, case.family, [case], [])
+    return {**info, "best_placement": str(folder / "best_placement.json")}
+
+
+def _train_in(folder: Path, run: RunConfig, label: str, recipe: str,
+              overrides: list[str] | tuple[str, ...], family: str, train_cases: list[Case],
+              validation: list[Case]) -> dict[str, Any]:  # fmt: skip
+    """Train ``run`` in ``folder`` (or read back the training there) and return what the
+    records store of it."""
+    from placerl.train import train
+
     done = _read_training(folder, run.to_dict())
     if done:
         return done
     result = train(run, out_dir=str(folder))
     timings = result.timings
-    info = {"id": f"{recipe_label(recipe, overrides)}|{family}|seed={seed}", "recipe": recipe,
-            "overrides": list(overrides), "seed": seed, "family": family,
-            "cases": [c.name for c in train_cases],
-            "validation": [c.name for c in validation
-                           if c.graph in run.validation_graphs],
+    info = {"id": label, "recipe": recipe, "overrides": list(overrides), "seed": run.seed,
+            "family": family, "cases": [c.name for c in train_cases],
+            "validation": [c.name for c in validation],
             "budget": {"total_steps": run.total_steps, "time_limit_s": run.time_limit_s},
             "device": str(result.model.device),  # where the policy trained (cpu, cuda:0)
             "steps": result.steps, "simulator_calls": result.simulator_calls["total"],
@@ -120,25 +149,32 @@ def _read_training(folder: Path, config: dict[str, Any]) -> dict[str, Any] | Non
         info = json.loads((folder / TRAINING_FILE).read_text())
     except (OSError, ValueError):
         return None
-    ready = info.get("config") == config and (folder / "model.zip").is_file()
+    ready = info.get("config") == config and all(
+        (folder / name).is_file() for name in ("model.zip", "best_placement.json"))
     return info if ready else None
 
 
 def run_recipe(suite: Suite, cases: list[Case], recipe: str,
                overrides: list[str] | tuple[str, ...], seed: int, out_dir: str | Path, *,
-               force: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+               force: bool = False, learn_on: str = "family") -> list[dict[str, Any]]:  # fmt: skip
     """Train, select and score ``recipe`` on ``cases`` of ``suite`` (see the module); one
     record per case in ``out_dir``, in the order of ``cases``. A case whose record of this
     recipe and seed is there is read back (unless ``force``); a family whose training
     finished in ``out_dir/training`` (:data:`~placerl.bench.run.TRAINING_DIR`) is not trained again.
 
     Raises:
-        ConfigError: An unknown recipe, an override of what the suite sets, or a family
-            with nothing to learn from (before any training).
+        ConfigError: An unknown recipe or ``learn_on``, an override of what the suite sets,
+            or a family with nothing to learn from (before any training).
     """
     check_recipe(recipe, overrides)
+    if learn_on not in LEARN_ON:
+        raise ConfigError(f"learn_on must be one of {', '.join(LEARN_ON)}, got {learn_on!r}")
     out = Path(out_dir)
-    label = recipe_label(recipe, overrides)
+    label = recipe_label(recipe, overrides, learn_on)
+    if learn_on == "case":
+        done = {} if force else {c.name: _scored_record(out, c, label, seed) for c in cases}
+        return [done.get(c.name) or _run_on_case(suite, c, recipe, overrides, seed, out, label)
+                for c in cases]  # fmt: skip
     families = list(dict.fromkeys(c.family for c in cases))
     for family in families:  # every family can train before the first one does
         family_run(suite, family, recipe, overrides, seed)
@@ -155,6 +191,21 @@ def run_recipe(suite: Suite, cases: list[Case], recipe: str,
                                           training=training,
                                           options={"path": training["policy"]})  # fmt: skip
     return [records[c.name] for c in cases]
+
+
+def _run_on_case(suite: Suite, case: Case, recipe: str, overrides: list[str] | tuple[str, ...],
+                 seed: int, out: Path, label: str) -> dict[str, Any]:  # fmt: skip
+    """Train ``recipe`` on ``case`` and score the best placement the training found."""
+    training = {k: v for k, v in train_case(case, recipe, overrides, seed, out).items()
+                if k != "config"}  # fmt: skip
+    return run_case(case, "file", out, suite=suite.id, label=label, training=training,
+                    options={"path": training["best_placement"]})  # fmt: skip
+
+
+def _scored_record(out: Path, case: Case, label: str, seed: int) -> dict[str, Any] | None:
+    """The finished record of ``case`` by ``label`` at ``seed`` in ``out``, if there."""
+    records: dict[str, dict[str, Any]] = {}
+    return records[case.name] if _scored(out, case, label, seed, records) else None
 
 
 def _scored(out: Path, case: Case, label: str, seed: int,

@@ -153,3 +153,29 @@ def test_the_label_names_the_budget_not_how_it_ran():
     assert recipe_label("gdp") == "recipe:gdp"
     assert recipe_label("gdp", ["total_steps=8", "threads=1", "logger=wandb"]) == \
         "recipe:gdp[total_steps=8]"  # fmt: skip
+    assert recipe_label("gdp", ["total_steps=8"], "case") == \
+        "recipe:gdp[learn_on=case,total_steps=8]"  # fmt: skip
+
+
+def test_learning_on_each_case_scores_the_best_placement_its_training_found(suite, tmp_path):
+    case = next(c for c in suite.select("tiny", "test") if c.family == FAMILY)
+    records = run_recipe(suite, [case], "placeto", QUICK, 1, tmp_path, learn_on="case")
+    record, folder = records[0], tmp_path / "training" / f"{case.name.replace('/', '__')}-seed1"
+    result = json.loads((folder / "result.json").read_text())
+    best = json.loads((folder / "best_placement.json").read_text())
+    assert record["placer"].startswith("recipe:placeto[learn_on=case,total_steps=128")
+    assert record["training"]["cases"] == [case.name] and record["training"]["validation"] == []
+    assert result["config"]["graph"]["spec"] == [case.graph]  # trained on the case itself
+    assert record["runtime"] == pytest.approx(next(iter(best.values()))["runtime"], rel=1e-12)
+    assert record["simulator_calls"] == 0  # the placement is the training's: its calls count
+    assert record["training"]["simulator_calls"] == result["simulator_calls"]["total"] > 0
+    assert record["trace"] == [[record["training"]["simulator_calls"],
+                                pytest.approx(record["training"]["wall_s"] + record["wall_s"]),
+                                record["runtime"]]]  # fmt: skip
+    again = run_recipe(suite, [case], "placeto", QUICK, 1, tmp_path, learn_on="case")
+    assert again == records  # read back, not trained again
+
+
+def test_learn_on_must_be_family_or_case(suite):
+    with pytest.raises(ConfigError, match="learn_on must be one of family, case, got 'graph'"):
+        run_recipe(suite, [], "placeto", QUICK, 0, "unused", learn_on="graph")
