@@ -188,6 +188,26 @@ def topo(graph: CompGraph, rng: np.random.Generator) -> np.ndarray:
     return _kahn(graph, key=lambda v: v)
 
 
+@register_order("critical_path", respects=RESPECTS_EDGES)
+def critical_path(graph: CompGraph, rng: np.random.Generator) -> np.ndarray:
+    """Topological, the ready node with the longest path of compute to a sink first."""
+    level = bottom_level(graph)
+    return _kahn(graph, key=lambda v: (-level[v], v))
+
+
+def bottom_level(graph: CompGraph) -> np.ndarray:
+    """Each node's longest path of ``cost`` to a sink, its own included: the priority of
+    critical-path list scheduling (HEFT's upward rank without transfers, on the reference
+    device), so that a node always outranks its consumers (a tie keeps them topological)."""
+    a = graph.arrays
+    level = a.cost.astype(np.float64).copy()
+    for v in topo(graph, np.random.default_rng(0))[::-1]:
+        successors = a.succ[a.succ_ptr[v] : a.succ_ptr[v + 1]]
+        if successors.size:
+            level[v] += level[successors].max()
+    return level
+
+
 @register_order("reverse_topo", respects=RESPECTS_REVERSED)
 def reverse_topo(graph: CompGraph, rng: np.random.Generator) -> np.ndarray:
     """``topo`` reversed: consumers before producers."""
