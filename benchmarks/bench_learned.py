@@ -1,0 +1,112 @@
+"""The learned rows of PlaceBench, each against iterated local search at its own budget.
+
+For every recipe, tier and seed, the recipe trains per family (or per case, ``--learn-on
+case``), selects on the ``validation`` cases and places the ``test`` cases
+(``placerl.bench.recipe.run_recipe``) into ``<out>/<recipe label>/<tier>/``. Its budget per
+case, every training call and second counted once, then buys iterated local search on the
+same cases twice: at equal simulator calls and at equal seconds
+(``placerl.bench.versus``), into ``<out>/search/``. It writes:
+
+* ``LEADERBOARD.md`` (its JSON and the anytime plots): the learned rows beside the searches
+  and the committed classic rows (``--classic``), each against the strongest classic placer
+  within its budget;
+* ``versus.md`` and ``versus.json``: each recipe over iterated local search per tier and
+  regime, paired by case over the seeds, with the interval.
+
+Finished trainings and records are read back, so an interrupted run resumes.
+
+    python benchmarks/bench_learned.py --recipes improve --tiers families devices \\
+        --seeds 0 1 2 --budget total_steps=0
+    python benchmarks/bench_learned.py --recipes scratch --tiers tiny --learn-on case \\
+        --budget total_steps=20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import markdown_table, write_results
+from bench_placebench import folder_name
+
+from placerl.bench.leaderboard import write_leaderboard
+from placerl.bench.recipe import recipe_label, run_recipe
+from placerl.bench.run import run_cases, select_cases
+from placerl.bench.versus import budget_per_case, search_at_calls, search_at_seconds, versus_rows
+
+RESULTS = Path(__file__).resolve().parent / "results" / "placebench-v1"
+#: The columns of ``versus.md``.
+SHOWN = ("placer", "tier", "regime", "pairs", "ratio", "interval", "wins", "losses",
+         "calls_per_case", "search_calls_per_case", "seconds_per_case",
+         "search_seconds_per_case")  # fmt: skip
+
+
+def run_tier(args: argparse.Namespace, recipe: str, tier: str, out: Path) -> list[dict[str, Any]]:
+    """The recipe's records on ``tier`` over the seeds, the two matched searches, and their
+    paired rows."""
+    suite, cases = select_cases(args.suite, tier, "test", args.family)
+    label = recipe_label(recipe, args.budget, args.learn_on)
+    learned = []
+    for seed in args.seeds:
+        learned += run_recipe(suite, cases, recipe, args.budget, seed,
+                              out / folder_name(label) / tier, learn_on=args.learn_on)  # fmt: skip
+        print(f"{label} seed {seed} on {tier}: {len(cases)} cases", flush=True)
+    budget = budget_per_case(learned)
+    searches = {}
+    for regime, spec in (("calls", search_at_calls(budget["calls"])),
+                         ("seconds", search_at_seconds(budget["seconds"]))):  # fmt: skip
+        folder = out / "search" / folder_name(f"{label}-{regime}") / tier
+        searches[regime] = run_cases(suite, tier, "test", spec, folder, family=args.family,
+                                     progress=False)  # fmt: skip
+    return versus_rows(learned, searches)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The paired rows as markdown."""
+    shown = [{**row, "ratio": f"{row['ratio']:.3f}",
+              "interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
+              **{k: f"{row[k]:.4g}" for k in SHOWN if k.endswith("_per_case")}}
+             for row in rows]  # fmt: skip
+    return markdown_table([{key: row[key] for key in SHOWN} for row in shown])
+
+
+def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """``versus.md``: what ran, the paired table and each row's verdict."""
+    verdicts = "\n".join(f"* {row['tier']}, {row['regime']}: {row['verdict']}." for row in rows)
+    return (f"# Learned recipes against iterated local search on {args.suite} (test)\n\n"
+            f"Seeds {', '.join(map(str, args.seeds))}; budget "
+            f"{' '.join(args.budget) or 'the recipes own'}; learned per {args.learn_on}. "
+            "Each recipe's runtimes over the search's at the recipe's calls or seconds per "
+            "case (every training call counted once), paired by case over the seeds "
+            "(below 1: the recipe's placements run faster).\n\n"
+            f"{table(rows)}\n\n{verdicts}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipes", nargs="+", default=["improve"])
+    parser.add_argument("--tiers", nargs="+", default=["families", "devices"])
+    parser.add_argument("--suite", default="placebench-v1")
+    parser.add_argument("--family", default=None, help="only this family of each tier")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--budget", nargs="*", default=[],
+                        help="placerl-train overrides of every recipe (total_steps=20000 ...)")
+    parser.add_argument("--learn-on", default="family", choices=("family", "case"))
+    parser.add_argument("--classic", nargs="*", default=[str(RESULTS)],
+                        help="folders of classic records for the leaderboard")
+    parser.add_argument("--out", default=str(RESULTS / "learned"))
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    rows = [row for recipe in args.recipes for tier in args.tiers
+            for row in run_tier(args, recipe, tier, out)]  # fmt: skip
+    board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
+    path = write_results("versus", rows, out, config=args, markdown=report(rows, args))
+    print(f"{table(rows)}\nLeaderboard in {board}; paired rows in {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""A learned recipe against iterated local search given the recipe's own budget.
+
+RL's budget is every simulator call and second it spent: each training once (its env steps,
+evaluations, validation, rollback checks, warm start) and the placing of every case. Spread
+over the cases it placed, that is what iterated local search gets per case, once in calls
+(:func:`search_at_calls`) and once in seconds (:func:`search_at_seconds`); :func:`versus_rows`
+pairs the recipe's runtimes with the search's case by case (every seed of the recipe against
+the search's one run), with the ratio's bootstrap interval
+(:func:`placerl.comparison.compare_pairs`). The search's budget is what it may spend after
+best_of's construction (about ten calls per case on the tiny tier, which the learned recipes
+that start from best_of spend too); each row shows what both sides really spent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: Iterated local search from best_of, kicked until its budget is spent.
+SEARCH = "local_search?init=best_of&restarts=1000000"
+#: A bound no matched budget reaches: the other limit is the one that stops the search.
+_NO_LIMIT = {"calls": 1_000_000_000, "seconds": 86_400}
+
+
+def budget_per_case(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The mean simulator calls and seconds per case of a recipe's records, each training
+    counted once (records of several seeds: each seed's training once).
+
+    Raises:
+        ValueError: No record.
+    """
+    if not records:
+        raise ValueError("no record to take a budget from")
+    trainings = {r["training"]["id"]: r["training"] for r in records if r.get("training")}
+    calls = sum(t["simulator_calls"] for t in trainings.values())
+    seconds = sum(t["wall_s"] for t in trainings.values())
+    calls += sum(r["simulator_calls"] for r in records)
+    seconds += sum(r["wall_s"] for r in records)
+    return {"calls": calls / len(records), "seconds": seconds / len(records)}
+
+
+def search_at_calls(calls: float) -> str:
+    """Iterated local search stopped at ``calls`` evaluations per case (rounded up)."""
+    return f"{SEARCH}&max_evaluations={max(1, math.ceil(calls))}&time_limit={_NO_LIMIT['seconds']}"
+
+
+def search_at_seconds(seconds: float) -> str:
+    """Iterated local search stopped after ``seconds`` of search per case (best_of's
+    construction, which both start from, comes on top)."""
+    return f"{SEARCH}&max_evaluations={_NO_LIMIT['calls']}&time_limit={max(seconds, 1e-3):.4g}"
+
+
+def versus_rows(
+    learned: Sequence[Mapping[str, Any]], searches: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[dict[str, Any]]:
+    """One row per regime of ``searches`` (``{"calls": records, "seconds": records}``): the
+    learned runtimes over the search's, paired by case (below 1: the learned placer is
+    faster), with the interval, wins and losses and the budget each side spent per case."""
+    from placerl.comparison import compare_pairs
+
+    mine = budget_per_case(learned)
+    rows = []
+    for regime, records in searches.items():
+        theirs = {r["case"]: float(r["runtime"]) for r in records if _placed(r)}
+        pairs = [(float(r["runtime"]), theirs[r["case"]]) for r in learned
+                 if _placed(r) and r["case"] in theirs]  # fmt: skip
+        result = compare_pairs(*zip(*pairs, strict=True)) if pairs else compare_pairs([], [])
+        spent = budget_per_case(records) if records else {"calls": math.nan, "seconds": math.nan}
+        rows.append({"placer": learned[0]["placer"], "tier": learned[0]["tier"],
+                     "regime": f"equal {regime}", "search": records[0]["placer"] if records else "",
+                     "pairs": result.pairs, "ratio": result.ratio, "ci_low": result.ci_low,
+                     "ci_high": result.ci_high, "wins": result.wins, "losses": result.losses,
+                     "calls_per_case": mine["calls"], "search_calls_per_case": spent["calls"],
+                     "seconds_per_case": mine["seconds"],
+                     "search_seconds_per_case": spent["seconds"],
+                     "verdict": result.verdict(learned[0]["placer"],
+                                               "iterated local search")})  # fmt: skip
+    return rows
+
+
+def _placed(record: Mapping[str, Any]) -> bool:
+    return bool(record.get("feasible")) and not record.get("error")

@@ -1,0 +1,66 @@
+"""placerl.bench.versus: a learned recipe against iterated local search at its own budget."""
+
+import json
+import math
+
+import pytest
+
+from placerl.baselines.references import parse_placer
+from placerl.bench.versus import budget_per_case, search_at_calls, search_at_seconds, versus_rows
+from tests.bench_modules import module_fixture
+
+
+def _record(case, runtime, seed, training_id, calls=10, wall=0.5):
+    training = {"id": training_id, "simulator_calls": 1000, "wall_s": 30.0}
+    return {"case": case, "tier": "t", "placer": "recipe:x", "seed": seed, "runtime": runtime,
+            "feasible": True, "error": None, "simulator_calls": calls, "wall_s": wall,
+            "training": training}  # fmt: skip
+
+
+def test_each_training_counts_once_per_seed_spread_over_the_cases():
+    records = [_record(c, 1.0, s, f"seed{s}") for s in (0, 1) for c in ("a", "b", "c", "d")]
+    budget = budget_per_case(records)
+    assert budget["calls"] == pytest.approx((2 * 1000 + 8 * 10) / 8)
+    assert budget["seconds"] == pytest.approx((2 * 30.0 + 8 * 0.5) / 8)
+    with pytest.raises(ValueError, match="no record"):
+        budget_per_case([])
+
+
+def test_the_searches_stop_at_the_matched_budget_and_are_valid_specs():
+    calls, seconds = search_at_calls(260.2), search_at_seconds(7.5)
+    assert "max_evaluations=261&" in calls and "restarts=1000000" in calls
+    assert "time_limit=7.5" in seconds and "max_evaluations=1000000000" in seconds
+    for spec in (calls, seconds):
+        assert parse_placer(spec)[1]["init"] == "best_of"
+
+
+def test_every_seed_pairs_with_the_search_on_its_case():
+    learned = [_record("a", 1.0, 0, "s0"), _record("b", 2.0, 0, "s0"),
+               _record("a", 0.5, 1, "s1"), _record("b", 2.0, 1, "s1")]  # fmt: skip
+    search = [{"case": c, "placer": "ils", "runtime": 1.0, "feasible": True, "error": None,
+               "simulator_calls": 260, "wall_s": 3.0} for c in "ab"]  # fmt: skip
+    (row,) = versus_rows(learned, {"calls": search})
+    assert (row["regime"], row["pairs"], row["wins"], row["losses"]) == ("equal calls", 4, 1, 2)
+    assert row["ratio"] == pytest.approx(math.exp((0 + math.log(2) + math.log(0.5)
+                                                   + math.log(2)) / 4))  # fmt: skip
+    assert row["search_calls_per_case"] == 260 and row["calls_per_case"] > 500
+    json.dumps(row)  # a result file holds it
+
+
+script = module_fixture("bench_learned")
+
+
+def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_path):
+    budget = ["total_steps=16", "n_envs=1", "eval_every=0", "eval_samples=0", "progress_bar=false",
+              "checkpoint_every=0", "+agent.hyperparams.n_steps=16"]  # fmt: skip
+    script.main(["--recipes", "scratch", "--tiers", "tiny", "--family", "tiny/chain-n12",
+                 "--seeds", "0", "--learn-on", "case", "--classic", "--out", str(tmp_path),
+                 "--budget", *budget])  # fmt: skip
+    rows = json.loads((tmp_path / "versus.json").read_text())["rows"]
+    assert [(r["regime"], r["pairs"]) for r in rows] == [("equal calls", 2), ("equal seconds", 2)]
+    calls = rows[0]
+    best_of = 9  # the calls of the construction the search starts from, on these cases
+    assert calls["search_calls_per_case"] <= math.ceil(calls["calls_per_case"]) + best_of
+    board = (tmp_path / "LEADERBOARD.md").read_text()
+    assert "recipe:scratch[learn_on=case,total_steps=16" in board and "local_search" in board
+    assert "| tiny | equal seconds | 2 |" in (tmp_path / "versus.md").read_text()
