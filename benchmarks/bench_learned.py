@@ -17,6 +17,7 @@ Finished trainings and records are read back, so an interrupted run resumes.
 
     python benchmarks/bench_learned.py --recipes improve --tiers families devices \\
         --seeds 0 1 2 --budget total_steps=0
+    python benchmarks/bench_learned.py --recipes improve --tiers devices --searches greedy local
     python benchmarks/bench_learned.py --recipes scratch --tiers tiny --learn-on case \\
         --budget total_steps=20000
 """
@@ -45,15 +46,30 @@ SHOWN = ("placer", "tier", "regime", "pairs", "ratio", "interval", "wins", "loss
          "search_seconds_per_case")  # fmt: skip
 
 
-def run_tier(args: argparse.Namespace, recipe: str, tier: str, out: Path) -> list[dict[str, Any]]:
-    """The recipe's records on ``tier`` over the seeds, the two matched searches, and their
-    paired rows."""
+def search_options(spec: str) -> dict[str, Any] | None:
+    """``greedy`` (none), ``local`` or ``sample?budget=200`` as the policy placer's options."""
+    name, _, query = spec.partition("?")
+    if name == "greedy" and not query:
+        return None
+    options: dict[str, Any] = {"search": name}
+    for item in filter(None, query.split("&")):
+        key, _, value = item.partition("=")
+        options[key] = int(value) if value.isdigit() else value
+    return options
+
+
+def run_tier(args: argparse.Namespace, recipe: str, search: str, tier: str,
+             out: Path) -> list[dict[str, Any]]:  # fmt: skip
+    """The recipe's records on ``tier`` over the seeds (placed with ``search``), the two
+    matched searches, and their paired rows."""
     suite, cases = select_cases(args.suite, tier, "test", args.family)
-    label = recipe_label(recipe, args.budget, args.learn_on)
+    options = search_options(search)
+    label = recipe_label(recipe, args.budget, args.learn_on, options)
     learned = []
     for seed in args.seeds:
         learned += run_recipe(suite, cases, recipe, args.budget, seed,
-                              out / folder_name(label) / tier, learn_on=args.learn_on)  # fmt: skip
+                              out / folder_name(label) / tier, learn_on=args.learn_on,
+                              search=options)  # fmt: skip
         print(f"{label} seed {seed} on {tier}: {len(cases)} cases", flush=True)
     budget = budget_per_case(learned)
     searches = {}
@@ -96,13 +112,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", nargs="*", default=[],
                         help="placerl-train overrides of every recipe (total_steps=20000 ...)")
     parser.add_argument("--learn-on", default="family", choices=("family", "case"))
+    parser.add_argument("--searches", nargs="+", default=["greedy"],
+                        help="the policy's searches at inference: greedy, local, "
+                             "'sample?budget=200' (each its own row and training)")
     parser.add_argument("--classic", nargs="*", default=[str(RESULTS)],
                         help="folders of classic records for the leaderboard")
     parser.add_argument("--out", default=str(RESULTS / "learned"))
     args = parser.parse_args(argv)
     out = Path(args.out)
-    rows = [row for recipe in args.recipes for tier in args.tiers
-            for row in run_tier(args, recipe, tier, out)]  # fmt: skip
+    rows = [row for recipe in args.recipes for search in args.searches for tier in args.tiers
+            for row in run_tier(args, recipe, search, tier, out)]  # fmt: skip
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
     path = write_results("versus", rows, out, config=args, markdown=report(rows, args))
     print(f"{table(rows)}\nLeaderboard in {board}; paired rows in {path}")

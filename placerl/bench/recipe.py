@@ -23,6 +23,7 @@ trace starts after the training's calls and seconds. The guard
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +42,18 @@ TRAINING_FILE = "training.json"
 NOT_IN_LABEL = ("progress_bar", "threads", "rollout_threads", "logger", "force", "device")
 
 
-def recipe_label(recipe: str, overrides: list[str] | tuple[str, ...] = (),
-                 learn_on: str = "family") -> str:  # fmt: skip
+def recipe_label(recipe: str, overrides: list[str] | tuple[str, ...] = (), learn_on: str = "family",
+                 search: Mapping[str, Any] | None = None) -> str:  # fmt: skip
     """How records and the leaderboard name a recipe with its overrides (its budget):
-    ``recipe:placeto``, ``recipe:placeto[total_steps=4000]``, or per case
-    ``recipe:placeto[learn_on=case,total_steps=4000]``."""
+    ``recipe:placeto``, ``recipe:placeto[total_steps=4000]``, per case
+    ``recipe:placeto[learn_on=case,total_steps=4000]``, and with a search at inference
+    ``recipe:improve?search=local&budget=200``."""
     shown = [o for o in overrides
              if o.lstrip("+~").partition("=")[0].split(".")[0] not in NOT_IN_LABEL]  # fmt: skip
     if learn_on != "family":
         shown.insert(0, f"learn_on={learn_on}")
-    return f"recipe:{recipe}" + (f"[{','.join(shown)}]" if shown else "")
+    label = f"recipe:{recipe}" + (f"[{','.join(shown)}]" if shown else "")
+    return label + ("?" + "&".join(f"{k}={v}" for k, v in search.items()) if search else "")
 
 
 def training_run(recipe: str, overrides: list[str] | tuple[str, ...], seed: int,
@@ -156,11 +159,14 @@ def _read_training(folder: Path, config: dict[str, Any]) -> dict[str, Any] | Non
 
 def run_recipe(suite: Suite, cases: list[Case], recipe: str,
                overrides: list[str] | tuple[str, ...], seed: int, out_dir: str | Path, *,
-               force: bool = False, learn_on: str = "family") -> list[dict[str, Any]]:  # fmt: skip
+               force: bool = False, learn_on: str = "family",
+               search: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Train, select and score ``recipe`` on ``cases`` of ``suite`` (see the module); one
     record per case in ``out_dir``, in the order of ``cases``. A case whose record of this
     recipe and seed is there is read back (unless ``force``); a family whose training
-    finished in ``out_dir/training`` (:data:`~placerl.bench.run.TRAINING_DIR`) is not trained again.
+    finished in ``out_dir/training`` (:data:`~placerl.bench.run.TRAINING_DIR`) is not trained
+    again. ``search`` gives the trained policy a search at inference (the ``policy`` placer's
+    ``search``, ``budget``, ...: its calls count in each case's record, the label names it).
 
     Raises:
         ConfigError: An unknown recipe or ``learn_on``, an override of what the suite sets,
@@ -170,8 +176,11 @@ def run_recipe(suite: Suite, cases: list[Case], recipe: str,
     if learn_on not in LEARN_ON:
         raise ConfigError(f"learn_on must be one of {', '.join(LEARN_ON)}, got {learn_on!r}")
     out = Path(out_dir)
-    label = recipe_label(recipe, overrides, learn_on)
+    label = recipe_label(recipe, overrides, learn_on, search)
     if learn_on == "case":
+        if search:
+            raise ConfigError("learn_on='case' keeps the best placement its training found; "
+                              f"a search at inference ({search}) needs learn_on='family'")
         done = {} if force else {c.name: _scored_record(out, c, label, seed) for c in cases}
         return [done.get(c.name) or _run_on_case(suite, c, recipe, overrides, seed, out, label)
                 for c in cases]  # fmt: skip
@@ -189,7 +198,8 @@ def run_recipe(suite: Suite, cases: list[Case], recipe: str,
         for case in todo:
             records[case.name] = run_case(case, "policy", out, suite=suite.id, label=label,
                                           training=training,
-                                          options={"path": training["policy"]})  # fmt: skip
+                                          options={"path": training["policy"],
+                                                   **(search or {})})  # fmt: skip
     return [records[c.name] for c in cases]
 
 

@@ -179,3 +179,16 @@ def test_learning_on_each_case_scores_the_best_placement_its_training_found(suit
 def test_learn_on_must_be_family_or_case(suite):
     with pytest.raises(ConfigError, match="learn_on must be one of family, case, got 'graph'"):
         run_recipe(suite, [], "placeto", QUICK, 0, "unused", learn_on="graph")
+
+
+def test_a_search_at_inference_places_and_names_the_row(suite, scored, tmp_path):
+    out, cases, _ = scored
+    training = out / "training"
+    (tmp_path / "training").symlink_to(training)  # the family's training, read back
+    records = run_recipe(suite, cases[:1], "placeto", QUICK, 3, tmp_path,
+                         search={"search": "sample", "budget": 5})  # fmt: skip
+    assert records[0]["placer"].endswith("eval_samples=0]?search=sample&budget=5")
+    assert records[0]["simulator_calls"] >= 5  # the samples count in the case's record
+    with pytest.raises(ConfigError, match="learn_on='case' keeps the best placement"):
+        run_recipe(suite, cases[:1], "placeto", QUICK, 3, tmp_path, learn_on="case",
+                   search={"search": "local"})  # fmt: skip
