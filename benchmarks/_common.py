@@ -53,6 +53,23 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def paired_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """Paired comparisons (:func:`placerl.comparison.compare_pairs` rows) as markdown:
+    ``columns`` of each row, the ratio to 3 decimals with its ``interval``, a ``p_value`` to 2
+    significant digits, the other numbers to 4."""
+
+    def shown(row: dict[str, Any]) -> dict[str, Any]:
+        text = {key: f"{value:.4g}" if isinstance(value, float) else value
+                for key, value in row.items()}  # fmt: skip
+        text["ratio"] = f"{row['ratio']:.3f}"
+        text["interval"] = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        if "p_value" in row:
+            text["p_value"] = f"{row['p_value']:.2g}"
+        return {key: text[key] for key in columns}
+
+    return markdown_table([shown(row) for row in rows])
+
+
 def write_results(name: str, rows: Sequence[dict[str, Any]], out_dir: str | Path, *,
                   config: argparse.Namespace | Mapping[str, Any], markdown: str | None = None,
                   extra: Mapping[str, Any] | None = None) -> Path:  # fmt: skip

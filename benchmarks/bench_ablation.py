@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import markdown_table, write_results
+from _common import paired_table, write_results
 
 from placerl.bench.ablation import faithful_presets, paired_rows, run_ladder
 from placerl.bench.leaderboard import write_leaderboard
@@ -42,10 +42,7 @@ SHOWN = ("preset", "step", "versus", "pairs", "ratio", "interval", "wins", "loss
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The paired rows as markdown, each ratio with its interval."""
-    shown = [{**row, "ratio": f"{row['ratio']:.3f}", "p_value": f"{row['p_value']:.2g}",
-              "interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"}
-             for row in rows]  # fmt: skip
-    return markdown_table([{key: row[key] for key in SHOWN} for row in shown])
+    return paired_table(rows, SHOWN)
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import markdown_table, write_results
+from _common import paired_table, write_results
 from bench_placebench import folder_name
 
 from placerl.bench.leaderboard import write_leaderboard
@@ -82,12 +82,8 @@ def run_tier(args: argparse.Namespace, recipe: str, search: str, tier: str,
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """The paired rows as markdown."""
-    shown = [{**row, "ratio": f"{row['ratio']:.3f}",
-              "interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
-              **{k: f"{row[k]:.4g}" for k in SHOWN if k.endswith("_per_case")}}
-             for row in rows]  # fmt: skip
-    return markdown_table([{key: row[key] for key in SHOWN} for row in shown])
+    """The paired rows as markdown, each ratio with its interval."""
+    return paired_table(rows, SHOWN)
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
