@@ -15,6 +15,7 @@ import torch
 from gymnasium import spaces
 
 from placerl.agents.factory import ALGORITHMS
+from placerl.agents.padding import fit_padding
 from placerl.agents.unchecked import unchecked_distributions
 
 
@@ -90,7 +91,9 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
 
     Masked algorithms predict with :meth:`action_masks` (a plain ``predict`` would drop them);
     recurrent ones carry their state through the episode. On the refine env the outcome is
-    the best placement the episode passed through (:class:`VisitedBest`).
+    the best placement the episode passed through (:class:`VisitedBest`). A per-node policy
+    on a graph beyond its padding plays rebuilt for the env's
+    (:func:`~placerl.agents.padding.fit_padding`).
 
     Args:
         model: An SB3 model.
@@ -103,6 +106,7 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
             actions but for near-ties); ``False`` recomputes everything at every step.
     """
     options = None if graph is None else {"graph": graph}
+    model = fit_padding(model, env)  # itself, unless the env's padding is larger
     obs, info = env.reset(seed=seed, options=options)
     visited = VisitedBest(env)
     visited.see(info)

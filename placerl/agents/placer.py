@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from placerl._extras import require
+from placerl.agents.padding import fit_padding, places_any_size
+from placerl.agents.padding import reads_any_size as reads_any_size  # callers import it here
 from placerl.baselines.api import register_placer
 from placerl.baselines.problem import Problem
 from placerl.errors import ConfigError
@@ -123,7 +125,9 @@ def policy_placer(
         env = env_for(model, problem, init=init if refines else None)
         if card is not None:
             check_widths(card, env.observation_space)
-        return run_search(model, env, search, budget=budget, seed=seed,
+        # a graph beyond the padding: the per-node policy rebuilt for it (run_search would
+        # too; here it is explicit that the model placing is the fitted one)
+        return run_search(fit_padding(model, env), env, search, budget=budget, seed=seed,
                           init=None if refines else init).placement  # fmt: skip
 
     return run
@@ -152,9 +156,13 @@ def _policy_file(
 def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed: Any) -> Any:
     """The env ``model`` was trained with, on ``problem``'s graph, cluster and objective.
 
-    A graph larger than the policy's padding gets a larger padding when the policy reads
-    graphs of any size (:func:`reads_any_size`): a GNN trained on 80-node graphs places a
-    300-node one.
+    A graph larger than the policy's padding gets a larger padding when the policy places
+    graphs of any size (:func:`~placerl.agents.padding.places_any_size`): a GNN trained on
+    80-node graphs places a 300-node one as it is (:func:`reads_any_size`); a policy whose
+    head reads per-node states (the hierarchical planner's grouper-placer) does so rebuilt
+    for the larger padding (:func:`~placerl.agents.padding.fit_padding`, which
+    :func:`~placerl.agents.search.run_search` and
+    :func:`~placerl.agents.episodes.rollout` apply).
 
     Args:
         model: A trained model (:func:`load_model`).
@@ -186,12 +194,11 @@ def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed:
                                        "max_nodes", "max_edges")}  # fmt: skip
     graph = problem.graph
     for what, size in (("max_nodes", graph.num_nodes), ("max_edges", graph.num_edges)):
-        if size > settings[what] and not reads_any_size(model):
+        if size > settings[what] and not places_any_size(model):
             raise ConfigError(
                 f"graph {graph.name!r} has {size} {what[4:]}; the policy's padding is "
                 f"{what}={settings[what]}, and its network reads only graphs within it "
-                f"(per-node states, a recurrent policy or SB3's own extractor): train with a "
-                f"larger {what}"
+                f"(a recurrent policy or SB3's own extractor): train with a larger {what}"
             )
         kwargs[what] = max(size, settings[what])
     kwargs["fold"] = settings.get("fold", False)  # policies saved before folding existed
@@ -209,23 +216,6 @@ def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed:
                               "starts from no placement; only a refining policy takes one")
         kwargs["init"] = init
     return cls(graph=graph, cluster=problem.cluster, objective=problem.objective, **kwargs)
-
-
-def reads_any_size(model: Any) -> bool:
-    """Whether ``model`` places graphs of any size: a feed-forward policy whose placerl
-    extractor summarizes the graph (its context: message passing, pooling; no per-node
-    states laid out by row), so that its output does not depend on the padding. The envs
-    whose actions name rows (dual, one-shot, hierarchical) need per-node states, and a
-    recurrent policy acts through SB3's ``predict``, which refuses observations of another
-    shape than the model's: those read only graphs within their padding."""
-    from placerl.agents.episodes import _is_recurrent
-    from placerl.agents.extractors.base import PlacementExtractor
-
-    policy = model.policy
-    extractors = (policy.pi_features_extractor, policy.vf_features_extractor)
-    return not _is_recurrent(model) and all(
-        isinstance(e, PlacementExtractor) and not e.node_dim for e in extractors
-    )
 
 
 @register_placer("policy", optimizes="any", needs_solvable=True, one_of=("path", "pretrained"))

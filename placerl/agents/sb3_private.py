@@ -87,10 +87,13 @@ PRIVATE_MEMBERS: tuple[Private, ...] = (
     ),
     Private(
         f"{_POLICIES}:BaseModel", "_get_constructor_parameters", "method",
-        ("placerl/agents/head_policy.py", "placerl/agents/attention_heads.py"),
+        ("placerl/agents/head_policy.py", "placerl/agents/attention_heads.py",
+         "placerl/agents/padding.py"),
         "the head policies add their own constructor arguments (head_hidden, ...), so that "
-        "a saved policy is rebuilt with them",
-        relies_on=(("save", "self._get_constructor_parameters()"),),
+        "a saved policy is rebuilt with them; fit_padding rebuilds a policy from them for "
+        "a larger padding, as SB3's load rebuilds a saved one",
+        relies_on=(("save", "self._get_constructor_parameters()"),
+                   ("load", 'cls(**saved_variables["data"])')),
     ),
     Private(
         "stable_baselines3.common.vec_env:DummyVecEnv", "buf_infos", "attribute",

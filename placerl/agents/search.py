@@ -58,6 +58,7 @@ from placerl.agents.episodes import (
     uses_masks,
 )
 from placerl.agents.factory import in_memory_logger
+from placerl.agents.padding import fit_padding
 from placerl.errors import ConfigError
 
 
@@ -151,6 +152,10 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
             placement the search also starts from (see the module docstring); ``None``: the
             policy's alone.
 
+    A policy whose head reads per-node states, on a graph beyond its padding, searches
+    rebuilt for the env's padding (:func:`~placerl.agents.padding.fit_padding`; ``active``
+    excepted, which fine-tunes at the policy's own padding).
+
     Raises:
         ConfigError: See :func:`check_search`; an env over several graphs; a seed that is not
             an integer >= 0; an unknown ``init`` placer or option; ``start`` (now ``init``).
@@ -167,6 +172,8 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
     first = _init_point(base, init)
     if first is not None and budget:  # init's evaluation comes out of the budget
         budget = max(budget - 1, 1)
+    if spec.name != "active":  # which fine-tunes at the policy's padding (and says so)
+        model = fit_padding(model, env)  # a per-node policy on a graph beyond its padding
     with _seeded(seed):
         placement, runtime, feasible, info = spec.fn(model, env, budget, seed, first)
     greedy = info.pop("greedy_runtime")

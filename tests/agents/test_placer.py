@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 from placerl.baselines import solve
 from placerl.errors import ConfigError
@@ -88,22 +89,74 @@ def test_a_gnn_policy_places_graphs_beyond_its_padding_as_it_would_with_more(mod
     np.testing.assert_array_equal(placed.placement, placement)
 
 
-@pytest.mark.parametrize("kind", ["per-node states", "recurrent"])
-def test_a_policy_that_reads_only_its_padding_refuses_a_larger_graph(tmp_path, kind):
+def test_a_recurrent_policy_refuses_a_graph_beyond_its_padding(tmp_path):
     from placerl.agents import make_agent
-    from placerl.envs import PlacementDualEnv, PlacementEnv
+    from placerl.envs import PlacementEnv
 
-    if kind == "recurrent":
-        env = PlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40)
-        model = make_agent("recurrent_ppo", env, "gnn", n_steps=16, batch_size=16)
-    else:
-        env = PlacementDualEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40)
-        model = make_agent("maskable_ppo", env, "gnn", head="nodes", n_steps=16, batch_size=16)
+    env = PlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40)
+    model = make_agent("recurrent_ppo", env, "gnn", n_steps=16, batch_size=16)
     model.save(tmp_path / "model.zip")
     with pytest.raises(ConfigError, match=r"has 30 nodes; the policy's padding is max_nodes=16, "
                                           r"and its network reads only graphs within it"):
         solve("policy", "synthetic:layered?n=30&seed=0", "placeto?n_devices=2",
               path=str(tmp_path / "model.zip"))
+
+
+@pytest.mark.parametrize("kind", ["hierarchical", "dual", "one_shot"])
+def test_a_per_node_policy_places_a_larger_graph_rebuilt_for_its_padding(tmp_path, kind):
+    """A head that reads every row's state is tied to its padding, its weights are not: the
+    policy rebuilt for a larger padding decides as it would, rebuilt for a larger one still
+    (the padding changes nothing it decides)."""
+    from placerl.agents import make_agent
+    from placerl.agents.episodes import rollout
+    from placerl.agents.padding import fit_padding, fits, places_any_size, reads_any_size
+    from placerl.agents.placer import env_for, load_model
+    from placerl.baselines import Problem
+    from placerl.cluster import load_cluster
+    from placerl.envs import PlacementDualEnv, PlacementHierarchicalEnv, PlacementOneShotEnv
+    from placerl.graph import load_graph
+
+    cls = {"hierarchical": PlacementHierarchicalEnv, "dual": PlacementDualEnv,
+           "one_shot": PlacementOneShotEnv}[kind]  # fmt: skip
+    extra = {"groups": 4} if kind == "hierarchical" else {}
+    env = cls(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40, **extra)
+    make_agent("maskable_ppo", env, "gnn", n_steps=16, batch_size=16).save(tmp_path / "m.zip")
+    model = load_model(tmp_path / "m.zip", "cpu")
+    assert places_any_size(model) and not reads_any_size(model)
+    larger = "synthetic:layered?n=30&seed=0"
+    problem = Problem(load_graph(larger), load_cluster("placeto?n_devices=2"), "step_time")
+    padded = env_for(model, problem)
+    assert (padded.max_nodes, padded.max_edges) == (30, 40)
+    fitted = fit_padding(model, padded)
+    assert fits(fitted, padded) and not fits(model, padded)
+    assert fit_padding(fitted, padded) is fitted  # nothing to rebuild
+    weights = model.policy.state_dict()
+    for name, tensor in fitted.policy.state_dict().items():
+        assert torch.equal(tensor, weights[name]), name
+    settings = {k: model.placerl_settings[k] for k in ("order", "memory", "observation")}
+    roomier = cls(problem.graph, problem.cluster, max_nodes=64, max_edges=200, **settings,
+                  **extra)  # fmt: skip
+    placement = rollout(model, padded).placement  # rollout fits the model itself
+    np.testing.assert_array_equal(placement, rollout(model, roomier).placement)
+    placed = solve("policy", larger, "placeto?n_devices=2", path=str(tmp_path / "m.zip"))
+    np.testing.assert_array_equal(placed.placement, placement)
+
+
+def test_a_policy_whose_weights_depend_on_the_padding_is_not_rebuilt():
+    """SB3's own extractor flattens every node into its first layer: refused, by parameter."""
+    from placerl.agents import make_agent
+    from placerl.agents.padding import fit_padding, places_any_size
+    from placerl.envs import PlacementEnv
+
+    env = PlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40,
+                       observation="flat")  # fmt: skip
+    model = make_agent("maskable_ppo", env, None, n_steps=16, batch_size=16)
+    assert not places_any_size(model)
+    larger = PlacementEnv("synthetic:layered?n=30&seed=0", "placeto?n_devices=2",
+                          observation="flat")  # fmt: skip
+    with pytest.raises(ConfigError, match=r"parameter '.+' has shape .+ its network's weights "
+                                          r"depend on the padding"):
+        fit_padding(model, larger)
 
 
 @pytest.fixture(scope="module")
