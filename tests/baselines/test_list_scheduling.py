@@ -188,3 +188,18 @@ def test_each_op_is_the_favourite_child_of_at_most_one_parent():
     a = problem.graph.arrays
     edges = set(zip(a.src.tolist(), a.dst.tolist(), strict=True))
     assert all((int(p), v) in edges for v, p in enumerate(favourite) if p >= 0)
+
+
+@pytest.mark.parametrize("cluster",
+                         ["cpu_gpu?n_gpus=3", "msr:bert24_training", "placeto?n_devices=4"])
+def test_mean_edge_time_is_the_mean_over_device_pairs_bit_for_bit(cluster):
+    """Summed pair by pair (no ``pairs x edges`` stack): the very bits of ``np.mean`` over
+    the stack, so that HEFT's ranks, and every committed classic row, stay as they were."""
+    graph = load_graph("synthetic:layered?n=60&seed=3")
+    if cluster.startswith("msr:"):
+        graph = load_graph(cluster)
+    problem = Problem(graph, load_cluster(cluster))
+    d = problem.num_devices
+    stacked = np.mean([problem.edge_times(s, t) for s in range(d) for t in range(d) if s != t],
+                      axis=0)  # fmt: skip
+    assert problem.mean_edge_time.tobytes() == stacked.tobytes()
