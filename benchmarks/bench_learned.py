@@ -11,7 +11,8 @@ same cases twice: at equal simulator calls and at equal seconds
   and the committed classic rows (``--classic``), each against the strongest classic placer
   within its budget;
 * ``versus.md`` and ``versus.json``: each recipe over iterated local search per tier and
-  regime, paired by case over the seeds, with the interval.
+  regime, paired by case over the seeds, with the interval (the rows of earlier runs into
+  the folder kept, unless this run replaces them).
 
 Finished trainings and records are read back, so an interrupted run resumes.
 
@@ -25,6 +26,7 @@ Finished trainings and records are read back, so an interrupted run resumes.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -98,6 +100,18 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"{table(rows)}\n\n{verdicts}\n")
 
 
+def merged(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with those of an earlier run in ``path`` that they do not replace (same
+    placer, tier and regime): one ``versus.md`` for every recipe run into the folder."""
+    try:
+        earlier = json.loads(path.read_text())["rows"]
+    except (OSError, ValueError, KeyError):
+        earlier = []
+    key = lambda row: (row["placer"], row["tier"], row["regime"])  # noqa: E731
+    new = {key(row) for row in rows}
+    return [row for row in earlier if key(row) not in new] + rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", nargs="+", default=["improve"])
@@ -118,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     rows = [row for recipe in args.recipes for search in args.searches for tier in args.tiers
             for row in run_tier(args, recipe, search, tier, out)]  # fmt: skip
+    rows = merged(out / "versus.json", rows)
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
     path = write_results("versus", rows, out, config=args, markdown=report(rows, args))
     print(f"{table(rows)}\nLeaderboard in {board}; paired rows in {path}")
