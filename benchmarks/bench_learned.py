@@ -42,6 +42,8 @@ from placerl.bench.run import run_cases, select_cases
 from placerl.bench.versus import budget_per_case, search_at_calls, search_at_seconds, versus_rows
 
 RESULTS = Path(__file__).resolve().parent / "results" / "placebench-v1"
+#: Marks ``versus.json`` as no record: the leaderboard of the folder skips it.
+VERSUS_KIND = "placebench-versus"
 #: The columns of ``versus.md``.
 SHOWN = ("placer", "tier", "regime", "pairs", "ratio", "interval", "wins", "losses",
          "calls_per_case", "search_calls_per_case", "seconds_per_case",
@@ -134,7 +136,8 @@ def main(argv: list[str] | None = None) -> None:
             for row in run_tier(args, recipe, search, tier, out)]  # fmt: skip
     rows = merged(out / "versus.json", rows)
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
-    path = write_results("versus", rows, out, config=args, markdown=report(rows, args))
+    path = write_results("versus", rows, out, config=args, markdown=report(rows, args),
+                         extra={"kind": VERSUS_KIND})  # fmt: skip
     print(f"{table(rows)}\nLeaderboard in {board}; paired rows in {path}")
 
 

@@ -47,7 +47,8 @@ SHOWN = ("tier", "split", "placer", "cases", "score", "infeasible", "failed", "m
 
 def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, Any]]]:
     """Every record under ``folders`` with its file: each ``*.json`` but placerl's
-    ``result.json``, a leaderboard's own JSON and the files of a recipe's training.
+    ``result.json``, the files of a recipe's training and any JSON with a ``kind`` (a
+    leaderboard's own, a benchmark's results beside the records: a record has none).
 
     Raises:
         FileNotFoundError: A folder does not exist, or none holds a record.
@@ -68,8 +69,8 @@ def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, An
                 record = json.loads(path.read_text())
             except ValueError as error:
                 raise ConfigError(f"{path} is not a readable record: {error}") from None
-            if isinstance(record, dict) and record.get("kind") == KIND:
-                continue
+            if isinstance(record, dict) and "kind" in record:
+                continue  # a leaderboard's or a benchmark's own file: records carry no kind
             if not isinstance(record, dict):
                 raise ConfigError(f"{path} is not a record (a JSON object)")
             missing = [name for name in RECORD_FIELDS if name not in record]

@@ -64,6 +64,9 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
     board = (tmp_path / "LEADERBOARD.md").read_text()
     assert "recipe:scratch[learn_on=case,total_steps=16" in board and "local_search" in board
     assert "| tiny | equal seconds | 2 |" in (tmp_path / "versus.md").read_text()
+    from placerl.bench.leaderboard import leaderboard
+
+    assert len(leaderboard([tmp_path])) == 3  # versus.json beside the records is no record
 
 
 def test_a_search_at_inference_is_the_policy_placers_options(script):
