@@ -24,20 +24,22 @@ _NO_LIMIT = {"calls": 1_000_000_000, "seconds": 86_400}
 
 
 def budget_per_case(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """The mean simulator calls and seconds per case of a recipe's records, each training
-    counted once (records of several seeds: each seed's training once).
+    """The mean simulator calls and seconds per case placed of a recipe's records, each
+    training counted once (records of several seeds: each seed's training once); a case the
+    policy failed to place spreads none of the training's cost.
 
     Raises:
-        ValueError: No record.
+        ValueError: No record of a placed case.
     """
-    if not records:
-        raise ValueError("no record to take a budget from")
+    placed = [r for r in records if not r.get("error")]
+    if not placed:
+        raise ValueError("no record of a placed case to take a budget from")
     trainings = {r["training"]["id"]: r["training"] for r in records if r.get("training")}
     calls = sum(t["simulator_calls"] for t in trainings.values())
     seconds = sum(t["wall_s"] for t in trainings.values())
-    calls += sum(r["simulator_calls"] for r in records)
-    seconds += sum(r["wall_s"] for r in records)
-    return {"calls": calls / len(records), "seconds": seconds / len(records)}
+    calls += sum(r["simulator_calls"] for r in placed)
+    seconds += sum(r["wall_s"] for r in placed)
+    return {"calls": calls / len(placed), "seconds": seconds / len(placed)}
 
 
 def search_at_calls(calls: float) -> str:

@@ -22,8 +22,10 @@ def test_each_training_counts_once_per_seed_spread_over_the_cases():
     budget = budget_per_case(records)
     assert budget["calls"] == pytest.approx((2 * 1000 + 8 * 10) / 8)
     assert budget["seconds"] == pytest.approx((2 * 30.0 + 8 * 0.5) / 8)
-    with pytest.raises(ValueError, match="no record"):
-        budget_per_case([])
+    failed = {**_record("e", 1.0, 0, "seed0"), "error": "ConfigError: 3 devices"}
+    assert budget_per_case([*records, failed]) == budget  # nothing spread over a failure
+    with pytest.raises(ValueError, match="no record of a placed case"):
+        budget_per_case([failed])
 
 
 def test_the_searches_stop_at_the_matched_budget_and_are_valid_specs():
