@@ -40,11 +40,6 @@ OUT = Path(__file__).resolve().parent / "results" / "ablation"
 SHOWN = ("preset", "step", "versus", "pairs", "ratio", "interval", "wins", "losses", "p_value")
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    """The paired rows as markdown, each ratio with its interval."""
-    return paired_table(rows, SHOWN)
-
-
 def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     """``ablation.md``: what ran, the paired table, and each step's verdict."""
     verdicts = "\n".join(f"* {row['preset']}, {row['step']}: {row['verdict']}." for row in rows)
@@ -52,7 +47,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"Seeds {', '.join(map(str, args.seeds))}; budget "
             f"{' '.join(args.budget) or 'the recipes own'}. Each step over the one below it, "
             "paired by case and seed (below 1: the step's placements run faster).\n\n"
-            f"{table(rows)}\n\n{verdicts}\n")
+            f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -89,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     folders = [out / preset for preset in presets] + [out / "classic"] * bool(args.classic)
     board = write_leaderboard(folders, out / "LEADERBOARD.md")  # not ablation.json: no record
     path = write_results("ablation", rows, out, config=args, markdown=report(rows, args))
-    print(f"{table(rows)}\nLeaderboard in {board}; paired steps in {path}")
+    print(f"{paired_table(rows, SHOWN)}\nLeaderboard in {board}; paired steps in {path}")
 
 
 if __name__ == "__main__":

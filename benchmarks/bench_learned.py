@@ -85,11 +85,6 @@ def run_tier(args: argparse.Namespace, recipe: str, search: str, tier: str,
     return versus_rows(learned, searches)
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    """The paired rows as markdown, each ratio with its interval."""
-    return paired_table(rows, SHOWN)
-
-
 def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     """``versus.md``: what ran, the paired table and each row's verdict."""
     verdicts = "\n".join(f"* {row['tier']}, {row['regime']}: {row['verdict']}." for row in rows)
@@ -99,7 +94,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
             "Each recipe's runtimes over the search's at the recipe's calls or seconds per "
             "case (every training call counted once), paired by case over the seeds "
             "(below 1: the recipe's placements run faster).\n\n"
-            f"{table(rows)}\n\n{verdicts}\n")
+            f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n")
 
 
 def merged(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -138,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
     path = write_results("versus", rows, out, config=args, markdown=report(rows, args),
                          extra={"kind": VERSUS_KIND})  # fmt: skip
-    print(f"{table(rows)}\nLeaderboard in {board}; paired rows in {path}")
+    print(f"{paired_table(rows, SHOWN)}\nLeaderboard in {board}; paired rows in {path}")
 
 
 if __name__ == "__main__":
