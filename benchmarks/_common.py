@@ -70,6 +70,18 @@ def paired_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return markdown_table([shown(row) for row in rows])
 
 
+def merged_rows(path: str | Path, rows: Sequence[dict[str, Any]],
+                key: Sequence[str]) -> list[dict[str, Any]]:  # fmt: skip
+    """``rows`` after the rows of the result file at ``path`` (if any) that they do not
+    replace, a row replacing one with the same ``key`` fields: runs into one folder pool."""
+    try:
+        earlier = json.loads(Path(path).read_text())["rows"]
+    except (OSError, ValueError, KeyError, TypeError):
+        earlier = []
+    new = {tuple(row[k] for k in key) for row in rows}
+    return [row for row in earlier if tuple(row.get(k) for k in key) not in new] + list(rows)
+
+
 def write_results(name: str, rows: Sequence[dict[str, Any]], out_dir: str | Path, *,
                   config: argparse.Namespace | Mapping[str, Any], markdown: str | None = None,
                   extra: Mapping[str, Any] | None = None) -> Path:  # fmt: skip

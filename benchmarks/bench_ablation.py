@@ -15,6 +15,8 @@ so an interrupted run resumes. Then it writes:
   seed, the geometric-mean runtime ratio with its bootstrap 95% interval, wins, losses and
   the signed-rank test (``placerl.comparison.compare_pairs``): the gain of each choice.
 
+Both pool every ladder run into ``--out``: a run replaces only the rows it makes again.
+
     python benchmarks/bench_ablation.py --tier tiny --seeds 0 1 2 --budget total_steps=20000
     python benchmarks/bench_ablation.py --presets placeto_faithful --tier families \\
         --family families/cifar10 --budget total_steps=40000 time_limit_s=600
@@ -29,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import paired_table, write_results
+from _common import merged_rows, paired_table, write_results
 
 from placerl.bench.ablation import faithful_presets, paired_rows, run_ladder
 from placerl.bench.leaderboard import write_leaderboard
@@ -81,8 +83,9 @@ def main(argv: list[str] | None = None) -> None:
     for placer in args.classic:
         run_cases(suite, args.tier, args.split, placer, out / "classic" / placer,
                   family=args.family, progress=False)  # fmt: skip
-    folders = [out / preset for preset in presets] + [out / "classic"] * bool(args.classic)
+    folders = sorted(path for path in out.iterdir() if path.is_dir())  # earlier runs' too
     board = write_leaderboard(folders, out / "LEADERBOARD.md")  # not ablation.json: no record
+    rows = merged_rows(out / "ablation.json", rows, ("preset", "step", "versus"))
     path = write_results("ablation", rows, out, config=args, markdown=report(rows, args))
     print(f"{paired_table(rows, SHOWN)}\nLeaderboard in {board}; paired steps in {path}")
 

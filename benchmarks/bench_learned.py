@@ -26,14 +26,13 @@ Finished trainings and records are read back, so an interrupted run resumes.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import paired_table, write_results
+from _common import merged_rows, paired_table, write_results
 from bench_placebench import folder_name
 
 from placerl.bench.leaderboard import write_leaderboard
@@ -97,18 +96,6 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n")
 
 
-def merged(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` with those of an earlier run in ``path`` that they do not replace (same
-    placer, tier and regime): one ``versus.md`` for every recipe run into the folder."""
-    try:
-        earlier = json.loads(path.read_text())["rows"]
-    except (OSError, ValueError, KeyError):
-        earlier = []
-    key = lambda row: (row["placer"], row["tier"], row["regime"])  # noqa: E731
-    new = {key(row) for row in rows}
-    return [row for row in earlier if key(row) not in new] + rows
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", nargs="+", default=["improve"])
@@ -129,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     rows = [row for recipe in args.recipes for search in args.searches for tier in args.tiers
             for row in run_tier(args, recipe, search, tier, out)]  # fmt: skip
-    rows = merged(out / "versus.json", rows)
+    rows = merged_rows(out / "versus.json", rows, ("placer", "tier", "regime"))
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
     path = write_results("versus", rows, out, config=args, markdown=report(rows, args),
                          extra={"kind": VERSUS_KIND})  # fmt: skip

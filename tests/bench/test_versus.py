@@ -77,11 +77,15 @@ def test_a_search_at_inference_is_the_policy_placers_options(script):
     assert script.search_options("sample?budget=200") == {"search": "sample", "budget": 200}
 
 
-def test_a_later_run_keeps_the_rows_it_does_not_replace(script, tmp_path):
+def test_a_later_run_keeps_the_rows_it_does_not_replace(tmp_path):
+    from tests.bench_modules import benchmark_module
+
     path = tmp_path / "versus.json"
     old = [{"placer": "a", "tier": "t", "regime": "equal calls", "ratio": 1.0},
            {"placer": "b", "tier": "t", "regime": "equal calls", "ratio": 2.0}]  # fmt: skip
     path.write_text(json.dumps({"rows": old}))
     new = [{"placer": "b", "tier": "t", "regime": "equal calls", "ratio": 3.0}]
-    assert script.merged(path, new) == [old[0], new[0]]
-    assert script.merged(tmp_path / "none.json", new) == new
+    key = ("placer", "tier", "regime")
+    with benchmark_module("_common") as common:
+        assert common.merged_rows(path, new, key) == [old[0], new[0]]
+        assert common.merged_rows(tmp_path / "none.json", new, key) == new
