@@ -181,9 +181,24 @@ def run_recipe(suite: Suite, cases: list[Case], recipe: str,
         if search:
             raise ConfigError("learn_on='case' keeps the best placement its training found; "
                               f"a search at inference ({search}) needs learn_on='family'")
-        done = {} if force else {c.name: _scored_record(out, c, label, seed) for c in cases}
-        return [done.get(c.name) or _run_on_case(suite, c, recipe, overrides, seed, out, label)
-                for c in cases]  # fmt: skip
+        return _run_per_case(suite, cases, recipe, overrides, seed, out, label, force)
+    return _run_per_family(suite, cases, recipe, overrides, seed, out, label, force, search)
+
+
+def _run_per_case(suite: Suite, cases: list[Case], recipe: str,
+                  overrides: list[str] | tuple[str, ...], seed: int, out: Path, label: str,
+                  force: bool) -> list[dict[str, Any]]:  # fmt: skip
+    """``learn_on="case"``: each case's record, read back or trained and scored."""
+    done = {} if force else {c.name: _scored_record(out, c, label, seed) for c in cases}
+    return [done.get(c.name) or _run_on_case(suite, c, recipe, overrides, seed, out, label)
+            for c in cases]  # fmt: skip
+
+
+def _run_per_family(suite: Suite, cases: list[Case], recipe: str,
+                    overrides: list[str] | tuple[str, ...], seed: int, out: Path, label: str,
+                    force: bool,
+                    search: Mapping[str, Any] | None) -> list[dict[str, Any]]:  # fmt: skip
+    """``learn_on="family"``: one training per family, then each case placed by it."""
     families = list(dict.fromkeys(c.family for c in cases))
     for family in families:  # every family can train before the first one does
         family_run(suite, family, recipe, overrides, seed)
