@@ -38,6 +38,9 @@ from placerl.run_config import LEARN_ON, RunConfig, check_recipe
 
 #: The file in a training folder that says what the training cost.
 TRAINING_FILE = "training.json"
+#: Fields of ``training.json`` a record's ``training`` leaves out (the record has its own
+#: provenance; the config is in the training folder's ``result.json``).
+NOT_IN_RECORD = ("config", "provenance")
 #: Overrides that change no placement (how it runs, not what it learns): no part of a label.
 NOT_IN_LABEL = ("progress_bar", "threads", "rollout_threads", "logger", "force", "device")
 
@@ -141,7 +144,8 @@ def _train_in(folder: Path, run: RunConfig, label: str, recipe: str,
             "device": str(result.model.device),  # where the policy trained (cpu, cuda:0)
             "steps": result.steps, "simulator_calls": result.simulator_calls["total"],
             "wall_s": sum(timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate")),
-            "policy": str(folder / "model.zip"), "config": run.to_dict()}  # fmt: skip
+            "policy": str(folder / "model.zip"), "config": run.to_dict(),
+            "provenance": result.provenance}  # fmt: skip
     write_json(folder / TRAINING_FILE, info)
     return info
 
@@ -208,8 +212,8 @@ def _run_per_family(suite: Suite, cases: list[Case], recipe: str,
                 and (force or not _scored(out, c, label, seed, records))]  # fmt: skip
         if not todo:
             continue
-        training = {k: v for k, v in train_family(suite, family, recipe, overrides, seed,
-                                                    out).items() if k != "config"}  # fmt: skip
+        info = train_family(suite, family, recipe, overrides, seed, out)
+        training = {k: v for k, v in info.items() if k not in NOT_IN_RECORD}
         for case in todo:
             records[case.name] = run_case(case, "policy", out, suite=suite.id, label=label,
                                           training=training,
@@ -222,7 +226,7 @@ def _run_on_case(suite: Suite, case: Case, recipe: str, overrides: list[str] | t
                  seed: int, out: Path, label: str) -> dict[str, Any]:  # fmt: skip
     """Train ``recipe`` on ``case`` and score the best placement the training found."""
     training = {k: v for k, v in train_case(case, recipe, overrides, seed, out).items()
-                if k != "config"}  # fmt: skip
+                if k not in NOT_IN_RECORD}  # fmt: skip
     return run_case(case, "file", out, suite=suite.id, label=label, training=training,
                     options={"path": training["best_placement"]})  # fmt: skip
 

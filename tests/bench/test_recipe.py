@@ -169,6 +169,8 @@ def test_learning_on_each_case_scores_the_best_placement_its_training_found(suit
     assert record["runtime"] == pytest.approx(next(iter(best.values()))["runtime"], rel=1e-12)
     assert record["simulator_calls"] == 0  # the placement is the training's: its calls count
     assert record["training"]["simulator_calls"] == result["simulator_calls"]["total"] > 0
+    saved = json.loads((folder / "training.json").read_text())
+    assert saved["provenance"] == result["provenance"] and "provenance" not in record["training"]
     assert record["trace"] == [[record["training"]["simulator_calls"],
                                 pytest.approx(record["training"]["wall_s"] + record["wall_s"]),
                                 record["runtime"]]]  # fmt: skip
