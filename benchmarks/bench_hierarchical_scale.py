@@ -17,7 +17,7 @@ selecting on the same validation graphs, moved onto each case's cluster: one tra
 device count, each case placed zero-shot by the policy of its cluster. A graph of 10k-100k
 nodes is far beyond the 80-node padding the policy trains with: the grouper-placer's weights
 have no node-count dimension, and the policy placer rebuilds its network for the larger
-padding (:func:`placerl.agents.padding.fit_padding`); training with a 100k-node padding
+padding (:func:`placerl.agents.fitting.fit_to_env`); training with a 100k-node padding
 instead is out of reach (a rollout buffer of 1,024 observations of 100k rows).
 
 Records go to ``<out>/`` as PlaceBench records (``placerl.bench.leaderboard`` reads them;

@@ -49,7 +49,9 @@ from placerl.bench.placebench import placebench_v1
 from placerl.bench.recipe import recipe_label, train_family
 from placerl.bench.run import run_case
 from placerl.bench.suite import Suite
+from placerl.cluster import Cluster
 from placerl.compose import compose_run
+from placerl.errors import ConfigError
 from placerl.graph import load_graph
 from placerl.results import write_json
 from placerl.run_config import check_recipe
@@ -183,6 +185,7 @@ def card(name: str, suite: Suite, family: str, recipe: str, overrides: list[str]
                   "feature_width": feature_widths(model.observation_space),
                   "env": settings["env"], "max_nodes": settings["max_nodes"],
                   "max_edges": settings["max_edges"], "any_size": reads_any_size(model),
+                  "any_device_count": places_other_counts(zip_path, first),
                   "observation_version": settings["observation_version"]},
         "training": {k: training[k] for k in ("id", "budget", "steps", "simulator_calls",
                                               "wall_s", "device")}
@@ -192,6 +195,21 @@ def card(name: str, suite: Suite, family: str, recipe: str, overrides: list[str]
                     "max_nodes": max(t["nodes"] for t in tests)},
         "test": tests, "provenance": provenance(),
     }  # fmt: skip
+
+
+def places_other_counts(policy: Path, case: Any, counts: tuple[int, ...] = (2, 8)) -> bool:
+    """Whether ``policy`` places ``case``'s graph on its cluster's preset with each of
+    ``counts`` devices (a network without per-device parameters,
+    :func:`placerl.agents.fitting.fit_to_env`): tried, not assumed."""
+    graph, preset = load_graph(case.graph), case.cluster.split("?")[0]
+    for count in counts:
+        try:
+            place("policy", graph, Cluster.preset(preset, n_devices=count), case.objective,
+                  path=str(policy))  # fmt: skip
+        except ConfigError as error:
+            print(f"{policy.name} does not place on {count} devices: {error}", flush=True)
+            return False
+    return True
 
 
 def build(name: str, recipe: str, overrides: list[str], seed: int, work: Path,

@@ -15,7 +15,7 @@ import torch
 from gymnasium import spaces
 
 from placerl.agents.factory import ALGORITHMS
-from placerl.agents.padding import fit_padding
+from placerl.agents.fitting import fit_to_env
 from placerl.agents.unchecked import unchecked_distributions
 
 
@@ -93,7 +93,7 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
     recurrent ones carry their state through the episode. On the refine env the outcome is
     the best placement the episode passed through (:class:`VisitedBest`). A per-node policy
     on a graph beyond its padding plays rebuilt for the env's
-    (:func:`~placerl.agents.padding.fit_padding`).
+    (:func:`~placerl.agents.fitting.fit_to_env`).
 
     Args:
         model: An SB3 model.
@@ -106,7 +106,7 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
             actions but for near-ties); ``False`` recomputes everything at every step.
     """
     options = None if graph is None else {"graph": graph}
-    model = fit_padding(model, env)  # itself, unless the env's padding is larger
+    model = fit_to_env(model, env)  # itself, unless the env's padding is larger
     obs, info = env.reset(seed=seed, options=options)
     visited = VisitedBest(env)
     visited.see(info)

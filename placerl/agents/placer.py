@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from placerl._extras import require
-from placerl.agents.padding import fit_padding, places_any_size
-from placerl.agents.padding import reads_any_size as reads_any_size  # callers import it here
+from placerl.agents.fitting import fit_to_env, places_any_size
+from placerl.agents.fitting import reads_any_size as reads_any_size  # callers import it here
 from placerl.baselines.api import register_placer
 from placerl.baselines.problem import Problem
 from placerl.errors import ConfigError
@@ -103,8 +103,10 @@ def policy_placer(
         ConfigError: No such model, both or neither of ``path`` and ``pretrained``, an
             unknown pretrained name (listing the shipped ones), an unknown search or a bad
             budget (before any work); an option of an earlier name (``start``, ``initial``:
-            now ``init``); for a pretrained policy, a cluster whose device count or feature
-            widths differ from those it was trained for (naming its cluster).
+            now ``init``); a cluster of another device count for a policy with per-device
+            parameters (:func:`~placerl.agents.fitting.fit_to_env`); for a pretrained policy,
+            a cluster whose feature widths differ from those it was trained for (naming its
+            cluster).
     """
     from placerl._env_ids import env_class
     from placerl.agents.search import check_search
@@ -127,7 +129,7 @@ def policy_placer(
             check_widths(card, env.observation_space)
         # a graph beyond the padding: the per-node policy rebuilt for it (run_search would
         # too; here it is explicit that the model placing is the fitted one)
-        return run_search(fit_padding(model, env), env, search, budget=budget, seed=seed,
+        return run_search(fit_to_env(model, env), env, search, budget=budget, seed=seed,
                           init=None if refines else init).placement  # fmt: skip
 
     return run
@@ -157,12 +159,15 @@ def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed:
     """The env ``model`` was trained with, on ``problem``'s graph, cluster and objective.
 
     A graph larger than the policy's padding gets a larger padding when the policy places
-    graphs of any size (:func:`~placerl.agents.padding.places_any_size`): a GNN trained on
+    graphs of any size (:func:`~placerl.agents.fitting.places_any_size`): a GNN trained on
     80-node graphs places a 300-node one as it is (:func:`reads_any_size`); a policy whose
     head reads per-node states (the hierarchical planner's grouper-placer) does so rebuilt
-    for the larger padding (:func:`~placerl.agents.padding.fit_padding`, which
+    for the larger padding (:func:`~placerl.agents.fitting.fit_to_env`, which
     :func:`~placerl.agents.search.run_search` and
-    :func:`~placerl.agents.episodes.rollout` apply).
+    :func:`~placerl.agents.episodes.rollout` apply). A cluster of another device count gets
+    the env on that cluster: the policy places there rebuilt for it, when its network has
+    no per-device parameter (:func:`~placerl.agents.fitting.fit_to_env`, which refuses the
+    others, naming the parameter).
 
     Args:
         model: A trained model (:func:`load_model`).
@@ -173,7 +178,7 @@ def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed:
             under ``step_time``).
 
     Raises:
-        ConfigError: Another device count, a callable order, a graph larger than the
+        ConfigError: A callable order, a graph larger than the
             padding of a policy that reads only graphs within it, ``init`` for a policy
             that starts from no placement, or ``initial`` (now ``init``).
     """
@@ -183,11 +188,6 @@ def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed:
 
     refuse_renamed("env_for", renamed)
     settings = model.placerl_settings
-    if problem.cluster.num_devices != settings["num_devices"]:
-        raise ConfigError(
-            f"the policy places on {settings['num_devices']} devices; the cluster has "
-            f"{problem.cluster.num_devices}"
-        )
     if settings["order"] is None:
         raise ConfigError("the policy was trained with a callable order; it cannot be rebuilt")
     kwargs = {k: settings[k] for k in ("order", "order_seed", "memory", "observation",

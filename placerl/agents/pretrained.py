@@ -9,10 +9,12 @@ earned on its family's test cases and, per test case, the runtime of its greedy 
 (the figure ``tests/agents/test_pretrained.py`` checks), with the provenance of the run.
 ``benchmarks/train_pretrained.py`` writes both.
 
-A policy reads observations whose widths depend on the cluster (one feature column per
-device): :func:`check_cluster` refuses another device count before any work, naming the
-cluster the policy was trained for, and :func:`check_widths` any other width once the env is
-built, before the network reads it.
+A shipped policy's network has no per-device parameter (its card's ``reads.any_device_count``):
+it places on clusters of any device count, rebuilt for them
+(:func:`~placerl.agents.fitting.fit_to_env`). :func:`check_cluster` refuses another device
+count before any work for a policy that has one, naming the cluster it was trained for, and
+:func:`check_widths` a cluster whose device rows have another width (another feature set)
+once the env is built, before the network reads it.
 """
 
 from __future__ import annotations
@@ -107,13 +109,14 @@ def _widths(widths: dict[str, Any]) -> str:
 
 
 def check_cluster(card: dict[str, Any], cluster: Cluster) -> None:
-    """Refuse a cluster of another device count than the card's policy reads.
+    """Refuse a cluster of another device count than the card's policy reads, unless its
+    network reads any device count (``reads.any_device_count``).
 
     Raises:
         ConfigError: Saying what the policy was trained for and what the cluster has.
     """
     wanted = card["reads"]["num_devices"]
-    if cluster.num_devices != wanted:
+    if cluster.num_devices != wanted and not card["reads"].get("any_device_count", False):
         raise ConfigError(f"{trained_for(card)}; the cluster has {cluster.num_devices} "
                           f"devices: place it on {wanted} devices")  # fmt: skip
 
@@ -135,7 +138,9 @@ def check_widths(card: dict[str, Any], space: Any) -> None:
         ConfigError: Saying what the policy was trained for and what the cluster gives.
     """
     given = feature_widths(space)
-    wanted = card["reads"]["feature_width"]
+    wanted = dict(card["reads"]["feature_width"])
+    if card["reads"].get("any_device_count", False):  # the nodes width grows with the devices
+        wanted.pop("nodes", None)
     if any(given.get(key) != width for key, width in wanted.items()):
         shown = _widths({key: given.get(key) for key in wanted})
         raise ConfigError(f"{trained_for(card)}; this cluster gives feature widths {shown}")

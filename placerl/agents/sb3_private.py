@@ -88,10 +88,10 @@ PRIVATE_MEMBERS: tuple[Private, ...] = (
     Private(
         f"{_POLICIES}:BaseModel", "_get_constructor_parameters", "method",
         ("placerl/agents/head_policy.py", "placerl/agents/attention_heads.py",
-         "placerl/agents/padding.py"),
+         "placerl/agents/fitting.py"),
         "the head policies add their own constructor arguments (head_hidden, ...), so that "
-        "a saved policy is rebuilt with them; fit_padding rebuilds a policy from them for "
-        "a larger padding, as SB3's load rebuilds a saved one",
+        "a saved policy is rebuilt with them; fit_to_env rebuilds a policy from them for "
+        "another padding or device count, as SB3's load rebuilds a saved one",
         relies_on=(("save", "self._get_constructor_parameters()"),
                    ("load", 'cls(**saved_variables["data"])')),
     ),

@@ -58,7 +58,7 @@ from placerl.agents.episodes import (
     uses_masks,
 )
 from placerl.agents.factory import in_memory_logger
-from placerl.agents.padding import fit_padding
+from placerl.agents.fitting import fit_to_env
 from placerl.errors import ConfigError
 
 
@@ -153,7 +153,7 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
             policy's alone.
 
     A policy whose head reads per-node states, on a graph beyond its padding, searches
-    rebuilt for the env's padding (:func:`~placerl.agents.padding.fit_padding`; ``active``
+    rebuilt for the env's padding (:func:`~placerl.agents.fitting.fit_to_env`; ``active``
     excepted, which fine-tunes at the policy's own padding).
 
     Raises:
@@ -173,7 +173,7 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
     if first is not None and budget:  # init's evaluation comes out of the budget
         budget = max(budget - 1, 1)
     if spec.name != "active":  # which fine-tunes at the policy's padding (and says so)
-        model = fit_padding(model, env)  # a per-node policy on a graph beyond its padding
+        model = fit_to_env(model, env)  # a per-node policy on a graph beyond its padding
     with _seeded(seed):
         placement, runtime, feasible, info = spec.fn(model, env, budget, seed, first)
     greedy = info.pop("greedy_runtime")

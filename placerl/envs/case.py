@@ -26,8 +26,10 @@ NUM_BASE_FEATURES = 10
 #: Bumped whenever the observation's layout or meaning changes, and saved with every policy
 #: (:meth:`placerl.envs.base.PlacementEnvBase.settings`): one trained on another version reads
 #: these observations wrongly. 2: the ``RANK`` column and the ``devices`` features of HEFT's
-#: own schedule (policies saved before carry no version: 1).
-OBSERVATION_VERSION = 2
+#: own schedule (policies saved before carry no version: 1). 3: the policies' node encoders
+#: read the columns before the device one-hot only (:mod:`placerl.agents.extractors.base`),
+#: so that one policy places on any device count.
+OBSERVATION_VERSION = 3
 (COST, OUT_BYTES, MEM_BYTES, IN_DEGREE, OUT_DEGREE, POSITION, PLACED, CURRENT, START,
  RANK) = range(NUM_BASE_FEATURES)  # fmt: skip
 

@@ -109,7 +109,7 @@ def test_a_per_node_policy_places_a_larger_graph_rebuilt_for_its_padding(tmp_pat
     (the padding changes nothing it decides)."""
     from placerl.agents import make_agent
     from placerl.agents.episodes import rollout
-    from placerl.agents.padding import fit_padding, fits, places_any_size, reads_any_size
+    from placerl.agents.fitting import fit_to_env, fits, places_any_size, reads_any_size
     from placerl.agents.placer import env_for, load_model
     from placerl.baselines import Problem
     from placerl.cluster import load_cluster
@@ -127,9 +127,9 @@ def test_a_per_node_policy_places_a_larger_graph_rebuilt_for_its_padding(tmp_pat
     problem = Problem(load_graph(larger), load_cluster("placeto?n_devices=2"), "step_time")
     padded = env_for(model, problem)
     assert (padded.max_nodes, padded.max_edges) == (30, 40)
-    fitted = fit_padding(model, padded)
+    fitted = fit_to_env(model, padded)
     assert fits(fitted, padded) and not fits(model, padded)
-    assert fit_padding(fitted, padded) is fitted  # nothing to rebuild
+    assert fit_to_env(fitted, padded) is fitted  # nothing to rebuild
     weights = model.policy.state_dict()
     for name, tensor in fitted.policy.state_dict().items():
         assert torch.equal(tensor, weights[name]), name
@@ -145,7 +145,7 @@ def test_a_per_node_policy_places_a_larger_graph_rebuilt_for_its_padding(tmp_pat
 def test_a_policy_whose_weights_depend_on_the_padding_is_not_rebuilt():
     """SB3's own extractor flattens every node into its first layer: refused, by parameter."""
     from placerl.agents import make_agent
-    from placerl.agents.padding import fit_padding, places_any_size
+    from placerl.agents.fitting import fit_to_env, places_any_size
     from placerl.envs import PlacementEnv
 
     env = PlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40,
@@ -156,7 +156,7 @@ def test_a_policy_whose_weights_depend_on_the_padding_is_not_rebuilt():
                           observation="flat")  # fmt: skip
     with pytest.raises(ConfigError, match=r"parameter '.+' has shape .+ its network's weights "
                                           r"depend on the padding"):
-        fit_padding(model, larger)
+        fit_to_env(model, larger)
 
 
 @pytest.fixture(scope="module")
@@ -230,13 +230,48 @@ def test_a_bad_init_placement_is_refused_by_name(refine_path):
 
 
 BAD = [
-    ({"cluster": "placeto?n_devices=3"}, "the policy places on 2 devices; the cluster has 3"),
     ({"path": "nowhere.zip"}, "no policy file at nowhere.zip"),
     ({"init": "nowhere"}, "unknown placer 'nowhere'"),  # a constructing policy's search init
 ]
 
 
-@pytest.mark.parametrize(("change", "message"), BAD, ids=["devices", "path", "init"])
+@pytest.mark.parametrize("devices", [3, 8])
+def test_a_policy_places_on_another_device_count(model_path, devices):
+    """Trained on 2 devices, the device-head GNN places on 3 and 8: no parameter of its
+    network has a device-count dimension, and the rebuilt network holds the same weights."""
+    from placerl.agents.fitting import fit_to_env
+    from placerl.agents.placer import env_for, load_model
+    from placerl.baselines.problem import Problem
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    cluster = f"placeto?n_devices={devices}"
+    model = load_model(model_path)
+    env = env_for(model, Problem(load_graph(GRAPH), load_cluster(cluster), "step_time"))
+    fitted = fit_to_env(model, env)
+    assert fitted is not model and fitted.action_space.n == devices
+    for name, tensor in model.policy.state_dict().items():
+        torch.testing.assert_close(fitted.policy.state_dict()[name], tensor)
+    result = solve("policy", GRAPH, cluster, path=str(model_path))
+    assert result.feasible and set(result.placement) <= set(range(devices))
+
+
+def test_a_policy_with_per_device_parameters_names_them_on_another_count(tmp_path):
+    """SB3's mlp head has one logit per device: on another device count it is refused,
+    naming the parameter and the count it was trained on."""
+    from placerl.agents import make_agent
+    from placerl.envs import PlacementEnv
+
+    model = make_agent("maskable_ppo", PlacementEnv(GRAPH, "placeto?n_devices=2"), "gnn",
+                       head="mlp", n_steps=32, batch_size=32)  # fmt: skip
+    model.save(tmp_path / "mlp_head.zip")
+    message = (r"the policy was trained on 2 devices and the cluster has 3; its parameter "
+               r"'mlp_extractor.policy_net.0.weight' .* places on 2 devices only")
+    with pytest.raises(ConfigError, match=message):
+        solve("policy", GRAPH, "placeto?n_devices=3", path=str(tmp_path / "mlp_head.zip"))
+
+
+@pytest.mark.parametrize(("change", "message"), BAD, ids=["path", "init"])
 def test_bad_uses(model_path, change, message):
     arguments = {"graph": GRAPH, "cluster": "placeto?n_devices=2", "path": str(model_path),
                  **change}  # fmt: skip
@@ -282,6 +317,7 @@ def test_a_policy_of_other_observations_is_refused(tmp_path, saved):
         settings["observation_version"] = saved
     model.placerl_settings = settings
     model.save(tmp_path / "old.zip")
-    with pytest.raises(ConfigError, match=r"old.zip was trained on observations of version 1; "
-                                          r"this placerl's envs give version 2"):
+    message = (r"old.zip was trained on observations of version 1; this placerl's envs give "
+               rf"version {OBSERVATION_VERSION}")
+    with pytest.raises(ConfigError, match=message):
         solve("policy", GRAPH, "placeto?n_devices=2", path=str(tmp_path / "old.zip"))

@@ -9,10 +9,18 @@ import pytest
 from gymnasium import spaces
 
 from placerl.agents import pretrained
-from placerl.agents.pretrained import CARD_FIELDS, check_widths, load_card, shipped
+from placerl.agents.pretrained import (
+    CARD_FIELDS,
+    check_cluster,
+    check_widths,
+    load_card,
+    shipped,
+)
 from placerl.baselines import place
 from placerl.bench.placebench import placebench_v1
+from placerl.cluster import load_cluster
 from placerl.errors import ConfigError
+from placerl.graph import load_graph
 from placerl.sim import simulate
 
 SHIPPED = shipped()
@@ -66,12 +74,27 @@ def test_a_path_or_a_pretrained_name_not_both_or_neither(options, given):
 
 
 @pytest.mark.skipif("layered" not in SHIPPED, reason="no layered policy shipped")
-def test_another_device_count_says_what_the_policy_was_trained_for():
-    message = (r"pretrained policy 'layered' was trained for cluster 'placeto\?n_devices=4' "
-               r"\(4 devices; feature widths devices=10, nodes=14\); the cluster has 3 "
+@pytest.mark.parametrize("devices", [2, 8])
+def test_a_shipped_policy_places_on_other_device_counts(devices):
+    """Trained on 4 devices, it places on 2 and 8 (its card says it reads any count)."""
+    assert load_card("layered")["reads"]["any_device_count"]
+    placement = place("policy", LAYERED, f"placeto?n_devices={devices}", pretrained="layered")
+    assert placement.shape == (load_graph(LAYERED).num_nodes,)
+    assert set(placement.tolist()) <= set(range(devices))
+
+
+def test_another_device_count_says_what_a_tied_policy_was_trained_for():
+    """A card whose policy has per-device parameters refuses another count before any work."""
+    card = {"name": "x", "cluster": "placeto?n_devices=4",
+            "reads": {"num_devices": 4, "any_device_count": False,
+                      "feature_width": {"nodes": 14, "devices": 10}}}  # fmt: skip
+    message = (r"pretrained policy 'x' was trained for cluster 'placeto\?n_devices=4' "
+               r"\(4 devices; feature widths nodes=14, devices=10\); the cluster has 3 "
                r"devices: place it on 4 devices")  # fmt: skip
     with pytest.raises(ConfigError, match=message):
-        place("policy", LAYERED, "placeto?n_devices=3", pretrained="layered")
+        check_cluster(card, load_cluster("placeto?n_devices=3"))
+    check_cluster(card | {"reads": card["reads"] | {"any_device_count": True}},
+                  load_cluster("placeto?n_devices=3"))
 
 
 def test_other_feature_widths_say_what_the_policy_was_trained_for():

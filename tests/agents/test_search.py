@@ -38,9 +38,11 @@ def model(model_path):
 
 
 def _untrained(env):
-    """An untrained MLP policy: far from ``best_of``, what a start placer is for."""
+    """An untrained MLP policy: far from ``best_of``, what a start placer is for (seed 4:
+    with seeds 0 to 3 its greedy placement is within 12% of best_of's, and 30 local moves
+    reach best_of)."""
     torch.manual_seed(0)
-    return make_agent("maskable_ppo", env, "mlp", n_steps=32, batch_size=32)
+    return make_agent("maskable_ppo", env, "mlp", n_steps=32, batch_size=32, seed=4)
 
 
 def _env(**kwargs):

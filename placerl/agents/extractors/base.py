@@ -9,6 +9,14 @@ one flat vector laid out as ``[context | device rows]``:
   already placed on it (from the ``nodes`` one-hot columns) followed, unless
   ``device_features=False``, by the env's ``devices`` features (what HEFT sees).
 
+The encoders read the ``nodes`` columns that do not depend on the device count
+(:data:`NODE_INPUTS`: the static features, the placed and current flags, HEFT's rank); the
+one-hot device columns reach the policy through the device rows only. So no parameter has a
+device-count dimension: a policy trained on 4 devices places on 2 or 8, rebuilt for the
+cluster's observation space (:func:`~placerl.agents.fitting.fit_to_env`). Where a node sits
+reaches the current node's decision as the device rows' ``transfer`` (and, with HEFT's
+features, ``start`` and ``finish``) columns, which price its placed neighbours' devices.
+
 The device-equivariant heads of :mod:`placerl.agents.heads` read that layout back, score every
 device with one shared network, and so work for any device count. An extractor built with
 ``per_node=True`` (for the heads that score every node, :mod:`placerl.agents.node_heads` and
@@ -36,6 +44,8 @@ from placerl.errors import ConfigError
 
 #: Per-device summary columns computed from the ``nodes`` observation (compute, memory shares).
 NUM_SUMMARY = 2
+#: The ``nodes`` columns the encoders read: those before the per-device one-hot columns.
+NODE_INPUTS = NUM_BASE_FEATURES
 
 
 class PlacementExtractor(BaseFeaturesExtractor):
@@ -54,6 +64,7 @@ class PlacementExtractor(BaseFeaturesExtractor):
         group_dim: Width of one row's group one-hot in the output (0 when it has none).
         num_devices: Devices of the observation space.
         device_dim: Width of one device row.
+        num_features: Width of the node rows the encoder reads (:data:`NODE_INPUTS`).
     """
 
     def __init__(self, observation_space: spaces.Dict, context_dim: int,
@@ -67,11 +78,16 @@ class PlacementExtractor(BaseFeaturesExtractor):
             )
         num_nodes, num_features = observation_space["nodes"].shape
         num_devices, num_device_features = observation_space["devices"].shape
+        if num_features != NODE_INPUTS + num_devices:
+            raise ConfigError(
+                f"placerl extractors read {NODE_INPUTS} node columns and one per device; this "
+                f"space's nodes have {num_features} columns for {num_devices} devices"
+            )
         self.num_devices = num_devices
         self.device_features = bool(device_features)
         self.device_dim = NUM_SUMMARY + (num_device_features if device_features else 0)
         self.context_dim = context_dim
-        self.num_nodes, self.num_features = num_nodes, num_features
+        self.num_nodes, self.num_features = num_nodes, NODE_INPUTS
         self.node_dim = node_dim
         groups = observation_space.spaces.get("groups")
         self.group_dim = int(groups.shape[1]) if node_dim and groups is not None else 0
@@ -114,6 +130,19 @@ class PlacementExtractor(BaseFeaturesExtractor):
             if self.group_dim:
                 parts.append(obs["groups"].flatten(1))
         return torch.cat(parts, dim=1)
+
+
+class NodeInputs(nn.Module):
+    """The :data:`NODE_INPUTS` columns of node rows ``(..., F)``: what the encoders read."""
+
+    def forward(self, nodes: torch.Tensor) -> torch.Tensor:
+        return nodes[..., :NODE_INPUTS]
+
+
+def node_embedding(hidden: int) -> nn.Sequential:
+    """The first layer of the encoders: node rows' :data:`NODE_INPUTS` columns to ``hidden``
+    values, ReLU (the one-hot device columns are not read: see the module)."""
+    return nn.Sequential(NodeInputs(), nn.Linear(NODE_INPUTS, hidden), nn.ReLU())
 
 
 def check_sizes(owner: str, **sizes: Any) -> None:

@@ -42,6 +42,7 @@ from placerl.agents.extractors.base import (
     check_sizes,
     current_rows,
     masked_mean,
+    node_embedding,
 )
 from placerl.agents.extractors.message_plan import (
     RoundPlan,
@@ -209,7 +210,7 @@ class GnnExtractor(PlacementExtractor):
         super().__init__(observation_space, 2 * hidden, device_features,
                          node_dim=hidden if per_node else 0)  # fmt: skip
         self.hidden = hidden
-        self.embed = nn.Sequential(nn.Linear(self.num_features, hidden), nn.ReLU())
+        self.embed = node_embedding(hidden)
         self.rounds = nn.ModuleList(GNN_LAYERS[layer](hidden) for _ in range(rounds))
         self._episode: RoundCache | None = None
 

@@ -12,7 +12,12 @@ from gymnasium import spaces
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from placerl.agents.extractors.base import PlacementExtractor, check_sizes, current_rows
+from placerl.agents.extractors.base import (
+    PlacementExtractor,
+    check_sizes,
+    current_rows,
+    node_embedding,
+)
 from placerl.agents.extractors.shared_lstm import plan_sharing, shared_bidirectional, supports
 
 
@@ -36,7 +41,7 @@ class LstmExtractor(PlacementExtractor):
         check_sizes("LstmExtractor", hidden=hidden, layers=layers)
         super().__init__(observation_space, 2 * hidden, device_features,
                          node_dim=2 * (hidden // 2) if per_node else 0)  # fmt: skip
-        self.embed = nn.Sequential(nn.Linear(self.num_features, hidden), nn.ReLU())
+        self.embed = node_embedding(hidden)
         self.lstm = nn.LSTM(hidden, hidden // 2, num_layers=layers, batch_first=True,
                             bidirectional=True)  # fmt: skip
         self.state_dim = 2 * (hidden // 2)

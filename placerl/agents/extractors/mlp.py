@@ -7,6 +7,7 @@ from gymnasium import spaces
 from torch import nn
 
 from placerl.agents.extractors.base import (
+    NODE_INPUTS,
     PlacementExtractor,
     check_sizes,
     current_rows,
@@ -33,7 +34,7 @@ class MlpExtractor(PlacementExtractor):
         self.out = nn.ReLU()
 
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        nodes, mask = obs["nodes"], obs["node_mask"]
+        nodes, mask = obs["nodes"][..., :NODE_INPUTS], obs["node_mask"]
         largest = nodes.masked_fill(mask[..., None] < 0.5, -1.0).amax(dim=1)
         summary = [current_rows(nodes, obs["current"]), masked_mean(nodes, mask), largest]
         return self.out(self.net(torch.cat(summary, dim=1)))

@@ -1,18 +1,20 @@
-"""A per-node policy on a larger padding: the same weights in a network built for it.
+"""A policy on another env's shapes: the same weights in a network built for that env.
 
-A policy whose head scores every node row (the dual, one-shot and hierarchical envs' heads)
-reads its extractor's output laid out row by row, ``max_nodes`` rows, and acts over
-``max_nodes`` action rows: the *network* is tied to the padding it was built for. Its
-*weights* are not: placerl's extractors embed each node and pass messages with shared
-layers, and the heads score each row (or each group) with shared layers too, so no parameter
-has a node-count dimension. :func:`fit_padding` builds the policy again for an env of a
-larger padding and loads the weights into it: the policy places graphs of any size, as the
-hierarchical planner's grouper-placer must (trained on graphs of tens of nodes, placing
-ones of 100k).
+A policy's *network* is built for the observation and action spaces it trained on: a padding
+of ``max_nodes`` rows, and one device row (and one action) per device of its cluster. Its
+*weights* need not be: placerl's extractors embed each node and pass messages with shared
+layers, read no per-device node column (:mod:`placerl.agents.extractors.base`), and the
+device and node heads score each device, row or group with shared layers, so none of their
+parameters has a node-count or device-count dimension. :func:`fit_to_env` builds the policy
+again for the env's spaces and loads the weights into it: a policy places graphs of any size
+(the hierarchical planner's grouper-placer, trained on graphs of tens of nodes, places ones of
+100k) on clusters of any device count (one trained on 4 devices places on 2 or 8).
 
 Whether every parameter keeps its shape is checked, not assumed: a policy whose weights do
-depend on the padding (SB3's own extractor, which flattens the observation) is refused by
-name.
+depend on the padding (SB3's own extractor, which flattens the observation) or on the device
+count (a head with one output per device: ``attention``, ``group``, SB3's ``mlp``) is refused,
+naming the parameter. The ``device`` head (every env but dual, one-shot and hierarchical) and
+the dual env's ``nodes`` head place on any device count.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def reads_any_size(model: Any) -> bool:
     placerl extractor summarizes the graph (its context: message passing, pooling; no per-node
     states laid out by row), so that its output does not depend on the padding. The envs
     whose actions name rows (dual, one-shot, hierarchical) need per-node states: those place
-    a graph beyond their padding rebuilt for it (:func:`fit_padding`). A recurrent policy
+    a graph beyond their padding rebuilt for it (:func:`fit_to_env`). A recurrent policy
     acts through SB3's ``predict``, which refuses observations of another shape than the
     model's: it reads only graphs within its padding."""
     from placerl.agents.extractors.base import PlacementExtractor
@@ -60,7 +62,7 @@ def reads_any_size(model: Any) -> bool:
 
 def places_any_size(model: Any) -> bool:
     """Whether ``model`` places graphs beyond its padding: as it is (:func:`reads_any_size`)
-    or rebuilt for a larger one (:func:`fit_padding`): a feed-forward policy over placerl's
+    or rebuilt for a larger one (:func:`fit_to_env`): a feed-forward policy over placerl's
     extractors, whose parameters have no node-count dimension."""
     from placerl.agents.extractors.base import PlacementExtractor
 
@@ -73,10 +75,10 @@ def _is_recurrent(model: Any) -> bool:
     return hasattr(model.policy, "lstm_actor")
 
 
-def fit_padding(model: Any, env: Any) -> Any:
-    """``model``, or a copy of it whose policy is built for ``env``'s padding and holds the
+def fit_to_env(model: Any, env: Any) -> Any:
+    """``model``, or a copy of it whose policy is built for ``env``'s spaces and holds the
     same weights (see the module): ``model`` itself when its network reads ``env`` as built
-    (:func:`fits`, :func:`reads_any_size`).
+    (:func:`fits`), or reads it as it is (:func:`reads_any_size`, on as many devices).
 
     The copy shares everything but the policy and its spaces with ``model``: it is for
     placing (greedy and sampled episodes, the searches that run them), not for training.
@@ -90,15 +92,16 @@ def fit_padding(model: Any, env: Any) -> Any:
 
     Raises:
         ConfigError: A recurrent model (SB3's ``predict`` refuses observations of another
-            shape), or a policy with a parameter whose shape depends on the padding, naming
-            the parameter.
+            shape), or a policy with a parameter whose shape depends on the padding or the
+            device count, naming the parameter and what the policy reads.
     """
-    if fits(model, env) or reads_any_size(model):
+    same_devices = model_devices(model) == env_devices(env)
+    if fits(model, env) or (same_devices and reads_any_size(model)):
         return model
     if _is_recurrent(model):
         raise ConfigError("a recurrent policy acts through SB3's predict, which reads only "
                           "observations of the shape it was trained on: train it with the "
-                          "padding it must read")  # fmt: skip
+                          "padding and the cluster it must read")  # fmt: skip
     policy = model.policy
     parameters = policy._get_constructor_parameters()  # what SB3's own policy.save() keeps
     parameters.update(observation_space=env.observation_space, action_space=env.action_space)
@@ -106,16 +109,36 @@ def fit_padding(model: Any, env: Any) -> Any:
     weights = policy.state_dict()
     for name, tensor in rebuilt.state_dict().items():
         if name not in weights or weights[name].shape != tensor.shape:
-            had = tuple(weights[name].shape) if name in weights else "no such parameter"
-            raise ConfigError(
-                f"the policy's parameter {name!r} has shape {had} for its padding and "
-                f"{tuple(tensor.shape)} for the env's: its network's weights depend on the "
-                "padding (SB3's own extractor flattens every node), so it reads only graphs "
-                "within the padding it was trained with"
-            )
+            raise ConfigError(_tied(name, weights.get(name), tensor, model, env, same_devices))
     rebuilt.load_state_dict(weights)
     rebuilt.to(policy.device).set_training_mode(False)
     fitted = copy.copy(model)  # shallow: the algorithm's state is shared, never trained here
     fitted.policy = rebuilt
     fitted.observation_space, fitted.action_space = env.observation_space, env.action_space
     return fitted
+
+
+def model_devices(model: Any) -> int | None:
+    """The device count ``model`` was trained on (``None``: not a placerl model)."""
+    return (getattr(model, "placerl_settings", None) or {}).get("num_devices")
+
+
+def env_devices(env: Any) -> int | None:
+    """The device count of a placement env (wrappers are fine)."""
+    return getattr(getattr(env, "unwrapped", env), "num_devices", None)
+
+
+def _tied(name: str, had: Any, wanted: Any, model: Any, env: Any, same_devices: bool) -> str:
+    """Why parameter ``name`` does not fit ``env``: what the policy's network is tied to."""
+    shape = tuple(had.shape) if had is not None else "no such parameter"
+    if same_devices:
+        return (f"the policy's parameter {name!r} has shape {shape} for its padding and "
+                f"{tuple(wanted.shape)} for the env's: its network's weights depend on the "
+                "padding (SB3's own extractor flattens every node), so it reads only graphs "
+                "within the padding it was trained with")  # fmt: skip
+    trained, given = model_devices(model), env_devices(env)
+    return (f"the policy was trained on {trained} devices and the cluster has {given}; its "
+            f"parameter {name!r} has shape {shape} there and {tuple(wanted.shape)} here: its "
+            "network has one output or input per device (the attention, group or mlp head, "
+            f"or SB3's own extractor), so it places on {trained} devices only; policies "
+            "with the device or nodes head place on any device count")  # fmt: skip
