@@ -233,7 +233,9 @@ def test_same_seed_same_result():
 
 def test_warm_start_clones_the_placer():
     result = train(small(total_steps=64, eval_every=0,
-                         agent={"warm_start": "heft", "warm_start_epochs": 300}))  # fmt: skip
+                         agent={"warm_start": "heft", "warm_start_epochs": 600}))  # fmt: skip
+    # 600 epochs: at 300 the MLP's clone also agrees on 83% of the choices but, on a few it
+    # gets wrong, runs 1.16x HEFT
     report = result.warm_start
     assert report["accuracy"] > 0.75  # identical devices: the expert's tie-break is not copied
     assert report["policy_runtime"] <= 1.05 * report["expert_runtime"]
@@ -281,7 +283,8 @@ def test_rollback_keeps_the_greedy_curve_from_getting_worse(rollback):
 
 def test_greedy_episodes_of_weights_seen_before_are_not_run_again(monkeypatch):
     """The evaluations and the rollback checks share their greedy episodes: the run is the
-    one that runs every episode anew (every figure equal), with fewer episodes."""
+    one that runs every episode anew (every figure equal), with fewer episodes. (The MLP
+    extractor: the untrained GNN already places as HEFT here, and 256 steps do not move it.)"""
     from placerl.agents import episodes
 
     made, original = [], episodes.GreedyEpisodes.__init__
@@ -294,8 +297,7 @@ def test_greedy_episodes_of_weights_seen_before_are_not_run_again(monkeypatch):
         made.clear()
         monkeypatch.setattr(episodes.GreedyEpisodes, "__init__", init)
         result = train(small(total_steps=256, eval_every=64,
-                             agent={"extractor": "gnn",
-                                    "hyperparams": {"n_steps": 32, "batch_size": 32,
+                             agent={"hyperparams": {"n_steps": 32, "batch_size": 32,
                                                     "learning_rate": 3e-2}}))  # fmt: skip
         return result, made[0]
 
