@@ -15,12 +15,16 @@ same cases twice: at equal simulator calls and at equal seconds
   the folder kept, unless this run replaces them).
 
 Finished trainings and records are read back, so an interrupted run resumes.
+``--pretrained`` places the tiers with a shipped policy instead (trained once, for its own
+family): its card's training is counted once over the cases it places here.
 
     python benchmarks/bench_learned.py --recipes improve --tiers families devices \\
         --seeds 0 1 2 --budget total_steps=0
     python benchmarks/bench_learned.py --recipes improve --tiers devices --searches greedy local
     python benchmarks/bench_learned.py --recipes scratch --tiers tiny --learn-on case \\
         --budget total_steps=20000
+    python benchmarks/bench_learned.py --recipes --pretrained cifar10 --tiers models \\
+        --searches greedy local
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from bench_placebench import folder_name
 
 from placerl.bench.leaderboard import write_leaderboard
 from placerl.bench.recipe import recipe_label, run_recipe
-from placerl.bench.run import run_cases, select_cases
+from placerl.bench.run import run_case, run_cases, select_cases
 from placerl.bench.versus import budget_per_case, search_at_calls, search_at_seconds, versus_rows
 
 RESULTS = Path(__file__).resolve().parent / "results" / "placebench-v1"
@@ -74,13 +78,39 @@ def run_tier(args: argparse.Namespace, recipe: str, search: str, tier: str,
                               out / folder_name(label) / tier, learn_on=args.learn_on,
                               search=options)  # fmt: skip
         print(f"{label} seed {seed} on {tier}: {len(cases)} cases", flush=True)
+    return matched(args, learned, label, tier, out)
+
+
+def run_pretrained_tier(args: argparse.Namespace, name: str, search: str, tier: str,
+                        out: Path) -> list[dict[str, Any]]:  # fmt: skip
+    """The shipped policy ``name``'s records on ``tier`` (placed with ``search``; trained
+    once, for its own family: its card's training counted once over these cases), the two
+    matched searches, and their paired rows."""
+    from placerl.agents.pretrained import load_card
+
+    suite, cases = select_cases(args.suite, tier, "test", args.family)
+    card = load_card(name)
+    options = {"pretrained": name, **(search_options(search) or {})}
+    label = "policy?" + "&".join(f"{key}={value}" for key, value in options.items())
+    training = card["training"] | {"seed": card["seed"]}
+    folder = out / folder_name(label) / tier
+    learned = [run_case(case, "policy", folder, suite=suite.id, label=label, training=training,
+                        options=options) for case in cases]  # fmt: skip
+    print(f"{label} on {tier}: {len(cases)} cases", flush=True)
+    return matched(args, learned, label, tier, out)
+
+
+def matched(args: argparse.Namespace, learned: list[dict[str, Any]], label: str, tier: str,
+            out: Path) -> list[dict[str, Any]]:  # fmt: skip
+    """Iterated local search on ``tier`` at the learned records' calls and seconds per case,
+    and the paired rows of the learned records against each."""
     budget = budget_per_case(learned)
     searches = {}
     for regime, spec in (("calls", search_at_calls(budget["calls"])),
                          ("seconds", search_at_seconds(budget["seconds"]))):  # fmt: skip
         folder = out / "search" / folder_name(f"{label}-{regime}") / tier
-        searches[regime] = run_cases(suite, tier, "test", spec, folder, family=args.family,
-                                     progress=False)  # fmt: skip
+        searches[regime] = run_cases(args.suite, tier, "test", spec, folder,
+                                     family=args.family, progress=False)  # fmt: skip
     return versus_rows(learned, searches)
 
 
@@ -98,7 +128,10 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--recipes", nargs="+", default=["improve"])
+    parser.add_argument("--recipes", nargs="*", default=["improve"])
+    parser.add_argument("--pretrained", nargs="*", default=[],
+                        help="shipped policies to place the tiers with (e.g. cifar10), "
+                             "their training counted once over the cases")
     parser.add_argument("--tiers", nargs="+", default=["families", "devices"])
     parser.add_argument("--suite", default="placebench-v1")
     parser.add_argument("--family", default=None, help="only this family of each tier")
@@ -116,6 +149,8 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     rows = [row for recipe in args.recipes for search in args.searches for tier in args.tiers
             for row in run_tier(args, recipe, search, tier, out)]  # fmt: skip
+    rows += [row for name in args.pretrained for search in args.searches for tier in args.tiers
+             for row in run_pretrained_tier(args, name, search, tier, out)]  # fmt: skip
     rows = merged_rows(out / "versus.json", rows, ("placer", "tier", "regime"))
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
     path = write_results("versus", rows, out, config=args, markdown=report(rows, args),

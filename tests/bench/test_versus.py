@@ -89,3 +89,24 @@ def test_a_later_run_keeps_the_rows_it_does_not_replace(tmp_path):
     with benchmark_module("_common") as common:
         assert common.merged_rows(path, new, key) == [old[0], new[0]]
         assert common.merged_rows(tmp_path / "none.json", new, key) == new
+
+
+def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(script, tmp_path,
+                                                                        monkeypatch):  # fmt: skip
+    """``--pretrained``: the card's training (here made small) is every record's, counted
+    once over the cases; a 4-device policy places the tiny tier's 3 devices."""
+    from placerl.agents import pretrained
+
+    card = pretrained.load_card("layered")
+    card["training"] |= {"simulator_calls": 100, "wall_s": 0.2}
+    monkeypatch.setattr(pretrained, "load_card", lambda name: card)
+    script.main(["--recipes", "--pretrained", "layered", "--tiers", "tiny", "--family",
+                 "tiny/chain-n12", "--classic", "--out", str(tmp_path)])  # fmt: skip
+    rows = json.loads((tmp_path / "versus.json").read_text())["rows"]
+    assert [(r["placer"], r["regime"], r["pairs"]) for r in rows] == [
+        ("policy?pretrained=layered", "equal calls", 2),
+        ("policy?pretrained=layered", "equal seconds", 2)]  # fmt: skip
+    records = [json.loads(p.read_text()) for p in tmp_path.glob("policy_pretrained_layered/*/*")]
+    assert len(records) == 2 and all(r["training"]["simulator_calls"] == 100 for r in records)
+    placing = sum(r["simulator_calls"] for r in records)
+    assert rows[0]["calls_per_case"] == pytest.approx((100 + placing) / 2)
