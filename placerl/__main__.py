@@ -4,4 +4,5 @@ import sys
 
 from placerl.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (the API reference does) runs nothing
+    sys.exit(main())

@@ -370,6 +370,7 @@ class Cluster:
 
 
 PresetFn = Callable[..., Cluster]
+#: Cluster presets by name (``<preset>?<options>`` cluster specs, :func:`load_cluster`).
 PRESETS: Registry[PresetFn] = Registry("cluster preset")
 
 

@@ -38,7 +38,8 @@ def resolve_msr_path(name_or_path: str | Path, error: type[PlaceRLError]) -> Pat
     """A bundled file by name, or an existing file by path.
 
     Raises:
-        error: Neither a bundled name nor an existing file (the message lists the bundled names).
+        PlaceRLError: ``error``, the subclass the caller gives: neither a bundled name nor
+            an existing file (the message lists the bundled names).
     """
     if not isinstance(name_or_path, (str, Path)):
         raise error(f"an msr graph is named by a string or path, got {name_or_path!r}")
@@ -58,7 +59,8 @@ def read_msr(name_or_path: str | Path, error: type[PlaceRLError]) -> tuple[Path,
     """The resolved path and the parsed document of an msr-fiddle file.
 
     Raises:
-        error: The file is missing, not JSON, or lacks the msr header.
+        PlaceRLError: ``error``, the subclass the caller gives: the file is missing, not
+            JSON, or lacks the msr header.
     """
     path = resolve_msr_path(name_or_path, error)
     try:
@@ -76,8 +78,9 @@ def read_header(
     """``(accelerators, cpus, memory per accelerator)`` from an msr document's header.
 
     Raises:
-        error: A missing field, a count that is not an integer, a memory that is not a number
-            (strings are refused, not converted), or no device at all.
+        PlaceRLError: ``error``, the subclass the caller gives: a missing field, a count that
+            is not an integer, a memory that is not a number (strings are refused, not
+            converted), or no device at all.
     """
     missing = [key for key in HEADER_KEYS if key not in data]
     if missing:

@@ -29,6 +29,8 @@ from placerl.errors import ConfigError
 #: The torch devices a policy may train on (SB3's ``auto`` picks CUDA when there is one).
 TORCH_DEVICES = r"auto|cpu|cuda(:\d+)?|mps"
 VEC_ENVS = ("dummy", "subproc")
+#: ``env.invalid_action``'s choices: :data:`placerl.envs.invalid.INVALID_ACTIONS`, here too so
+#: that checking a configuration does not import the envs.
 INVALID_ACTIONS = ("raise", "penalize", "nearest")
 #: What a PlaceBench recipe trains on before it places (:attr:`BenchRunConfig.learn_on`).
 LEARN_ON = ("family", "case")

@@ -55,6 +55,7 @@ class Tracker:
         """End the run (always called, also after a failure)."""
 
 
+#: Experiment trackers by name (the run's ``logger``).
 TRACKERS: Registry[type[Tracker]] = Registry("logger")
 TRACKERS.register("none", Tracker)
 

@@ -24,7 +24,9 @@ class MaskableGridDistribution(MaskableDistribution):
         choices: Outcomes per row (every ``nvec`` entry).
 
     Attributes:
-        distribution: The batched :class:`MaskableCategorical` over ``(B, rows, choices)``.
+        distribution: The batched
+            :class:`~sb3_contrib.common.maskable.distributions.MaskableCategorical` over
+            ``(B, rows, choices)``.
     """
 
     def __init__(self, rows: int, choices: int) -> None:

@@ -89,7 +89,8 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
             seed: int | None = None, incremental: bool = True) -> Rollout:  # fmt: skip
     """Run one episode of ``model`` on the placement env ``env`` (not a vector env).
 
-    Masked algorithms predict with :meth:`action_masks` (a plain ``predict`` would drop them);
+    Masked algorithms predict with
+    :meth:`~placerl.envs.base.PlacementEnvBase.action_masks` (a plain ``predict`` would drop them);
     recurrent ones carry their state through the episode. On the refine env the outcome is
     the best placement the episode passed through (:class:`VisitedBest`). A per-node policy
     on a graph beyond its padding plays rebuilt for the env's

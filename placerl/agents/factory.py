@@ -3,7 +3,7 @@
 Algorithms (the :data:`ALGORITHMS` registry):
 
 * ``maskable_ppo`` (default) - sb3-contrib's MaskablePPO: the policy never picks a device the
-  env's :meth:`action_masks` rules out.
+  env's :meth:`~placerl.envs.base.PlacementEnvBase.action_masks` rules out.
 * ``ppo``, ``a2c`` - SB3's PPO and A2C, without masks: an action the mask forbids is handled
   as the env's ``invalid_action`` option says (:mod:`placerl.envs.invalid`): ``nearest``
   (default) replaces it by the nearest allowed action, ``penalize`` does so and subtracts a
@@ -115,6 +115,7 @@ class Algorithm:
         return getattr(importlib.import_module(module), name)
 
 
+#: The RL algorithms :func:`make_agent` builds, by name (``agent.algo``).
 ALGORITHMS: Registry[Algorithm] = Registry("algorithm")
 _HEADS = "placerl.agents.heads"
 for _algo in (

@@ -103,6 +103,7 @@ class Search:
     needs_budget: bool
 
 
+#: Searches at inference by name (the policy placer's ``search``).
 SEARCHES: Registry[Search] = Registry("search")
 
 #: Sampled episodes stepped side by side (one batched forward pass per step).

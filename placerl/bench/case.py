@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from placerl._spec import parse_query
 from placerl.errors import ConfigError
 
+#: The splits of a suite's cases, in order.
 SPLITS = ("train", "validation", "test")
 OBJECTIVES = ("step_time", "pipeline")
 

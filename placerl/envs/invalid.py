@@ -31,6 +31,7 @@ import numpy as np
 
 from placerl.errors import ConfigError, PlacementError
 
+#: What an env may do with a masked-out action (its ``invalid_action``).
 INVALID_ACTIONS = ("raise", "penalize", "nearest")
 #: ``nearest``: check_env and mask-unaware learners run, and an allowed action is never changed.
 DEFAULT_INVALID_ACTION = "nearest"

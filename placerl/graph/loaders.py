@@ -25,6 +25,7 @@ from placerl.errors import ConfigError, GraphError
 from placerl.graph.core import CompGraph, read_json_file
 
 SourceFn = Callable[..., CompGraph]
+#: Graph sources by prefix (``synthetic:``, ``zoo:``, ``msr:``, ...; :func:`load_graph`).
 GRAPH_SOURCES: Registry[SourceFn] = Registry("graph source")
 
 

@@ -52,6 +52,7 @@ class Order:
     doc: str
 
 
+#: Traversal orders by name (``order.name``; :func:`register_order` adds one).
 ORDERS: Registry[Order] = Registry("traversal order")
 
 

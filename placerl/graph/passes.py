@@ -252,6 +252,7 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 
 #: ``fn(graph, max_nodes) -> one label per node``: nodes with equal labels should merge.
 CoarseningFn = Callable[[CompGraph, int], Sequence[Hashable]]
+#: Coarsening methods by name (:func:`coarsen`'s ``method``).
 COARSENINGS: Registry[CoarseningFn] = Registry("coarsening method")
 
 

@@ -229,6 +229,7 @@ class FamilySpec:
         return self.min_n_rule(**{key: options[key] for key in self.min_n_options})
 
 
+#: The synthetic graph families by name (``synthetic:<family>`` graph specs).
 FAMILIES: Registry[FamilySpec] = Registry("graph family")
 
 

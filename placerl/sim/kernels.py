@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 PLACETO, LINKS, IDEAL = 0, 1, 2
+#: The kernels' code of each communication model.
 COMM_MODEL_CODES = {"placeto": PLACETO, "links": LINKS, "ideal": IDEAL}
 
 

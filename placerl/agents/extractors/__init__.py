@@ -11,6 +11,7 @@ from placerl.agents.extractors.gnn import GNN_LAYERS, GnnExtractor
 from placerl.agents.extractors.lstm import LstmExtractor
 from placerl.agents.extractors.mlp import MlpExtractor
 
+#: Feature extractors by name (``agent.extractor``: ``gnn``, ``lstm``, ``mlp``).
 EXTRACTORS: Registry[type[PlacementExtractor]] = Registry("feature extractor")
 EXTRACTORS.register("gnn", GnnExtractor)
 EXTRACTORS.register("lstm", LstmExtractor)

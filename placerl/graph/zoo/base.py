@@ -81,6 +81,7 @@ def _check_type(model: str, key: str, value: Any, expected: type) -> None:
         raise ConfigError(f"zoo model {model!r} option {key!r} must be > 0, got {value!r}")
 
 
+#: The zoo's models by name (``zoo:<name>`` graph specs).
 ZOO: Registry[ZooModel] = Registry("zoo model")
 
 

@@ -1,0 +1,203 @@
+"""The documentation's results pages, generated from the committed result files.
+
+``make docs`` runs :func:`generate_pages` before Sphinx reads the sources (``conf.py``): it
+writes ``docs/_generated/*.md`` from PlaceBench's leaderboard and records and from the
+benchmarks' result JSON files, each page with the provenance of what it read (commits, dates,
+machines, commands). No figure on those pages is typed by hand; a missing or unreadable result
+file fails the build, naming the file.
+
+    python docs/generate.py    # writes the pages without building the site
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PLACEBENCH = RESULTS / "placebench-v1"
+#: The leaderboard's columns a page shows, with their headings.
+BOARD_COLUMNS = {"placer": "placer", "cases": "cases", "score": "score [95% CI]",
+                 "infeasible": "infeasible", "failed": "failed",
+                 "calls_per_case": "calls per case", "wall_s": "seconds (total)",
+                 "vs_reference": "vs the strongest classic placer at its budget"}  # fmt: skip
+#: Commands a provenance list shows one by one; beyond, it counts them.
+MAX_COMMANDS = 4
+
+
+def generate_pages(docs: Path) -> list[Path]:
+    """Write every generated page into ``docs/_generated``; returns their paths.
+
+    Raises:
+        FileNotFoundError: A result file a page reads is missing (naming it).
+        ValueError: A result file that does not read as JSON (naming it).
+    """
+    out = docs / "_generated"
+    out.mkdir(exist_ok=True)
+    return [_write(out / f"{name}.md", page(out)) for name, page in PAGES.items()]
+
+
+def _write(path: Path, text: str) -> Path:
+    """Write ``text`` unless the file already holds it (Sphinx rereads changed files only)."""
+    if not path.is_file() or path.read_text() != text:
+        partial = path.with_suffix(".partial")
+        partial.write_text(text)
+        os.replace(partial, path)
+    return path
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A result file's JSON.
+
+    Raises:
+        FileNotFoundError: No such file.
+        ValueError: Not JSON.
+    """
+    shown = _relative(path, ROOT)
+    if not path.is_file():
+        raise FileNotFoundError(f"the docs read {shown}, which is missing: run the benchmark "
+                                "that writes it")  # fmt: skip
+    try:
+        return json.loads(path.read_text())
+    except ValueError as error:
+        raise ValueError(f"{shown} does not read as JSON: {error}") from None
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> str:
+    """A pipe table of ``rows``: one column per key of ``columns``, headed by its value."""
+    lines = ["| " + " | ".join(columns.values()) + " |",
+             "|" + "---|" * len(columns)]  # fmt: skip
+    lines += ["| " + " | ".join(_cell(row.get(key)) for key in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value).replace("|", "\\|")
+
+
+def provenance_lines(provenances: Iterable[Mapping[str, Any]]) -> str:
+    """Where figures come from: the distinct commits, dates, machines and commands of some
+    result files' provenance (:func:`placerl._provenance.provenance`)."""
+    seen: dict[str, set[str]] = {"commit": set(), "date": set(), "machine": set(),
+                                 "command": set()}  # fmt: skip
+    for item in provenances:
+        seen["commit"].add(str(item.get("git_revision") or "not recorded")[:12])
+        seen["date"].add(str(item.get("date") or "not recorded")[:10])
+        seen["machine"].add(_machine(item.get("machine")))
+        if item.get("command"):
+            seen["command"].add(str(item["command"]))
+    lines = [f"- {what}s: {', '.join(f'`{v}`' for v in sorted(values))}"
+             for what, values in seen.items() if values and what != "command"]  # fmt: skip
+    commands = sorted(seen["command"])
+    if len(commands) <= MAX_COMMANDS:
+        lines += [f"- command: `{command}`" for command in commands]
+    else:
+        lines.append(f"- commands: {len(commands)} distinct (each record names its own)")
+    return "\n".join(lines)
+
+
+def _machine(machine: Any) -> str:
+    if not isinstance(machine, Mapping):
+        return "not recorded"
+    gpus = ", ".join(machine.get("gpus") or []) or "no GPU"
+    return f"{machine.get('cpu', '?')} ({machine.get('cores', '?')} cores, {gpus})"
+
+
+def record_provenances(folder: Path) -> list[dict[str, Any]]:
+    """The provenance of every PlaceBench record under ``folder``."""
+    from placerl.bench.leaderboard import load_records
+
+    return [record["provenance"] for _, record in load_records([folder])
+            if isinstance(record.get("provenance"), Mapping)]  # fmt: skip
+
+
+def leaderboard_page(out: Path) -> str:
+    """The PlaceBench leaderboard, one table per tier, with its anytime plots."""
+    board = read_json(PLACEBENCH / "LEADERBOARD.json")
+    parts = ["# Leaderboard", "",
+             "Every placer's row on PlaceBench v1's test split: the geometric-mean score over "
+             "its cases (1 is the best constructive placer's runtime; above 1 runs faster), "
+             "its simulator calls per case and its seconds, each training counted once, and "
+             "its runtimes against the strongest classic placer within its budget, paired by "
+             "case. Generated from `benchmarks/results/placebench-v1/LEADERBOARD.json` "
+             "(`python benchmarks/bench_placebench.py` writes it).", "",
+             "## Provenance", "", provenance_lines(record_provenances(PLACEBENCH)), ""]  # fmt: skip
+    tiers = sorted({row["tier"] for row in board["rows"]})
+    for tier in tiers:
+        rows = sorted((r for r in board["rows"] if r["tier"] == tier and r["split"] == "test"),
+                      key=lambda r: -(r.get("score_value") or 0))  # fmt: skip
+        parts += [f"## {tier}", "", markdown_table(rows, BOARD_COLUMNS), ""]
+        plot = PLACEBENCH / f"LEADERBOARD-anytime-{tier}-test.png"
+        if plot.is_file():
+            parts += [f"![anytime curves of the {tier} tier]({_relative(plot, out)})", ""]
+    return "\n".join(parts)
+
+
+def learned_page(out: Path) -> str:
+    """The learned rows against iterated local search at their own budget."""
+    result = read_json(PLACEBENCH / "learned" / "versus.json")
+    columns = {"placer": "placer", "tier": "tier", "regime": "regime", "pairs": "pairs",
+               "ratio": "runtime ratio", "interval": "95% CI", "wins": "wins",
+               "losses": "losses", "calls_per_case": "calls per case",
+               "seconds_per_case": "seconds per case"}  # fmt: skip
+    rows = [row | {"interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"}
+            for row in result["rows"]]  # fmt: skip
+    return "\n".join([
+        "# Learned placers against search", "",
+        "Each learned row's runtimes over those of iterated local search given the same "
+        "simulator calls per case, or the same seconds, every training call and second "
+        "counted once (below 1: the learned placements run faster), paired by case over the "
+        "seeds. Generated from `benchmarks/results/placebench-v1/learned/versus.json` "
+        "(`python benchmarks/bench_learned.py` writes it).", "",
+        "## Provenance", "", provenance_lines([result["provenance"]]), "",
+        "## Rows", "", markdown_table(rows, columns), "",
+        *[f"- {row['tier']}, {row['regime']}: {row['verdict']}." for row in result["rows"]],
+        "",
+    ])  # fmt: skip
+
+
+def ablation_page(out: Path) -> str:
+    """The faithful presets' ablation ladders."""
+    result = read_json(RESULTS / "ablation" / "ablation.json")
+    columns = {"preset": "preset", "step": "step", "versus": "versus", "pairs": "pairs",
+               "ratio": "runtime ratio", "interval": "95% CI", "wins": "wins",
+               "losses": "losses", "p_value": "p"}  # fmt: skip
+    rows = [row | {"interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"}
+            for row in result["rows"]]  # fmt: skip
+    return "\n".join([
+        "# Faithful presets and what each choice buys", "",
+        "Each faithful preset (the paper's recipe as published) climbs to placerl's tuned "
+        "recipe one choice at a time; each step's runtimes over the step below it, paired by "
+        "case and seed (below 1: the step's placements run faster). Generated from "
+        "`benchmarks/results/ablation/ablation.json` (`python benchmarks/bench_ablation.py` "
+        "writes it).", "",
+        "## Provenance", "", provenance_lines([result["provenance"]]), "",
+        "## Steps", "", markdown_table(rows, columns), "",
+        *[f"- {row['preset']}, {row['step']}: {row['verdict']}." for row in result["rows"]],
+        "",
+    ])  # fmt: skip
+
+
+def _relative(path: Path, start: Path) -> str:
+    return Path(os.path.relpath(path, start)).as_posix()
+
+
+#: Every generated page: its file name under ``docs/_generated`` and what writes it.
+PAGES: dict[str, Callable[[Path], str]] = {
+    "leaderboard": leaderboard_page,
+    "learned": learned_page,
+    "ablation": ablation_page,
+}
+
+
+if __name__ == "__main__":
+    for written in generate_pages(Path(__file__).resolve().parent):
+        print(written)
