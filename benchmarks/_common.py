@@ -73,13 +73,19 @@ def paired_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
 def merged_rows(path: str | Path, rows: Sequence[dict[str, Any]],
                 key: Sequence[str]) -> list[dict[str, Any]]:  # fmt: skip
     """``rows`` after the rows of the result file at ``path`` (if any) that they do not
-    replace, a row replacing one with the same ``key`` fields: runs into one folder pool."""
+    replace, a row replacing one with the same ``key`` fields: runs into one folder pool.
+    Each of ``rows`` gets the ``run`` that made it (commit, date, command; a row of an
+    earlier run keeps its own), since the file's provenance is its last run's."""
     try:
         earlier = json.loads(Path(path).read_text())["rows"]
     except (OSError, ValueError, KeyError, TypeError):
         earlier = []
+    here = provenance()
+    run = {"commit": here.get("git_revision"), "date": here.get("date"),
+           "command": here.get("command")}  # fmt: skip
     new = {tuple(row[k] for k in key) for row in rows}
-    return [row for row in earlier if tuple(row.get(k) for k in key) not in new] + list(rows)
+    return ([row for row in earlier if tuple(row.get(k) for k in key) not in new]
+            + [{**row, "run": row.get("run", run)} for row in rows])  # fmt: skip
 
 
 def write_results(name: str, rows: Sequence[dict[str, Any]], out_dir: str | Path, *,

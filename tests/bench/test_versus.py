@@ -87,8 +87,12 @@ def test_a_later_run_keeps_the_rows_it_does_not_replace(tmp_path):
     new = [{"placer": "b", "tier": "t", "regime": "equal calls", "ratio": 3.0}]
     key = ("placer", "tier", "regime")
     with benchmark_module("_common") as common:
-        assert common.merged_rows(path, new, key) == [old[0], new[0]]
-        assert common.merged_rows(tmp_path / "none.json", new, key) == new
+        merged = common.merged_rows(path, new, key)
+        assert [row["ratio"] for row in merged] == [1.0, 3.0] and "run" not in merged[0]
+        assert merged[1]["run"]["commit"] == common.provenance()["git_revision"]
+        assert merged[1]["run"]["command"] and merged[1]["run"]["date"]
+        kept = {**new[0], "run": {"commit": "abc", "date": "d", "command": "c"}}
+        assert common.merged_rows(tmp_path / "none.json", [kept], key) == [kept]
 
 
 def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(script, tmp_path,
