@@ -6,7 +6,12 @@ benchmarks' result JSON files, each page with the provenance of what it read (co
 machines, commands). No figure on those pages is typed by hand; a missing or unreadable result
 file fails the build, naming the file.
 
-    python docs/generate.py    # writes the pages without building the site
+The README's leaderboard excerpt comes from the same file: ``python docs/generate.py
+--readme`` rewrites it between its markers, and a test fails when it is not what the
+leaderboard gives.
+
+    python docs/generate.py             # writes the pages without building the site
+    python docs/generate.py --readme    # and the README's leaderboard excerpt
 """
 
 from __future__ import annotations
@@ -25,6 +30,12 @@ BOARD_COLUMNS = {"placer": "placer", "cases": "cases", "score": "score [95% CI]"
                  "infeasible": "infeasible", "failed": "failed",
                  "calls_per_case": "calls per case", "wall_s": "seconds (total)",
                  "vs_reference": "vs the strongest classic placer at its budget"}  # fmt: skip
+#: The README's excerpt of the leaderboard: its columns, and the markers around it.
+EXCERPT_COLUMNS = {"tier": "tier", "placer": "placer", "cases": "cases",
+                   "score": "score [95% CI]", "calls_per_case": "calls per case",
+                   "vs_reference": "vs the strongest classic placer at its budget"}  # fmt: skip
+EXCERPT_MARKERS = ("<!-- leaderboard excerpt: python docs/generate.py --readme -->",
+                   "<!-- end of the leaderboard excerpt -->")  # fmt: skip
 #: Commands a provenance list shows one by one; beyond, it counts them.
 MAX_COMMANDS = 4
 
@@ -147,9 +158,8 @@ def learned_page(out: Path) -> str:
     columns = {"placer": "placer", "tier": "tier", "regime": "regime", "pairs": "pairs",
                "ratio": "runtime ratio", "interval": "95% CI", "wins": "wins",
                "losses": "losses", "calls_per_case": "calls per case",
-               "seconds_per_case": "seconds per case"}  # fmt: skip
-    rows = [row | {"interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"}
-            for row in result["rows"]]  # fmt: skip
+               "seconds_per_case": "seconds per case", "commit": "run's commit"}  # fmt: skip
+    rows = [_shown(row) for row in result["rows"]]
     return "\n".join([
         "# Learned placers against search", "",
         "Each learned row's runtimes over those of iterated local search given the same "
@@ -157,7 +167,7 @@ def learned_page(out: Path) -> str:
         "counted once (below 1: the learned placements run faster), paired by case over the "
         "seeds. Generated from `benchmarks/results/placebench-v1/learned/versus.json` "
         "(`python benchmarks/bench_learned.py` writes it).", "",
-        "## Provenance", "", provenance_lines([result["provenance"]]), "",
+        "## Provenance", "", provenance_lines(_runs(result)), "",
         "## Rows", "", markdown_table(rows, columns), "",
         *[f"- {row['tier']}, {row['regime']}: {row['verdict']}." for row in result["rows"]],
         "",
@@ -169,9 +179,8 @@ def ablation_page(out: Path) -> str:
     result = read_json(RESULTS / "ablation" / "ablation.json")
     columns = {"preset": "preset", "step": "step", "versus": "versus", "pairs": "pairs",
                "ratio": "runtime ratio", "interval": "95% CI", "wins": "wins",
-               "losses": "losses", "p_value": "p"}  # fmt: skip
-    rows = [row | {"interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"}
-            for row in result["rows"]]  # fmt: skip
+               "losses": "losses", "p_value": "p", "commit": "run's commit"}  # fmt: skip
+    rows = [_shown(row) for row in result["rows"]]
     return "\n".join([
         "# Faithful presets and what each choice buys", "",
         "Each faithful preset (the paper's recipe as published) climbs to placerl's tuned "
@@ -179,11 +188,68 @@ def ablation_page(out: Path) -> str:
         "case and seed (below 1: the step's placements run faster). Generated from "
         "`benchmarks/results/ablation/ablation.json` (`python benchmarks/bench_ablation.py` "
         "writes it).", "",
-        "## Provenance", "", provenance_lines([result["provenance"]]), "",
+        "## Provenance", "", provenance_lines(_runs(result)), "",
         "## Steps", "", markdown_table(rows, columns), "",
         *[f"- {row['preset']}, {row['step']}: {row['verdict']}." for row in result["rows"]],
         "",
     ])  # fmt: skip
+
+
+def readme_excerpt() -> str:
+    """The README's leaderboard excerpt: per tier of the test split, the best classic row
+    (no training) and the best learned one, by score, with where the figures come from."""
+    board = read_json(PLACEBENCH / "LEADERBOARD.json")
+    rows = []
+    for tier in sorted({row["tier"] for row in board["rows"]}):
+        tested = [r for r in board["rows"] if r["tier"] == tier and r["split"] == "test"]
+        for learned in (False, True):
+            kind = [r for r in tested if _is_learned(r["placer"]) == learned]
+            if kind:
+                rows.append(max(kind, key=lambda r: r.get("score_value") or 0))
+    rows = [row | {"placer": f"`{row['placer']}`"} for row in rows]
+    return "\n".join([markdown_table(rows, EXCERPT_COLUMNS), "",
+                      "Generated from `benchmarks/results/placebench-v1/LEADERBOARD.json`; "
+                      "score: the geometric mean over the cases of the best constructive "
+                      "placer's runtime over the row's (above 1: faster)."])  # fmt: skip
+
+
+def _is_learned(placer: str) -> bool:
+    return placer.startswith(("recipe:", "policy"))
+
+
+def write_readme_excerpt(readme: Path) -> bool:
+    """Rewrite ``readme``'s leaderboard excerpt between :data:`EXCERPT_MARKERS`; whether it
+    changed.
+
+    Raises:
+        ValueError: The README lacks the markers.
+    """
+    text = readme.read_text()
+    start, end = EXCERPT_MARKERS
+    if start not in text or end not in text:
+        raise ValueError(f"{readme} lacks the markers {start} ... {end}")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    updated = f"{head}{start}\n{readme_excerpt()}\n{end}{tail}"
+    _write(readme, updated)
+    return updated != text
+
+
+def _shown(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A paired row as a page shows it: its interval, and the commit of the run that made it."""
+    run = row.get("run") or {}
+    return {**row, "interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
+            "commit": f"`{str(run.get('commit') or 'not recorded')[:12]}`"}  # fmt: skip
+
+
+def _runs(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The provenance of a pooled result file's rows: each row's run (pooled files keep the
+    run of every row, :func:`benchmarks._common.merged_rows`), with the file's machine; the
+    file's own provenance for a row without one."""
+    own = result["provenance"]
+    return [{"git_revision": run.get("commit"), "date": run.get("date"),
+             "command": run.get("command"), "machine": own.get("machine")}
+            if (run := row.get("run")) else own for row in result["rows"]]  # fmt: skip
 
 
 def _relative(path: Path, start: Path) -> str:
@@ -199,5 +265,9 @@ PAGES: dict[str, Callable[[Path], str]] = {
 
 
 if __name__ == "__main__":
+    import sys
+
     for written in generate_pages(Path(__file__).resolve().parent):
         print(written)
+    if "--readme" in sys.argv[1:] and write_readme_excerpt(ROOT / "README.md"):
+        print(ROOT / "README.md")

@@ -48,3 +48,18 @@ def test_a_result_file_that_is_not_json_fails_naming_it(generate, tmp_path, monk
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ValueError, match=r"bad\.json does not read as JSON"):
         generate.read_json(tmp_path / "bad.json")
+
+
+def test_the_readme_excerpt_is_what_the_leaderboard_gives(generate):
+    """``python docs/generate.py --readme`` wrote it from the committed leaderboard."""
+    start, end = generate.EXCERPT_MARKERS
+    readme = (generate.ROOT / "README.md").read_text()
+    excerpt = readme.split(start, 1)[1].split(end, 1)[0].strip()
+    assert excerpt == generate.readme_excerpt().strip()
+    assert "| tiny |" in excerpt and "`recipe:" in excerpt
+
+
+def test_a_readme_without_the_markers_is_refused(generate, tmp_path):
+    (tmp_path / "README.md").write_text("# no markers\n")
+    with pytest.raises(ValueError, match="lacks the markers"):
+        generate.write_readme_excerpt(tmp_path / "README.md")
