@@ -1,4 +1,4 @@
-# The README's two commands, each doing all its set-up on a fresh clone:
+# The README's commands, each doing all its set-up on a fresh clone:
 #   make run    set up .venv (torch, the extras), then run the main job (placerl-train)
 #   make test   set up the same .venv, then run the test suite (.ci/run calls this)
 #   make docs   set up the same .venv, then build the documentation site (docs/_build/html)
@@ -20,6 +20,7 @@ run: setup
 
 test: setup
 	WANDB_MODE=disabled $(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	WANDB_MODE=disabled $(BIN)/python -m pytest -q
 
 # The documentation site (docs/_build/html): the results pages generated from the committed

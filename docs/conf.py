@@ -45,8 +45,12 @@ autosummary_generate = True
 autosummary_imported_members = False
 # each name on the page of the module that defines it (a package's re-exports resolve there
 # through resolve_reexport)
-autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": True,
-                           "ignore-module-all": True}  # fmt: skip
+autodoc_default_options = {
+    "members": True,
+    "undoc-members": True,
+    "show-inheritance": True,
+    "ignore-module-all": True,
+}
 autodoc_inherit_docstrings = False  # Gymnasium's and SB3's docstrings are not placerl's
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
@@ -61,19 +65,28 @@ napoleon_custom_sections = [("Options", "params_style")]  # a placer's options
 nitpicky = True
 #: Names of other packages (no intersphinx: the build downloads nothing) and typing aliases.
 nitpick_ignore_regex = [
-    (r"py:.*", r"(numpy|np|torch|nn|gym|gymnasium|spaces|stable_baselines3|sb3_contrib|"
-               r"networkx|nx|pandas|pd|scipy|optuna|hydra|omegaconf|wandb|matplotlib|plt|"
-               r"numba|submitit|rich|tqdm|pathlib|os|collections|typing|typing_extensions|"
-               r"dataclasses|argparse|subprocess|contextlib|concurrent|multiprocessing|"
-               r"threading|enum|abc|types|io|json|re|functools|itertools|logging|datetime|"
-               r"zipfile|tempfile|statistics|importlib|torch_geometric|pytest|hypothesis|string)"
-               r"(\..*)?"),
-    (r"py:.*", r"(Any|Callable|Iterable|Iterator|Mapping|Sequence|MutableMapping|Generator|"
-               r"ClassVar|Literal|Self|TypeVar|Protocol|Path|PathLike|ndarray|Tensor|Module|"
-               r"Env|Space|Dict|Box|Discrete|MultiDiscrete|DataFrame|Series|Figure|Axes|"
-               r"BaseAlgorithm|BaseCallback|VecEnv|DiGraph|Connection|T|K|V|P|R|F)"),
-    (r"py:class", r"(int|float|str|bool|bytes|dict|list|tuple|set|frozenset|object|type|"
-                  r"None|callable|optional|default)"),
+    (
+        r"py:.*",
+        r"(numpy|np|torch|nn|gym|gymnasium|spaces|stable_baselines3|sb3_contrib|"
+        r"networkx|nx|pandas|pd|scipy|optuna|hydra|omegaconf|wandb|matplotlib|plt|"
+        r"numba|submitit|rich|tqdm|pathlib|os|collections|typing|typing_extensions|"
+        r"dataclasses|argparse|subprocess|contextlib|concurrent|multiprocessing|"
+        r"threading|enum|abc|types|io|json|re|functools|itertools|logging|datetime|"
+        r"zipfile|tempfile|statistics|importlib|torch_geometric|pytest|hypothesis|string)"
+        r"(\..*)?",
+    ),
+    (
+        r"py:.*",
+        r"(Any|Callable|Iterable|Iterator|Mapping|Sequence|MutableMapping|Generator|"
+        r"ClassVar|Literal|Self|TypeVar|Protocol|Path|PathLike|ndarray|Tensor|Module|"
+        r"Env|Space|Dict|Box|Discrete|MultiDiscrete|DataFrame|Series|Figure|Axes|"
+        r"BaseAlgorithm|BaseCallback|VecEnv|DiGraph|Connection|T|K|V|P|R|F)",
+    ),
+    (
+        r"py:class",
+        r"(int|float|str|bool|bytes|dict|list|tuple|set|frozenset|object|type|"
+        r"None|callable|optional|default)",
+    ),
     # private names (a leading underscore) have no page: a reference to one reads as code
     (r"py:.*", r"(.*\.)?_[A-Za-z].*"),
     # napoleon reads a returned value's description before its colon as a type
@@ -149,8 +162,11 @@ def _canonical(owner: object, attribute: str) -> str | None:
     routine = isinstance(value, type) or (callable(value) and isinstance(qualname, str))
     if routine and isinstance(defined, str) and "<" not in str(qualname):
         return f"{defined}.{qualname}"
-    definers = [n for n, m in list(sys.modules.items())
-                if _defines(m, attribute) and getattr(m, attribute, None) is value]  # fmt: skip
+    definers = [
+        n
+        for n, m in list(sys.modules.items())
+        if _defines(m, attribute) and getattr(m, attribute, None) is value
+    ]
     return f"{definers[0]}.{attribute}" if len(definers) == 1 else None
 
 
@@ -174,15 +190,17 @@ def resolve_reexport(app, env, node, contnode):
     module imports (``CompGraph`` in a module that uses it) to its defining module's entry."""
     if node.get("refdomain") != "py":
         return None
-    target = defining_name(node["reftarget"].lstrip("~."), node.get("py:module"),
-                           node.get("py:class"))  # fmt: skip
+    target = defining_name(
+        node["reftarget"].lstrip("~."), node.get("py:module"), node.get("py:class")
+    )
     if target is None:
         return None
     if re.search(r"\._", target):  # defined in a private module: no page to link, code it is
         return contnode
     domain = env.get_domain("py")
-    return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], target, node,
-                               contnode)  # fmt: skip
+    return domain.resolve_xref(
+        env, node["refdoc"], app.builder, node["reftype"], target, node, contnode
+    )
 
 
 def setup(app) -> None:

@@ -85,8 +85,9 @@ HIDDEN_COLON = "\u2063COLON\u2063"
 ATTRIBUTES = ("attribute", "data", "property")
 
 
-def process_docstring(app: Any, what: str, name: str, obj: Any, options: Any,
-                      lines: list[str]) -> None:  # fmt: skip
+def process_docstring(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     """Before napoleon: the Markdown made reST (:func:`markdown_to_rest`), and a constant's
     first line kept from being read as a type (:func:`protect_colons`)."""
     lines[:] = markdown_to_rest(lines)
@@ -102,7 +103,8 @@ def protect_colons(lines: list[str]) -> None:
             return
 
 
-def restore_colons(app: Any, what: str, name: str, obj: Any, options: Any,
-                   lines: list[str]) -> None:  # fmt: skip
+def restore_colons(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     """After napoleon: the colons :func:`protect_colons` hid, back."""
     lines[:] = [line.replace(HIDDEN_COLON, ":") for line in lines]

@@ -26,16 +26,29 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PLACEBENCH = RESULTS / "placebench-v1"
 #: The leaderboard's columns a page shows, with their headings.
-BOARD_COLUMNS = {"placer": "placer", "cases": "cases", "score": "score [95% CI]",
-                 "infeasible": "infeasible", "failed": "failed",
-                 "calls_per_case": "calls per case", "wall_s": "seconds (total)",
-                 "vs_reference": "vs the strongest classic placer at its budget"}  # fmt: skip
+BOARD_COLUMNS = {
+    "placer": "placer",
+    "cases": "cases",
+    "score": "score [95% CI]",
+    "infeasible": "infeasible",
+    "failed": "failed",
+    "calls_per_case": "calls per case",
+    "wall_s": "seconds (total)",
+    "vs_reference": "vs the strongest classic placer at its budget",
+}
 #: The README's excerpt of the leaderboard: its columns, and the markers around it.
-EXCERPT_COLUMNS = {"tier": "tier", "placer": "placer", "cases": "cases",
-                   "score": "score [95% CI]", "calls_per_case": "calls per case",
-                   "vs_reference": "vs the strongest classic placer at its budget"}  # fmt: skip
-EXCERPT_MARKERS = ("<!-- leaderboard excerpt: python docs/generate.py --readme -->",
-                   "<!-- end of the leaderboard excerpt -->")  # fmt: skip
+EXCERPT_COLUMNS = {
+    "tier": "tier",
+    "placer": "placer",
+    "cases": "cases",
+    "score": "score [95% CI]",
+    "calls_per_case": "calls per case",
+    "vs_reference": "vs the strongest classic placer at its budget",
+}
+EXCERPT_MARKERS = (
+    "<!-- leaderboard excerpt: python docs/generate.py --readme -->",
+    "<!-- end of the leaderboard excerpt -->",
+)
 #: Commands a provenance list shows one by one; beyond, it counts them.
 MAX_COMMANDS = 4
 
@@ -70,8 +83,9 @@ def read_json(path: Path) -> dict[str, Any]:
     """
     shown = _relative(path, ROOT)
     if not path.is_file():
-        raise FileNotFoundError(f"the docs read {shown}, which is missing: run the benchmark "
-                                "that writes it")  # fmt: skip
+        raise FileNotFoundError(
+            f"the docs read {shown}, which is missing: run the benchmark that writes it"
+        )
     try:
         return json.loads(path.read_text())
     except ValueError as error:
@@ -80,8 +94,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> str:
     """A pipe table of ``rows``: one column per key of ``columns``, headed by its value."""
-    lines = ["| " + " | ".join(columns.values()) + " |",
-             "|" + "---|" * len(columns)]  # fmt: skip
+    lines = ["| " + " | ".join(columns.values()) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_cell(row.get(key)) for key in columns) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -97,16 +110,18 @@ def _cell(value: Any) -> str:
 def provenance_lines(provenances: Iterable[Mapping[str, Any]]) -> str:
     """Where figures come from: the distinct commits, dates, machines and commands of some
     result files' provenance (:func:`placerl._provenance.provenance`)."""
-    seen: dict[str, set[str]] = {"commit": set(), "date": set(), "machine": set(),
-                                 "command": set()}  # fmt: skip
+    seen: dict[str, set[str]] = {"commit": set(), "date": set(), "machine": set(), "command": set()}
     for item in provenances:
         seen["commit"].add(str(item.get("git_revision") or "not recorded")[:12])
         seen["date"].add(str(item.get("date") or "not recorded")[:10])
         seen["machine"].add(_machine(item.get("machine")))
         if item.get("command"):
             seen["command"].add(str(item["command"]))
-    lines = [f"- {what}s: {', '.join(f'`{v}`' for v in sorted(values))}"
-             for what, values in seen.items() if values and what != "command"]  # fmt: skip
+    lines = [
+        f"- {what}s: {', '.join(f'`{v}`' for v in sorted(values))}"
+        for what, values in seen.items()
+        if values and what != "command"
+    ]
     commands = sorted(seen["command"])
     if len(commands) <= MAX_COMMANDS:
         lines += [f"- command: `{command}`" for command in commands]
@@ -126,25 +141,37 @@ def record_provenances(folder: Path) -> list[dict[str, Any]]:
     """The provenance of every PlaceBench record under ``folder``."""
     from placerl.bench.leaderboard import load_records
 
-    return [record["provenance"] for _, record in load_records([folder])
-            if isinstance(record.get("provenance"), Mapping)]  # fmt: skip
+    return [
+        record["provenance"]
+        for _, record in load_records([folder])
+        if isinstance(record.get("provenance"), Mapping)
+    ]
 
 
 def leaderboard_page(out: Path) -> str:
     """The PlaceBench leaderboard, one table per tier, with its anytime plots."""
     board = read_json(PLACEBENCH / "LEADERBOARD.json")
-    parts = ["# Leaderboard", "",
-             "Every placer's row on PlaceBench v1's test split: the geometric-mean score over "
-             "its cases (1 is the best constructive placer's runtime; above 1 runs faster), "
-             "its simulator calls per case and its seconds, each training counted once, and "
-             "its runtimes against the strongest classic placer within its budget, paired by "
-             "case. Generated from `benchmarks/results/placebench-v1/LEADERBOARD.json` "
-             "(`python benchmarks/bench_placebench.py` writes it).", "",
-             "## Provenance", "", provenance_lines(record_provenances(PLACEBENCH)), ""]  # fmt: skip
+    parts = [
+        "# Leaderboard",
+        "",
+        "Every placer's row on PlaceBench v1's test split: the geometric-mean score over "
+        "its cases (1 is the best constructive placer's runtime; above 1 runs faster), "
+        "its simulator calls per case and its seconds, each training counted once, and "
+        "its runtimes against the strongest classic placer within its budget, paired by "
+        "case. Generated from `benchmarks/results/placebench-v1/LEADERBOARD.json` "
+        "(`python benchmarks/bench_placebench.py` writes it).",
+        "",
+        "## Provenance",
+        "",
+        provenance_lines(record_provenances(PLACEBENCH)),
+        "",
+    ]
     tiers = sorted({row["tier"] for row in board["rows"]})
     for tier in tiers:
-        rows = sorted((r for r in board["rows"] if r["tier"] == tier and r["split"] == "test"),
-                      key=lambda r: -(r.get("score_value") or 0))  # fmt: skip
+        rows = sorted(
+            (r for r in board["rows"] if r["tier"] == tier and r["split"] == "test"),
+            key=lambda r: -(r.get("score_value") or 0),
+        )
         parts += [f"## {tier}", "", markdown_table(rows, BOARD_COLUMNS), ""]
         plot = PLACEBENCH / f"LEADERBOARD-anytime-{tier}-test.png"
         if plot.is_file():
@@ -155,44 +182,82 @@ def leaderboard_page(out: Path) -> str:
 def learned_page(out: Path) -> str:
     """The learned rows against iterated local search at their own budget."""
     result = read_json(PLACEBENCH / "learned" / "versus.json")
-    columns = {"placer": "placer", "tier": "tier", "regime": "regime", "pairs": "pairs",
-               "ratio": "runtime ratio", "interval": "95% CI", "wins": "wins",
-               "losses": "losses", "calls_per_case": "calls per case",
-               "seconds_per_case": "seconds per case", "commit": "run's commit"}  # fmt: skip
+    columns = {
+        "placer": "placer",
+        "tier": "tier",
+        "regime": "regime",
+        "pairs": "pairs",
+        "ratio": "runtime ratio",
+        "interval": "95% CI",
+        "wins": "wins",
+        "losses": "losses",
+        "calls_per_case": "calls per case",
+        "seconds_per_case": "seconds per case",
+        "commit": "run's commit",
+    }
     rows = [_shown(row) for row in result["rows"]]
-    return "\n".join([
-        "# Learned placers against search", "",
-        "Each learned row's runtimes over those of iterated local search given the same "
-        "simulator calls per case, or the same seconds, every training call and second "
-        "counted once (below 1: the learned placements run faster), paired by case over the "
-        "seeds. Generated from `benchmarks/results/placebench-v1/learned/versus.json` "
-        "(`python benchmarks/bench_learned.py` writes it).", "",
-        "## Provenance", "", provenance_lines(_runs(result)), "",
-        "## Rows", "", markdown_table(rows, columns), "",
-        *[f"- {row['tier']}, {row['regime']}: {row['verdict']}." for row in result["rows"]],
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# Learned placers against search",
+            "",
+            "Each learned row's runtimes over those of iterated local search given the same "
+            "simulator calls per case, or the same seconds, every training call and second "
+            "counted once (below 1: the learned placements run faster), paired by case over the "
+            "seeds. Generated from `benchmarks/results/placebench-v1/learned/versus.json` "
+            "(`python benchmarks/bench_learned.py` writes it).",
+            "",
+            "## Provenance",
+            "",
+            provenance_lines(_runs(result)),
+            "",
+            "## Rows",
+            "",
+            markdown_table(rows, columns),
+            "",
+            *[f"- {row['tier']}, {row['regime']}: {row['verdict']}." for row in result["rows"]],
+            "",
+        ]
+    )
 
 
 def ablation_page(out: Path) -> str:
     """The faithful presets' ablation ladders."""
     result = read_json(RESULTS / "ablation" / "ablation.json")
-    columns = {"preset": "preset", "step": "step", "versus": "versus", "pairs": "pairs",
-               "ratio": "runtime ratio", "interval": "95% CI", "wins": "wins",
-               "losses": "losses", "p_value": "p", "commit": "run's commit"}  # fmt: skip
+    columns = {
+        "preset": "preset",
+        "step": "step",
+        "versus": "versus",
+        "pairs": "pairs",
+        "ratio": "runtime ratio",
+        "interval": "95% CI",
+        "wins": "wins",
+        "losses": "losses",
+        "p_value": "p",
+        "commit": "run's commit",
+    }
     rows = [_shown(row) for row in result["rows"]]
-    return "\n".join([
-        "# Faithful presets and what each choice buys", "",
-        "Each faithful preset (the paper's recipe as published) climbs to placerl's tuned "
-        "recipe one choice at a time; each step's runtimes over the step below it, paired by "
-        "case and seed (below 1: the step's placements run faster). Generated from "
-        "`benchmarks/results/ablation/ablation.json` (`python benchmarks/bench_ablation.py` "
-        "writes it).", "",
-        "## Provenance", "", provenance_lines(_runs(result)), "",
-        "## Steps", "", markdown_table(rows, columns), "",
-        *[f"- {row['preset']}, {row['step']}: {row['verdict']}." for row in result["rows"]],
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# Faithful presets and what each choice buys",
+            "",
+            "Each faithful preset (the paper's recipe as published) climbs to placerl's tuned "
+            "recipe one choice at a time; each step's runtimes over the step below it, paired by "
+            "case and seed (below 1: the step's placements run faster). Generated from "
+            "`benchmarks/results/ablation/ablation.json` (`python benchmarks/bench_ablation.py` "
+            "writes it).",
+            "",
+            "## Provenance",
+            "",
+            provenance_lines(_runs(result)),
+            "",
+            "## Steps",
+            "",
+            markdown_table(rows, columns),
+            "",
+            *[f"- {row['preset']}, {row['step']}: {row['verdict']}." for row in result["rows"]],
+            "",
+        ]
+    )
 
 
 def readme_excerpt() -> str:
@@ -207,10 +272,15 @@ def readme_excerpt() -> str:
             if kind:
                 rows.append(max(kind, key=lambda r: r.get("score_value") or 0))
     rows = [row | {"placer": f"`{row['placer']}`"} for row in rows]
-    return "\n".join([markdown_table(rows, EXCERPT_COLUMNS), "",
-                      "Generated from `benchmarks/results/placebench-v1/LEADERBOARD.json`; "
-                      "score: the geometric mean over the cases of the best constructive "
-                      "placer's runtime over the row's (above 1: faster)."])  # fmt: skip
+    return "\n".join(
+        [
+            markdown_table(rows, EXCERPT_COLUMNS),
+            "",
+            "Generated from `benchmarks/results/placebench-v1/LEADERBOARD.json`; "
+            "score: the geometric mean over the cases of the best constructive "
+            "placer's runtime over the row's (above 1: faster).",
+        ]
+    )
 
 
 def _is_learned(placer: str) -> bool:
@@ -238,8 +308,11 @@ def write_readme_excerpt(readme: Path) -> bool:
 def _shown(row: Mapping[str, Any]) -> dict[str, Any]:
     """A paired row as a page shows it: its interval, and the commit of the run that made it."""
     run = row.get("run") or {}
-    return {**row, "interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
-            "commit": f"`{str(run.get('commit') or 'not recorded')[:12]}`"}  # fmt: skip
+    return {
+        **row,
+        "interval": f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
+        "commit": f"`{str(run.get('commit') or 'not recorded')[:12]}`",
+    }
 
 
 def _runs(result: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -247,9 +320,17 @@ def _runs(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     run of every row, :func:`benchmarks._common.merged_rows`), with the file's machine; the
     file's own provenance for a row without one."""
     own = result["provenance"]
-    return [{"git_revision": run.get("commit"), "date": run.get("date"),
-             "command": run.get("command"), "machine": own.get("machine")}
-            if (run := row.get("run")) else own for row in result["rows"]]  # fmt: skip
+    return [
+        {
+            "git_revision": run.get("commit"),
+            "date": run.get("date"),
+            "command": run.get("command"),
+            "machine": own.get("machine"),
+        }
+        if (run := row.get("run"))
+        else own
+        for row in result["rows"]
+    ]
 
 
 def _relative(path: Path, start: Path) -> str:
