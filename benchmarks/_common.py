@@ -41,8 +41,10 @@ def load_note() -> tuple[str, dict[str, Any]]:
         return "", {}
     one, five, _ = os.getloadavg()
     cores = os.cpu_count()
-    return (f" Load average when it started: {one:.1f} (1 min), {five:.1f} (5 min) on {cores} "
-            "cores.", {"load_average": {"1min": one, "5min": five, "cores": cores}})  # fmt: skip
+    return (
+        f" Load average when it started: {one:.1f} (1 min), {five:.1f} (5 min) on {cores} cores.",
+        {"load_average": {"1min": one, "5min": five, "cores": cores}},
+    )
 
 
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -59,8 +61,9 @@ def paired_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     significant digits, the other numbers to 4."""
 
     def shown(row: dict[str, Any]) -> dict[str, Any]:
-        text = {key: f"{value:.4g}" if isinstance(value, float) else value
-                for key, value in row.items()}  # fmt: skip
+        text = {
+            key: f"{value:.4g}" if isinstance(value, float) else value for key, value in row.items()
+        }
         text["ratio"] = f"{row['ratio']:.3f}"
         text["interval"] = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
         if "p_value" in row:
@@ -70,8 +73,9 @@ def paired_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return markdown_table([shown(row) for row in rows])
 
 
-def merged_rows(path: str | Path, rows: Sequence[dict[str, Any]],
-                key: Sequence[str]) -> list[dict[str, Any]]:  # fmt: skip
+def merged_rows(
+    path: str | Path, rows: Sequence[dict[str, Any]], key: Sequence[str]
+) -> list[dict[str, Any]]:
     """``rows`` after the rows of the result file at ``path`` (if any) that they do not
     replace, a row replacing one with the same ``key`` fields: runs into one folder pool.
     Each of ``rows`` gets the ``run`` that made it (commit, date, command; a row of an
@@ -81,16 +85,26 @@ def merged_rows(path: str | Path, rows: Sequence[dict[str, Any]],
     except (OSError, ValueError, KeyError, TypeError):
         earlier = []
     here = provenance()
-    run = {"commit": here.get("git_revision"), "date": here.get("date"),
-           "command": here.get("command")}  # fmt: skip
+    run = {
+        "commit": here.get("git_revision"),
+        "date": here.get("date"),
+        "command": here.get("command"),
+    }
     new = {tuple(row[k] for k in key) for row in rows}
-    return ([row for row in earlier if tuple(row.get(k) for k in key) not in new]
-            + [{**row, "run": row.get("run", run)} for row in rows])  # fmt: skip
+    return [row for row in earlier if tuple(row.get(k) for k in key) not in new] + [
+        {**row, "run": row.get("run", run)} for row in rows
+    ]
 
 
-def write_results(name: str, rows: Sequence[dict[str, Any]], out_dir: str | Path, *,
-                  config: argparse.Namespace | Mapping[str, Any], markdown: str | None = None,
-                  extra: Mapping[str, Any] | None = None) -> Path:  # fmt: skip
+def write_results(
+    name: str,
+    rows: Sequence[dict[str, Any]],
+    out_dir: str | Path,
+    *,
+    config: argparse.Namespace | Mapping[str, Any],
+    markdown: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
     """Write ``<name>.json`` under ``out_dir`` (:func:`result_record`); with ``markdown``,
     also ``<name>.md``, headed by the same provenance (:func:`write_markdown`). Returns the
     JSON's path."""
@@ -104,8 +118,11 @@ def write_results(name: str, rows: Sequence[dict[str, Any]], out_dir: str | Path
     return path
 
 
-def result_record(rows: Sequence[dict[str, Any]], config: argparse.Namespace | Mapping[str, Any],
-                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def result_record(
+    rows: Sequence[dict[str, Any]],
+    config: argparse.Namespace | Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """A result file's content: the rows with their provenance and ``config`` (the script's
     arguments, as JSON values), and ``extra`` fields beside the rows."""
     items = vars(config) if isinstance(config, argparse.Namespace) else dict(config)
@@ -113,8 +130,9 @@ def result_record(rows: Sequence[dict[str, Any]], config: argparse.Namespace | M
     return {"provenance": provenance(), "config": plain, "rows": list(rows), **(extra or {})}
 
 
-def write_markdown(name: str, text: str, out_dir: str | Path,
-                   record: Mapping[str, Any] | None) -> Path:  # fmt: skip
+def write_markdown(
+    name: str, text: str, out_dir: str | Path, record: Mapping[str, Any] | None
+) -> Path:
     """Write ``<name>.md``: ``text`` headed by the provenance ``record``
     (:func:`with_provenance`). Returns the path."""
     path = Path(out_dir) / f"{name}.md"
@@ -141,10 +159,12 @@ def provenance_line(record: Mapping[str, Any] | None) -> str:
     machine = record.get("machine") or {}
     gpus = machine.get("gpus")
     gpu_words = "GPUs not looked up" if gpus is None else ", ".join(gpus) or "no GPU"
-    return (f"_Commit `{commit[:12]}`{' with uncommitted changes' if dirty else ''}, "
-            f"{record.get('date', 'date unknown')}, on {machine.get('cpu', 'an unknown CPU')} "
-            f"({machine.get('cores', '?')} cores, {gpu_words}): "
-            f"`{record.get('command', '?')}`._")  # fmt: skip
+    return (
+        f"_Commit `{commit[:12]}`{' with uncommitted changes' if dirty else ''}, "
+        f"{record.get('date', 'date unknown')}, on {machine.get('cpu', 'an unknown CPU')} "
+        f"({machine.get('cores', '?')} cores, {gpu_words}): "
+        f"`{record.get('command', '?')}`._"
+    )
 
 
 def read_results(path: str | Path) -> dict[str, Any]:
@@ -164,8 +184,9 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """``--out`` (where results go) and ``--threads`` (torch threads) for training benchmarks."""
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (1 when running beside other jobs)")  # fmt: skip
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (1 when running beside other jobs)"
+    )
 
 
 def apply_run_options(args: argparse.Namespace) -> None:

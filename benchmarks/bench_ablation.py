@@ -45,29 +45,47 @@ SHOWN = ("preset", "step", "versus", "pairs", "ratio", "interval", "wins", "loss
 def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     """``ablation.md``: what ran, the paired table, and each step's verdict."""
     verdicts = "\n".join(f"* {row['preset']}, {row['step']}: {row['verdict']}." for row in rows)
-    return (f"# The ablation ladder on {args.suite} {args.tier} ({args.split})\n\n"
-            f"Seeds {', '.join(map(str, args.seeds))}; budget "
-            f"{' '.join(args.budget) or 'the recipes own'}. Each step over the one below it, "
-            "paired by case and seed (below 1: the step's placements run faster).\n\n"
-            f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n")
+    return (
+        f"# The ablation ladder on {args.suite} {args.tier} ({args.split})\n\n"
+        f"Seeds {', '.join(map(str, args.seeds))}; budget "
+        f"{' '.join(args.budget) or 'the recipes own'}. Each step over the one below it, "
+        "paired by case and seed (below 1: the step's placements run faster).\n\n"
+        f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--presets", nargs="+", default=None,
-                        help="faithful presets to climb from (default: every one)")
+    parser.add_argument(
+        "--presets",
+        nargs="+",
+        default=None,
+        help="faithful presets to climb from (default: every one)",
+    )
     parser.add_argument("--suite", default="placebench-v1")
     parser.add_argument("--tier", default="tiny")
     parser.add_argument("--split", default="test")
     parser.add_argument("--family", default=None, help="only this family of the tier")
-    parser.add_argument("--steps", nargs="+", default=None,
-                        help="only these steps of each ladder (faithful +heft_features "
-                             "+clone +rollback tuned); each pairs with the one run below it")
+    parser.add_argument(
+        "--steps",
+        nargs="+",
+        default=None,
+        help="only these steps of each ladder (faithful +heft_features "
+        "+clone +rollback tuned); each pairs with the one run below it",
+    )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--budget", nargs="*", default=[],
-                        help="placerl-train overrides on every step (total_steps=20000 ...)")
-    parser.add_argument("--classic", nargs="*", default=["heft", "best_of"],
-                        help="classic placers to place the same cases, for the leaderboard")
+    parser.add_argument(
+        "--budget",
+        nargs="*",
+        default=[],
+        help="placerl-train overrides on every step (total_steps=20000 ...)",
+    )
+    parser.add_argument(
+        "--classic",
+        nargs="*",
+        default=["heft", "best_of"],
+        help="classic placers to place the same cases, for the leaderboard",
+    )
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     suite, cases = select_cases(args.suite, args.tier, args.split, args.family)
@@ -75,14 +93,22 @@ def main(argv: list[str] | None = None) -> None:
     presets = args.presets or faithful_presets()
     rows = []
     for preset in presets:
-        records = run_ladder(suite, cases, preset, args.budget, args.seeds, out,
-                             steps=args.steps)  # fmt: skip
+        records = run_ladder(suite, cases, preset, args.budget, args.seeds, out, steps=args.steps)
         rows += paired_rows(preset, records)
-        print(f"{preset}: {', '.join(records)} on {len(cases)} cases x {len(args.seeds)} seeds",
-              flush=True)  # fmt: skip
+        print(
+            f"{preset}: {', '.join(records)} on {len(cases)} cases x {len(args.seeds)} seeds",
+            flush=True,
+        )
     for placer in args.classic:
-        run_cases(suite, args.tier, args.split, placer, out / "classic" / placer,
-                  family=args.family, progress=False)  # fmt: skip
+        run_cases(
+            suite,
+            args.tier,
+            args.split,
+            placer,
+            out / "classic" / placer,
+            family=args.family,
+            progress=False,
+        )
     folders = sorted(path for path in out.iterdir() if path.is_dir())  # earlier runs' too
     board = write_leaderboard(folders, out / "LEADERBOARD.md")  # not ablation.json: no record
     rows = merged_rows(out / "ablation.json", rows, ("preset", "step", "versus"))

@@ -96,8 +96,15 @@ def inception_v3_layers(seed: int = 0) -> CompGraph:
         low, high = base.get(kind, (0.0, 0.0))
         t = scale * rng.uniform(low, high) if kind in base else 0.0
         mem = rng.uniform(1e6, 6e7) if kind == "conv" else 1e6
-        nodes.append({"name": name, "op": kind, "cost": t, "mem_bytes": mem,
-                      "costs": {"accelerator": t, "cpu": 10 * t}})  # fmt: skip
+        nodes.append(
+            {
+                "name": name,
+                "op": kind,
+                "cost": t,
+                "mem_bytes": mem,
+                "costs": {"accelerator": t, "cpu": 10 * t},
+            }
+        )
         edges.extend((src, name, {"time": 0.02}) for src in inputs)
         return name
 
@@ -159,25 +166,33 @@ ZOO_CASES: list[Case] = [
     Case("zoo_resnet50", "zoo:resnet50", _gpus("gpu4_pcie")),
     Case("zoo_resnet50_20", "zoo:resnet50?max_nodes=20", _gpus("gpu4_pcie")),
     Case("zoo_bert", "zoo:transformer", _gpus("gpu4_pcie")),
-    Case("zoo_bert_training_100", "zoo:transformer?training=true&max_nodes=100",
-         _gpus("gpu4_pcie")),
+    Case(
+        "zoo_bert_training_100", "zoo:transformer?training=true&max_nodes=100", _gpus("gpu4_pcie")
+    ),
     Case("zoo_gnmt", "zoo:gnmt", _gpus("cpu_gpu", n_gpus=2)),
     Case("zoo_inception_v3", "zoo:inception_v3", _gpus("placeto", n_devices=4), quick=False),
     Case("zoo_gnmt_training", "zoo:gnmt?training=true", _gpus("cpu_gpu", n_gpus=2), quick=False),
-]  # fmt: skip
+]
 
 CASES: list[Case] = [
     *(_msr_case(name) for name in MSR_OPTIMA),
     *ZOO_CASES,
-    Case("fork_join_16", "synthetic:fork_join?n=16&seed=0",
-         lambda: Cluster.preset("gpu4_pcie", n_devices=3)),
+    Case(
+        "fork_join_16",
+        "synthetic:fork_join?n=16&seed=0",
+        lambda: Cluster.preset("gpu4_pcie", n_devices=3),
+    ),
     Case("cifar10", "synthetic:cifar10?seed=0", lambda: Cluster.preset("placeto", n_devices=4)),
     Case("layered_200", "synthetic:layered?n=200&seed=0", lambda: Cluster.preset("gpu4_pcie")),
     Case("nmt", "synthetic:nmt?seed=0", lambda: Cluster.preset("cpu_gpu", n_gpus=2)),
     Case("ptb", "synthetic:ptb?seed=0", lambda: Cluster.preset("gpu4_pcie"), quick=False),
-    Case("inception_v3_layers", inception_v3_layers,
-         lambda: msr_like(6, 1, inception_v3_layers().arrays.mem_bytes.sum() / 3), quick=False),
-]  # fmt: skip
+    Case(
+        "inception_v3_layers",
+        inception_v3_layers,
+        lambda: msr_like(6, 1, inception_v3_layers().arrays.mem_bytes.sum() / 3),
+        quick=False,
+    ),
+]
 
 
 def placer_options(name: str, quick: bool) -> dict:
@@ -191,9 +206,15 @@ def placer_options(name: str, quick: bool) -> dict:
 
 
 def run_one(case: Case, graph, cluster, objective: str, placer: str, quick: bool) -> dict:
-    row = {"graph": case.label, "suite": case.suite, "cluster": cluster.name,
-           "devices": describe_devices(cluster), "nodes": graph.num_nodes,
-           "objective": objective, "placer": placer}  # fmt: skip
+    row = {
+        "graph": case.label,
+        "suite": case.suite,
+        "cluster": cluster.name,
+        "devices": describe_devices(cluster),
+        "nodes": graph.num_nodes,
+        "objective": objective,
+        "placer": placer,
+    }
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -237,8 +258,10 @@ def run(cases: list[Case], placers: list[str], objectives: list[str], quick: boo
 def _progress(row: dict) -> str:
     if "runtime" not in row:
         return f"{row['graph']:>20} {row['objective']:>9} {row['placer']:>14}  {row['status']}"
-    return (f"{row['graph']:>20} {row['objective']:>9} {row['placer']:>14} "
-            f"{row['runtime']:12.6g} {row['solve_time']:8.2f}s  {row['status']}")  # fmt: skip
+    return (
+        f"{row['graph']:>20} {row['objective']:>9} {row['placer']:>14} "
+        f"{row['runtime']:12.6g} {row['solve_time']:8.2f}s  {row['status']}"
+    )
 
 
 def _add_ratios(rows: list[dict]) -> None:
@@ -255,8 +278,10 @@ def _add_ratios(rows: list[dict]) -> None:
 
 
 # ------------------------------------------------------------------------------ output
-LEGEND = ("`*` proven optimal, `~` stopped at its limit, `!` infeasible, "
-          "`err` refused: too big, no placement")  # fmt: skip
+LEGEND = (
+    "`*` proven optimal, `~` stopped at its limit, `!` infeasible, "
+    "`err` refused: too big, no placement"
+)
 
 
 def markdown(rows: list[dict], placers: list[str]) -> str:
@@ -279,17 +304,27 @@ def markdown(rows: list[dict], placers: list[str]) -> str:
         out.append(
             _grid(mine, placers, lambda r: f"{r['solve_time']:.2f}" if "solve_time" in r else "-")
         )
-    msr = [r for r in rows if r["placer"] == "tarnawski_dp" and r["graph"] in MSR_OPTIMA
-           and r["objective"] == "pipeline" and "runtime" in r]  # fmt: skip
+    msr = [
+        r
+        for r in rows
+        if r["placer"] == "tarnawski_dp"
+        and r["graph"] in MSR_OPTIMA
+        and r["objective"] == "pipeline"
+        and "runtime" in r
+    ]
     if msr:
         out.append("### tarnawski_dp on the msr graphs (pipeline max-load)\n")
-        out.append("| graph | published optimum | tarnawski_dp | relative difference | ideals "
-                   "| solve time (s) |\n|---|---|---|---|---|---|")  # fmt: skip
+        out.append(
+            "| graph | published optimum | tarnawski_dp | relative difference | ideals "
+            "| solve time (s) |\n|---|---|---|---|---|---|"
+        )
         for r in msr:
             published = MSR_OPTIMA[r["graph"]]
-            out.append(f"| {r['graph']} | {published:.10g} | {r['runtime']:.10g} | "
-                       f"{(r['runtime'] - published) / published:.1e} | {r['ideals']} | "
-                       f"{r['solve_time']:.2f} |")  # fmt: skip
+            out.append(
+                f"| {r['graph']} | {published:.10g} | {r['runtime']:.10g} | "
+                f"{(r['runtime'] - published) / published:.1e} | {r['ideals']} | "
+                f"{r['solve_time']:.2f} |"
+            )
         out.append("")
     return "\n".join(out)
 
@@ -332,23 +367,40 @@ def _mean(values: list[float]) -> float:
 def summary_table(rows: list[dict], placers: list[str]) -> str:
     """:func:`summary` as markdown, one row per placer."""
     suites = [s for s in SUITES if any(r.get("suite") == s for r in rows)]
-    head = ["placer", "optimizes", "feasible", "best", "mean ratio",
-            *(f"mean ratio {s}" for s in suites), "worst ratio", "median solve (s)",
-            "max solve (s)"]  # fmt: skip
+    head = [
+        "placer",
+        "optimizes",
+        "feasible",
+        "best",
+        "mean ratio",
+        *(f"mean ratio {s}" for s in suites),
+        "worst ratio",
+        "median solve (s)",
+        "max solve (s)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def num(x: float, fmt: str) -> str:
         return "-" if math.isnan(x) else format(x, fmt)
 
     for e in summary(rows, placers):
-        cells = [e["placer"], e["optimizes"] or "-", f"{e['ok']}/{e['cases']}", str(e["best"]),
-                 num(e["mean_ratio"], ".3f"), *(num(e[f"mean_ratio_{s}"], ".3f") for s in suites),
-                 num(e["worst_ratio"], ".3f"), num(e["median_solve_time"], ".3f"),
-                 num(e["max_solve_time"], ".2f")]  # fmt: skip
+        cells = [
+            e["placer"],
+            e["optimizes"] or "-",
+            f"{e['ok']}/{e['cases']}",
+            str(e["best"]),
+            num(e["mean_ratio"], ".3f"),
+            *(num(e[f"mean_ratio_{s}"], ".3f") for s in suites),
+            num(e["worst_ratio"], ".3f"),
+            num(e["median_solve_time"], ".3f"),
+            num(e["max_solve_time"], ".2f"),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
-    note = ("\n`feasible`: feasible placements of all cases (errors and infeasible ones count "
-            "against it); `best`: cases where the placer matched the best runtime; ratios are "
-            "over its feasible placements.\n")  # fmt: skip
+    note = (
+        "\n`feasible`: feasible placements of all cases (errors and infeasible ones count "
+        "against it); `best`: cases where the placer matched the best runtime; ratios are "
+        "over its feasible placements.\n"
+    )
     return "\n".join(lines) + "\n" + note
 
 
@@ -381,17 +433,34 @@ def write(rows: list[dict], text: str, out: Path, config: argparse.Namespace) ->
     """CSV, markdown and JSON, each written atomically, the JSON and the markdown with their
     provenance and ``config``; returns the markdown."""
     out.mkdir(parents=True, exist_ok=True)
-    columns = ["graph", "suite", "cluster", "devices", "nodes", "objective", "placer",
-               "runtime", "ratio", "feasible", "optimal", "lower_bound", "solve_time", "ideals",
-               "status"]  # fmt: skip
+    columns = [
+        "graph",
+        "suite",
+        "cluster",
+        "devices",
+        "nodes",
+        "objective",
+        "placer",
+        "runtime",
+        "ratio",
+        "feasible",
+        "optimal",
+        "lower_bound",
+        "solve_time",
+        "ideals",
+        "status",
+    ]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, columns, extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
     record = result_record(rows, config)
     text = with_provenance(text, record["provenance"])
-    contents = {"baselines.csv": buffer.getvalue(), "baselines.md": text,
-                "baselines.json": json.dumps(record, indent=1, default=str)}  # fmt: skip
+    contents = {
+        "baselines.csv": buffer.getvalue(),
+        "baselines.md": text,
+        "baselines.json": json.dumps(record, indent=1, default=str),
+    }
     for name, content in contents.items():
         tmp = out / f".{name}.{os.getpid()}.tmp"
         tmp.write_text(content)
@@ -414,9 +483,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
         cases = [c for c in CASES if c.label in wanted]
     if args.suites:
         cases = [c for c in cases if c.suite in args.suites.split(",")]
-    placers = args.placers.split(",") if args.placers else [
-        name for name, placer in PLACERS.items() if placer.standalone and placer.decides == "device"
-    ]
+    placers = (
+        args.placers.split(",")
+        if args.placers
+        else [
+            name
+            for name, placer in PLACERS.items()
+            if placer.standalone and placer.decides == "device"
+        ]
+    )
     rows = run(cases, placers, args.objectives.split(","), args.quick)
     print(write(rows, markdown(rows, placers), args.out, args))
     return rows

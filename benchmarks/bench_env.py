@@ -61,8 +61,9 @@ def measure(mode: str, objective: str, n: int) -> dict:
     # Refine episodes start from a random placement (the default single-device start has no
     # transfers to price, which flatters every step).
     extra = {"init": "uniform"} if mode == "refine" else {}
-    env = MODES[mode](graph=f"synthetic:layered?n={n}&seed=0", cluster="placeto",
-                      objective=objective, **extra)  # fmt: skip
+    env = MODES[mode](
+        graph=f"synthetic:layered?n={n}&seed=0", cluster="placeto", objective=objective, **extra
+    )
     env.reset(seed=0)
     if mode == "construct":
         steps, whole = n * max(1, 20_000 // n), True  # whole episodes, at least 20k steps
@@ -100,10 +101,13 @@ def main() -> None:
     rows = [measure(mode, objective, n) for mode, objective in CASES for n in sizes]
     table = markdown_table(rows)
     print(table)
-    note = ("Env speed: random actions on the raw env (no Gymnasium wrappers), one process; "
-            "steps per second next to the targets." + load)  # fmt: skip
-    write_results("bench_env", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n",
-                  extra=load_field)  # fmt: skip
+    note = (
+        "Env speed: random actions on the raw env (no Gymnasium wrappers), one process; "
+        "steps per second next to the targets." + load
+    )
+    write_results(
+        "bench_env", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n", extra=load_field
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,10 @@ VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "target_kl_0.01": ({"rollback": False}, {"target_kl": 0.01}),
     "no_advantage_norm": ({"rollback": False}, {"normalize_advantage": False}),
     "vf_coef_0.05": ({"rollback": False}, {"vf_coef": 0.05}),
-    "separate_extractors": ({"rollback": False},
-                            {"policy_kwargs": {"share_features_extractor": False}}),
+    "separate_extractors": (
+        {"rollback": False},
+        {"policy_kwargs": {"share_features_extractor": False}},
+    ),
     "gae_lambda_1": ({"rollback": False}, {"gae_lambda": 1.0}),
     "dense_reward": ({"rollback": False, "env": DENSE}, {}),
     "episode_rollouts": ({"rollback": False, "align": True}, {}),
@@ -86,26 +88,44 @@ def run(graph: str, variant: str, seed: int, steps: int) -> dict[str, Any]:
     sampled = SampledRuntime()
     # The groups' bare defaults (the construct env, the GNN), not the main job's recipe.
     env = EnvGroup(**options.pop("env", {}))
-    agent = AgentGroup(warm_start="best_of", rollback=options.pop("rollback"),
-                       hyperparams=hyperparams)  # fmt: skip
+    agent = AgentGroup(
+        warm_start="best_of", rollback=options.pop("rollback"), hyperparams=hyperparams
+    )
     if options:
         raise ValueError(f"variant {variant!r}: unknown options {sorted(options)}")
-    result = train({"graph": {"spec": spec}, "cluster": {"spec": cluster},
-                    "order": OrderGroup(), "env": env, "agent": agent, "total_steps": steps,
-                    "eval_every": 1_024, "keep_best": False, "seed": seed, "eval_samples": 0,
-                    "baselines": ["heft"], "progress_bar": False, "resume": False},
-                   callbacks=[sampled])  # fmt: skip
+    result = train(
+        {
+            "graph": {"spec": spec},
+            "cluster": {"spec": cluster},
+            "order": OrderGroup(),
+            "env": env,
+            "agent": agent,
+            "total_steps": steps,
+            "eval_every": 1_024,
+            "keep_best": False,
+            "seed": seed,
+            "eval_samples": 0,
+            "baselines": ["heft"],
+            "progress_bar": False,
+            "resume": False,
+        },
+        callbacks=[sampled],
+    )
     greedy = np.array([c["runtimes"][0] for c in result.curve])
     start, fifth = greedy[0], max(1, len(sampled.means) // 5)
-    return {"graph": graph, "variant": variant, "seed": seed,
-            "greedy_end": round(float(greedy[-1] / start), 4),
-            "greedy_worst": round(float(greedy.max() / start), 4),
-            "greedy_best": round(float(greedy.min() / start), 4),
-            "sampled_first": round(float(np.mean(sampled.means[:fifth])) / start, 4),
-            "sampled_last": round(float(np.mean(sampled.means[-fifth:])) / start, 4),
-            "heft": round(float(result.graphs[0].baselines["heft"] / start), 4),
-            "curve": [round(float(g / start), 4) for g in greedy],
-            "sampled_curve": [round(m / start, 4) for m in sampled.means]}  # fmt: skip
+    return {
+        "graph": graph,
+        "variant": variant,
+        "seed": seed,
+        "greedy_end": round(float(greedy[-1] / start), 4),
+        "greedy_worst": round(float(greedy.max() / start), 4),
+        "greedy_best": round(float(greedy.min() / start), 4),
+        "sampled_first": round(float(np.mean(sampled.means[:fifth])) / start, 4),
+        "sampled_last": round(float(np.mean(sampled.means[-fifth:])) / start, 4),
+        "heft": round(float(result.graphs[0].baselines["heft"] / start), 4),
+        "curve": [round(float(g / start), 4) for g in greedy],
+        "sampled_curve": [round(m / start, 4) for m in sampled.means],
+    }
 
 
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -113,12 +133,20 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for graph, variant in dict.fromkeys((r["graph"], r["variant"]) for r in rows):
         group = [r for r in rows if r["graph"] == graph and r["variant"] == variant]
-        mean = {k: round(float(np.mean([r[k] for r in group])), 3)
-                for k in ("greedy_end", "greedy_worst", "greedy_best", "sampled_first",
-                          "sampled_last")}  # fmt: skip
+        mean = {
+            k: round(float(np.mean([r[k] for r in group])), 3)
+            for k in ("greedy_end", "greedy_worst", "greedy_best", "sampled_first", "sampled_last")
+        }
         worse = sum(r["greedy_end"] > 1 + 1e-9 for r in group)
-        out.append({"graph": graph, "variant": variant, "runs": len(group), **mean,
-                    "ended_worse": f"{worse}/{len(group)}"})  # fmt: skip
+        out.append(
+            {
+                "graph": graph,
+                "variant": variant,
+                "runs": len(group),
+                **mean,
+                "ended_worse": f"{worse}/{len(group)}",
+            }
+        )
     return out
 
 
@@ -163,9 +191,11 @@ def main() -> None:
     plot(rows, out / "fine_tuning.png")
     command = "python benchmarks/bench_fine_tuning.py " + " ".join(sys.argv[1:])
     table = markdown_table(summarize(rows))
-    text = (f"Command: `{command.strip()}` ({time.perf_counter() - begin:.0f} s). Greedy "
-            f"runtime over the cloned policy's (below 1: PPO improved on the warm start), "
-            f"{args.steps} steps per run.\n\n{table}\n")  # fmt: skip
+    text = (
+        f"Command: `{command.strip()}` ({time.perf_counter() - begin:.0f} s). Greedy "
+        f"runtime over the cloned policy's (below 1: PPO improved on the warm start), "
+        f"{args.steps} steps per run.\n\n{table}\n"
+    )
     write_results("fine_tuning", rows, out, config=args, markdown=text)
     print(f"\n{table}")
 

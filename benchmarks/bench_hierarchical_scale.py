@@ -57,8 +57,10 @@ from placerl.graph import load_graph
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "placebench-v1" / "recipe_hierarchical" / "scale"
 #: The committed classic rows the leaderboard pairs the recipe with on this tier.
-CLASSIC = tuple(RESULTS / "placebench-v1" / placer / "scale"
-                for placer in ("single_device", "heft", "m_etf", "m_sct"))  # fmt: skip
+CLASSIC = tuple(
+    RESULTS / "placebench-v1" / placer / "scale"
+    for placer in ("single_device", "heft", "m_etf", "m_sct")
+)
 RECIPE = "hierarchical"
 #: The training budget when none is given: env steps, two per placement (group, then place).
 TOTAL_STEPS = 4_000
@@ -68,12 +70,15 @@ def training_cases(suite: Suite, case: Case) -> tuple[list[Case], list[Case]]:
     """The train and validation cases ``case`` learns from (``Suite.trained_on``), on
     ``case``'s cluster: a policy places on the device count it trained on."""
     train, validation = suite.training_cases(case.family)
-    return ([dataclasses.replace(c, cluster=case.cluster) for c in train],
-            [dataclasses.replace(c, cluster=case.cluster) for c in validation])  # fmt: skip
+    return (
+        [dataclasses.replace(c, cluster=case.cluster) for c in train],
+        [dataclasses.replace(c, cluster=case.cluster) for c in validation],
+    )
 
 
-def train_for(suite: Suite, case: Case, overrides: list[str], seed: int,
-              out: Path) -> dict[str, Any]:  # fmt: skip
+def train_for(
+    suite: Suite, case: Case, overrides: list[str], seed: int, out: Path
+) -> dict[str, Any]:
     """Train the recipe for ``case`` (its family's graphs on its cluster) in
     ``out/training/`` or read back the training there; what a record stores of it (the
     fields of :func:`placerl.bench.recipe.train_family`'s, and the ``cluster``)."""
@@ -88,16 +93,23 @@ def train_for(suite: Suite, case: Case, overrides: list[str], seed: int,
         return done
     result = train(run, out_dir=str(folder))
     timings = result.timings
-    info = {"id": f"{recipe_label(RECIPE, overrides)}|{case.family}|d{devices}|seed={seed}",
-            "recipe": RECIPE, "overrides": list(overrides), "seed": seed,
-            "family": case.family, "cluster": case.cluster,
-            "cases": [c.name for c in train_cases],
-            "validation": [c.name for c in validation if c.graph in run.validation_graphs],
-            "budget": {"total_steps": run.total_steps, "time_limit_s": run.time_limit_s},
-            "device": str(result.model.device), "steps": result.steps,
-            "simulator_calls": result.simulator_calls["total"],
-            "wall_s": sum(timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate")),
-            "policy": str(folder / "model.zip"), "config": run.to_dict()}  # fmt: skip
+    info = {
+        "id": f"{recipe_label(RECIPE, overrides)}|{case.family}|d{devices}|seed={seed}",
+        "recipe": RECIPE,
+        "overrides": list(overrides),
+        "seed": seed,
+        "family": case.family,
+        "cluster": case.cluster,
+        "cases": [c.name for c in train_cases],
+        "validation": [c.name for c in validation if c.graph in run.validation_graphs],
+        "budget": {"total_steps": run.total_steps, "time_limit_s": run.time_limit_s},
+        "device": str(result.model.device),
+        "steps": result.steps,
+        "simulator_calls": result.simulator_calls["total"],
+        "wall_s": sum(timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate")),
+        "policy": str(folder / "model.zip"),
+        "config": run.to_dict(),
+    }
     (folder / TRAINING_FILE).write_text(json.dumps(info, indent=1))
     return info
 
@@ -111,8 +123,9 @@ def _finished_training(folder: Path, config: dict[str, Any]) -> dict[str, Any] |
     return info if info.get("config") == config and (folder / "model.zip").is_file() else None
 
 
-def place(suite: Suite, case: Case, overrides: list[str], seed: int, out: Path,
-          force: bool = False) -> dict[str, Any]:  # fmt: skip
+def place(
+    suite: Suite, case: Case, overrides: list[str], seed: int, out: Path, force: bool = False
+) -> dict[str, Any]:
     """The record of ``case`` placed by the recipe's policy for its cluster (trained first
     when needed), written to ``out``; a finished record of the same label and seed is read
     back unless ``force``."""
@@ -122,11 +135,19 @@ def place(suite: Suite, case: Case, overrides: list[str], seed: int, out: Path,
         record = json.loads(path.read_text())
         if (record.get("placer"), record.get("seed")) == (label, seed) and not record["error"]:
             return record
-    training = {k: v for k, v in train_for(suite, case, overrides, seed, out).items()
-                if k != "config"}  # fmt: skip
+    training = {
+        k: v for k, v in train_for(suite, case, overrides, seed, out).items() if k != "config"
+    }
     _warm_up(training["policy"])
-    return run_case(case, "policy", out, suite=suite.id, label=label, training=training,
-                    options={"path": training["policy"]})  # fmt: skip
+    return run_case(
+        case,
+        "policy",
+        out,
+        suite=suite.id,
+        label=label,
+        training=training,
+        options={"path": training["policy"]},
+    )
 
 
 def _warm_up(policy: str) -> None:
@@ -156,34 +177,49 @@ def memory_shares(suite: Suite, case: Case) -> tuple[float, float]:
     return graph / float(cluster.memory.sum()), largest / float(cluster.memory.min())
 
 
-def summary_row(record: dict[str, Any], heft: tuple[float, float],
-                shares: tuple[float, float]) -> dict[str, Any]:  # fmt: skip
+def summary_row(
+    record: dict[str, Any], heft: tuple[float, float], shares: tuple[float, float]
+) -> dict[str, Any]:
     """One case's line of the summary table (milliseconds, seconds, ratios)."""
     graph = load_graph(record["graph"])
     training = record["training"] or {}
     runtime, bound = record["runtime"], record["lower_bound"]
     fits = bool(record["feasible"])
     return {
-        "case": record["case"], "nodes": graph.num_nodes,
+        "case": record["case"],
+        "nodes": graph.num_nodes,
         "devices": load_cluster(record["cluster"]).num_devices,
-        "place_s": round(record["wall_s"], 2), "heft_place_s": round(heft[1], 2),
-        "runtime_ms": round(1e3 * runtime, 3), "heft_ms": round(1e3 * heft[0], 3),
+        "place_s": round(record["wall_s"], 2),
+        "heft_place_s": round(heft[1], 2),
+        "runtime_ms": round(1e3 * runtime, 3),
+        "heft_ms": round(1e3 * heft[0], 3),
         "vs_heft": round(runtime / heft[0], 3),
         "score": None if record["score"] is None else round(record["score"], 3),
         "reference": record["reference"]["placer"] if record["reference"] else None,
         "gap": None if record["gap"] is None else round(record["gap"], 3),
         "heft_gap": round(heft[0] / bound - 1, 3),
-        "feasible": fits, "why": record["why"] or "",
-        "mem_share": round(shares[0], 3), "train_mem_share": round(shares[1], 3),
+        "feasible": fits,
+        "why": record["why"] or "",
+        "mem_share": round(shares[0], 3),
+        "train_mem_share": round(shares[1], 3),
         "train_steps": training.get("steps"),
         "train_calls": training.get("simulator_calls"),
         "train_s": None if "wall_s" not in training else round(training["wall_s"], 1),
-    }  # fmt: skip
+    }
 
 
-def run(suite: Suite, cases: list[Case], overrides: list[str], seed: int, out: Path,
-        summary: Path | None, config: dict[str, Any], *, classic: tuple[Path, ...] = (),
-        force: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+def run(
+    suite: Suite,
+    cases: list[Case],
+    overrides: list[str],
+    seed: int,
+    out: Path,
+    summary: Path | None,
+    config: dict[str, Any],
+    *,
+    classic: tuple[Path, ...] = (),
+    force: bool = False,
+) -> list[dict[str, Any]]:
     """Place every case (training per cluster as needed), then write the summary to
     ``summary/hierarchical_scale.{json,md}`` (``None``: nowhere) with the leaderboard of the
     records and the ``classic`` rows' folders; returns the summary's rows."""
@@ -199,8 +235,14 @@ def run(suite: Suite, cases: list[Case], overrides: list[str], seed: int, out: P
     if summary is not None:
         table = json.loads(board.to_json(orient="records"))
         markdown = _markdown(rows, table_markdown(board), overrides, out)
-        write_results("hierarchical_scale", rows, summary, config=config, markdown=markdown,
-                      extra={"leaderboard": table})  # fmt: skip
+        write_results(
+            "hierarchical_scale",
+            rows,
+            summary,
+            config=config,
+            markdown=markdown,
+            extra={"leaderboard": table},
+        )
     return rows
 
 
@@ -255,13 +297,27 @@ def scale_cases(suite: Suite, sizes: list[int]) -> list[Case]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sizes = list(SCALE_CLUSTERS)
-    parser.add_argument("--sizes", type=int, nargs="+", default=sizes, choices=sizes,
-                        help="graph sizes of the scale cases")  # fmt: skip
-    parser.add_argument("--total-steps", type=int, default=TOTAL_STEPS,
-                        help="training env steps per cluster (two per placement)")  # fmt: skip
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=sizes,
+        choices=sizes,
+        help="graph sizes of the scale cases",
+    )
+    parser.add_argument(
+        "--total-steps",
+        type=int,
+        default=TOTAL_STEPS,
+        help="training env steps per cluster (two per placement)",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--overrides", nargs="*", default=[],
-                        help="more recipe overrides (they name the records' placer)")  # fmt: skip
+    parser.add_argument(
+        "--overrides",
+        nargs="*",
+        default=[],
+        help="more recipe overrides (they name the records' placer)",
+    )
     parser.add_argument("--records", default=str(OUT), help="where the records go")
     parser.add_argument("--force", action="store_true", help="place finished cases again")
     add_run_options(parser)  # --out: where the summary goes (benchmarks/results); --threads
@@ -272,8 +328,17 @@ def main(argv: list[str] | None = None) -> None:
         overrides += [f"threads={args.threads}", "progress_bar=false"]
     suite = load_suite("placebench-v1")
     records = Path(os.path.relpath(args.records)) if _inside(args.records) else Path(args.records)
-    run(suite, scale_cases(suite, args.sizes), overrides, args.seed, records, Path(args.out),
-        vars(args), classic=CLASSIC, force=args.force)  # fmt: skip
+    run(
+        suite,
+        scale_cases(suite, args.sizes),
+        overrides,
+        args.seed,
+        records,
+        Path(args.out),
+        vars(args),
+        classic=CLASSIC,
+        force=args.force,
+    )
 
 
 def _inside(path: str) -> bool:

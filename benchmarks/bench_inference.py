@@ -63,14 +63,21 @@ def recipe_policy(recipe: str, spec: str, out: str) -> Any:
     run = compose_run(*recipe_overrides(recipe))
     graph = load_graph(spec)
     config = dataclasses.replace(
-        run, graph=dataclasses.replace(run.graph, spec=spec),
-        cluster=dataclasses.replace(run.cluster, spec=CLUSTER), total_steps=64, eval_every=0,
-        checkpoint_every=0, baselines=[], progress_bar=False,
+        run,
+        graph=dataclasses.replace(run.graph, spec=spec),
+        cluster=dataclasses.replace(run.cluster, spec=CLUSTER),
+        total_steps=64,
+        eval_every=0,
+        checkpoint_every=0,
+        baselines=[],
+        progress_bar=False,
         env=dataclasses.replace(run.env, max_nodes=graph.num_nodes, max_edges=graph.num_edges),
-        agent=dataclasses.replace(run.agent, warm_start=None,
-                                  hyperparams={**run.agent.hyperparams, "n_steps": 8,
-                                               "batch_size": 64}),
-    )  # fmt: skip
+        agent=dataclasses.replace(
+            run.agent,
+            warm_start=None,
+            hyperparams={**run.agent.hyperparams, "n_steps": 8, "batch_size": 64},
+        ),
+    )
     train(config, out_dir=out)
     return load_model(f"{out}/model.zip", "cpu")
 
@@ -96,14 +103,17 @@ def measure(recipe: str, size: int, repeat: int) -> dict[str, Any]:
         reference(graph, cluster, "step_time", "best_of", use_cache=False)
         best_of_s = time.perf_counter() - start
         times["best_of"].append(best_of_s)
-        times["guarded"].append(run_search(model, env, "greedy", init="best_of").wall_s
-                                + best_of_s)  # fmt: skip
+        times["guarded"].append(run_search(model, env, "greedy", init="best_of").wall_s + best_of_s)
     median = {name: statistics.median(values) for name, values in times.items()}
-    return {"recipe": recipe, "nodes": size,
-            "whole_s": round(median["whole"], 3), "reusing_s": round(median["reusing"], 3),
-            "whole / reusing": round(median["whole"] / median["reusing"], 2),
-            "best_of_s": round(median["best_of"], 3),
-            "guarded_s": round(median["guarded"], 3)}  # fmt: skip
+    return {
+        "recipe": recipe,
+        "nodes": size,
+        "whole_s": round(median["whole"], 3),
+        "reusing_s": round(median["reusing"], 3),
+        "whole / reusing": round(median["whole"] / median["reusing"], 2),
+        "best_of_s": round(median["best_of"], 3),
+        "guarded_s": round(median["guarded"], 3),
+    }
 
 
 def main() -> None:
@@ -116,13 +126,18 @@ def main() -> None:
     args = parser.parse_args()
     apply_run_options(args)
     warnings.simplefilter("ignore")
-    rows = [measure(recipe, int(size), args.repeat)
-            for recipe in args.recipes.split(",") for size in args.sizes.split(",")]  # fmt: skip
+    rows = [
+        measure(recipe, int(size), args.repeat)
+        for recipe in args.recipes.split(",")
+        for size in args.sizes.split(",")
+    ]
     table = markdown_table(rows)
     print(table)
     command = " ".join(["python benchmarks/bench_inference.py", *sys.argv[1:]])
-    note = (f"Command: `{command}` ({torch.get_num_threads()} torch threads). Seconds: "
-            f"medians of {args.repeat} runs.\n\n")  # fmt: skip
+    note = (
+        f"Command: `{command}` ({torch.get_num_threads()} torch threads). Seconds: "
+        f"medians of {args.repeat} runs.\n\n"
+    )
     write_results(args.name, rows, args.out, config=args, markdown=note + table + "\n")
 
 

@@ -48,9 +48,20 @@ RESULTS = Path(__file__).resolve().parent / "results" / "placebench-v1"
 #: Marks ``versus.json`` as no record: the leaderboard of the folder skips it.
 VERSUS_KIND = "placebench-versus"
 #: The columns of ``versus.md``.
-SHOWN = ("placer", "tier", "regime", "pairs", "ratio", "interval", "wins", "losses",
-         "calls_per_case", "search_calls_per_case", "seconds_per_case",
-         "search_seconds_per_case")  # fmt: skip
+SHOWN = (
+    "placer",
+    "tier",
+    "regime",
+    "pairs",
+    "ratio",
+    "interval",
+    "wins",
+    "losses",
+    "calls_per_case",
+    "search_calls_per_case",
+    "seconds_per_case",
+    "search_seconds_per_case",
+)
 
 
 def search_options(spec: str) -> dict[str, Any] | None:
@@ -65,8 +76,9 @@ def search_options(spec: str) -> dict[str, Any] | None:
     return options
 
 
-def run_tier(args: argparse.Namespace, recipe: str, search: str, tier: str,
-             out: Path) -> list[dict[str, Any]]:  # fmt: skip
+def run_tier(
+    args: argparse.Namespace, recipe: str, search: str, tier: str, out: Path
+) -> list[dict[str, Any]]:
     """The recipe's records on ``tier`` over the seeds (placed with ``search``), the two
     matched searches, and their paired rows."""
     suite, cases = select_cases(args.suite, tier, "test", args.family)
@@ -74,15 +86,23 @@ def run_tier(args: argparse.Namespace, recipe: str, search: str, tier: str,
     label = recipe_label(recipe, args.budget, args.learn_on, options)
     learned = []
     for seed in args.seeds:
-        learned += run_recipe(suite, cases, recipe, args.budget, seed,
-                              out / folder_name(label) / tier, learn_on=args.learn_on,
-                              search=options)  # fmt: skip
+        learned += run_recipe(
+            suite,
+            cases,
+            recipe,
+            args.budget,
+            seed,
+            out / folder_name(label) / tier,
+            learn_on=args.learn_on,
+            search=options,
+        )
         print(f"{label} seed {seed} on {tier}: {len(cases)} cases", flush=True)
     return matched(args, learned, label, tier, out)
 
 
-def run_pretrained_tier(args: argparse.Namespace, name: str, search: str, tier: str,
-                        out: Path) -> list[dict[str, Any]]:  # fmt: skip
+def run_pretrained_tier(
+    args: argparse.Namespace, name: str, search: str, tier: str, out: Path
+) -> list[dict[str, Any]]:
     """The shipped policy ``name``'s records on ``tier`` (placed with ``search``; trained
     once, for its own family: its card's training counted once over these cases), the two
     matched searches, and their paired rows."""
@@ -94,67 +114,104 @@ def run_pretrained_tier(args: argparse.Namespace, name: str, search: str, tier: 
     label = "policy?" + "&".join(f"{key}={value}" for key, value in options.items())
     training = card["training"] | {"seed": card["seed"]}
     folder = out / folder_name(label) / tier
-    learned = [run_case(case, "policy", folder, suite=suite.id, label=label, training=training,
-                        options=options) for case in cases]  # fmt: skip
+    learned = [
+        run_case(
+            case, "policy", folder, suite=suite.id, label=label, training=training, options=options
+        )
+        for case in cases
+    ]
     print(f"{label} on {tier}: {len(cases)} cases", flush=True)
     return matched(args, learned, label, tier, out)
 
 
-def matched(args: argparse.Namespace, learned: list[dict[str, Any]], label: str, tier: str,
-            out: Path) -> list[dict[str, Any]]:  # fmt: skip
+def matched(
+    args: argparse.Namespace, learned: list[dict[str, Any]], label: str, tier: str, out: Path
+) -> list[dict[str, Any]]:
     """Iterated local search on ``tier`` at the learned records' calls and seconds per case,
     and the paired rows of the learned records against each."""
     budget = budget_per_case(learned)
     searches = {}
-    for regime, spec in (("calls", search_at_calls(budget["calls"])),
-                         ("seconds", search_at_seconds(budget["seconds"]))):  # fmt: skip
+    for regime, spec in (
+        ("calls", search_at_calls(budget["calls"])),
+        ("seconds", search_at_seconds(budget["seconds"])),
+    ):
         folder = out / "search" / folder_name(f"{label}-{regime}") / tier
-        searches[regime] = run_cases(args.suite, tier, "test", spec, folder,
-                                     family=args.family, progress=False)  # fmt: skip
+        searches[regime] = run_cases(
+            args.suite, tier, "test", spec, folder, family=args.family, progress=False
+        )
     return versus_rows(learned, searches)
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     """``versus.md``: what ran, the paired table and each row's verdict."""
     verdicts = "\n".join(f"* {row['tier']}, {row['regime']}: {row['verdict']}." for row in rows)
-    return (f"# Learned recipes against iterated local search on {args.suite} (test)\n\n"
-            f"Seeds {', '.join(map(str, args.seeds))}; budget "
-            f"{' '.join(args.budget) or 'the recipes own'}; learned per {args.learn_on}. "
-            "Each recipe's runtimes over the search's at the recipe's calls or seconds per "
-            "case (every training call counted once), paired by case over the seeds "
-            "(below 1: the recipe's placements run faster).\n\n"
-            f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n")
+    return (
+        f"# Learned recipes against iterated local search on {args.suite} (test)\n\n"
+        f"Seeds {', '.join(map(str, args.seeds))}; budget "
+        f"{' '.join(args.budget) or 'the recipes own'}; learned per {args.learn_on}. "
+        "Each recipe's runtimes over the search's at the recipe's calls or seconds per "
+        "case (every training call counted once), paired by case over the seeds "
+        "(below 1: the recipe's placements run faster).\n\n"
+        f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", nargs="*", default=["improve"])
-    parser.add_argument("--pretrained", nargs="*", default=[],
-                        help="shipped policies to place the tiers with (e.g. cifar10), "
-                             "their training counted once over the cases")
+    parser.add_argument(
+        "--pretrained",
+        nargs="*",
+        default=[],
+        help="shipped policies to place the tiers with (e.g. cifar10), "
+        "their training counted once over the cases",
+    )
     parser.add_argument("--tiers", nargs="+", default=["families", "devices"])
     parser.add_argument("--suite", default="placebench-v1")
     parser.add_argument("--family", default=None, help="only this family of each tier")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--budget", nargs="*", default=[],
-                        help="placerl-train overrides of every recipe (total_steps=20000 ...)")
+    parser.add_argument(
+        "--budget",
+        nargs="*",
+        default=[],
+        help="placerl-train overrides of every recipe (total_steps=20000 ...)",
+    )
     parser.add_argument("--learn-on", default="family", choices=("family", "case"))
-    parser.add_argument("--searches", nargs="+", default=["greedy"],
-                        help="the policy's searches at inference: greedy, local, "
-                             "'sample?budget=200' (each its own row and training)")
-    parser.add_argument("--classic", nargs="*", default=[str(RESULTS)],
-                        help="folders of classic records for the leaderboard")
+    parser.add_argument(
+        "--searches",
+        nargs="+",
+        default=["greedy"],
+        help="the policy's searches at inference: greedy, local, "
+        "'sample?budget=200' (each its own row and training)",
+    )
+    parser.add_argument(
+        "--classic",
+        nargs="*",
+        default=[str(RESULTS)],
+        help="folders of classic records for the leaderboard",
+    )
     parser.add_argument("--out", default=str(RESULTS / "learned"))
     args = parser.parse_args(argv)
     out = Path(args.out)
-    rows = [row for recipe in args.recipes for search in args.searches for tier in args.tiers
-            for row in run_tier(args, recipe, search, tier, out)]  # fmt: skip
-    rows += [row for name in args.pretrained for search in args.searches for tier in args.tiers
-             for row in run_pretrained_tier(args, name, search, tier, out)]  # fmt: skip
+    rows = [
+        row
+        for recipe in args.recipes
+        for search in args.searches
+        for tier in args.tiers
+        for row in run_tier(args, recipe, search, tier, out)
+    ]
+    rows += [
+        row
+        for name in args.pretrained
+        for search in args.searches
+        for tier in args.tiers
+        for row in run_pretrained_tier(args, name, search, tier, out)
+    ]
     rows = merged_rows(out / "versus.json", rows, ("placer", "tier", "regime"))
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
-    path = write_results("versus", rows, out, config=args, markdown=report(rows, args),
-                         extra={"kind": VERSUS_KIND})  # fmt: skip
+    path = write_results(
+        "versus", rows, out, config=args, markdown=report(rows, args), extra={"kind": VERSUS_KIND}
+    )
     print(f"{paired_table(rows, SHOWN)}\nLeaderboard in {board}; paired rows in {path}")
 
 

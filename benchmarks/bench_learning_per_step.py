@@ -56,42 +56,75 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "8x128_3ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, **_PPO, "n_epochs": 3}},
     # half the update work: two epochs at twice the learning rate (the placeto recipe's tuning
     # chose 2 epochs at 2.5e-3)
-    "8x128_2ep": {"n_envs": 8, "hyperparams": {"n_steps": 128, "n_epochs": 2,
-                                                "batch_size": 256, "learning_rate": 2e-3}},
-    "16x64_2ep": {"n_envs": 16, "hyperparams": {"n_steps": 64, "n_epochs": 2,
-                                                 "batch_size": 256, "learning_rate": 2e-3}},
+    "8x128_2ep": {
+        "n_envs": 8,
+        "hyperparams": {"n_steps": 128, "n_epochs": 2, "batch_size": 256, "learning_rate": 2e-3},
+    },
+    "16x64_2ep": {
+        "n_envs": 16,
+        "hyperparams": {"n_steps": 64, "n_epochs": 2, "batch_size": 256, "learning_rate": 2e-3},
+    },
     # placerl's defaults (train()'s n_envs, make_agent's PPO settings), whatever they are when
     # this runs; not the main job's tuned recipe
     "default": {},
 }
 
 
-def config(variant: str, graph: str, seed: int, steps: int, every: int,
-           extractor: str = "gnn") -> dict[str, Any]:  # fmt: skip
+def config(
+    variant: str, graph: str, seed: int, steps: int, every: int, extractor: str = "gnn"
+) -> dict[str, Any]:
     """The :func:`train` config of one run: the groups' bare defaults (the construct env, no
     warm start), not the main job's recipe, with the variant's layout over them; no rollback
     and the last weights kept: the learning curves of PPO itself."""
     layout = dict(VARIANTS[variant])
-    agent = AgentGroup(extractor=extractor, warm_start=None, rollback=False,
-                       hyperparams=layout.pop("hyperparams", {}))  # fmt: skip
-    return {"graph": {"spec": graph}, "cluster": {"spec": CLUSTER}, "order": OrderGroup(),
-            "env": EnvGroup(), "agent": agent, "total_steps": steps, "eval_every": every,
-            "eval_samples": 0, "checkpoint_every": 0, "baselines": ["heft"], "seed": seed,
-            "keep_best": False, "progress_bar": False, "resume": False,
-            **layout}  # fmt: skip
+    agent = AgentGroup(
+        extractor=extractor,
+        warm_start=None,
+        rollback=False,
+        hyperparams=layout.pop("hyperparams", {}),
+    )
+    return {
+        "graph": {"spec": graph},
+        "cluster": {"spec": CLUSTER},
+        "order": OrderGroup(),
+        "env": EnvGroup(),
+        "agent": agent,
+        "total_steps": steps,
+        "eval_every": every,
+        "eval_samples": 0,
+        "checkpoint_every": 0,
+        "baselines": ["heft"],
+        "seed": seed,
+        "keep_best": False,
+        "progress_bar": False,
+        "resume": False,
+        **layout,
+    }
 
 
-def run(variant: str, graph: str, seed: int, steps: int, every: int,
-        extractor: str = "gnn", label: str = "") -> dict[str, Any]:  # fmt: skip
+def run(
+    variant: str,
+    graph: str,
+    seed: int,
+    steps: int,
+    every: int,
+    extractor: str = "gnn",
+    label: str = "",
+) -> dict[str, Any]:
     """One training run: the curve of greedy runtime over HEFT's, recorded as the variant's
     name followed by ``label`` (which code made it, when that changed)."""
     result = train(config(variant, graph, seed, steps, every, extractor))
     (outcome,) = result.graphs
     heft = outcome.baselines["heft"]
-    return {"variant": variant + label, "extractor": extractor, "graph": graph, "seed": seed,
-            "steps": [p["step"] for p in result.curve],
-            "ratio": [p["runtimes"][0] / heft for p in result.curve],
-            "train_s": result.timings["train"]}  # fmt: skip
+    return {
+        "variant": variant + label,
+        "extractor": extractor,
+        "graph": graph,
+        "seed": seed,
+        "steps": [p["step"] for p in result.curve],
+        "ratio": [p["runtimes"][0] / heft for p in result.curve],
+        "train_s": result.timings["train"],
+    }
 
 
 def _key(run: dict[str, Any]) -> tuple[str, str, str, int]:
@@ -125,13 +158,19 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             curves = np.array([r["ratio"] for r in mine])
             train_s = float(np.mean([r["train_s"] for r in mine]))
-            rows.append({"variant": variant, "extractor": extractor,
-                         "graph": graph.split(":")[1], "seeds": len(mine),
-                         "final": round(float(curves[:, -1].mean()), 3),
-                         "final median": round(float(np.median(curves[:, -1])), 3),
-                         "curve mean": round(float(curves.mean()), 3),
-                         "best": round(float(curves.min(axis=1).mean()), 3),
-                         "train s": round(train_s, 1)})  # fmt: skip
+            rows.append(
+                {
+                    "variant": variant,
+                    "extractor": extractor,
+                    "graph": graph.split(":")[1],
+                    "seeds": len(mine),
+                    "final": round(float(curves[:, -1].mean()), 3),
+                    "final median": round(float(np.median(curves[:, -1])), 3),
+                    "curve mean": round(float(curves.mean()), 3),
+                    "best": round(float(curves.min(axis=1).mean()), 3),
+                    "train s": round(train_s, 1),
+                }
+            )
     return rows
 
 
@@ -176,21 +215,30 @@ def paired(runs: list[dict[str, Any]], reference: str = REFERENCE) -> list[dict[
     return rows
 
 
-def _pairs_by_graph(by_key: dict[tuple[str, str, str, int], Run], variant: tuple[str, str],
-                    against: str, graphs: list[str]) -> dict[str, list[tuple[Run, Run]]]:
+def _pairs_by_graph(
+    by_key: dict[tuple[str, str, str, int], Run],
+    variant: tuple[str, str],
+    against: str,
+    graphs: list[str],
+) -> dict[str, list[tuple[Run, Run]]]:
     """(run, reference run) pairs of ``variant`` (name, extractor) per graph that has any,
     and over all of them where there are several."""
     pairs = {}
     for graph in graphs:
-        mine = [(run, by_key[(against, *key[1:])]) for key, run in by_key.items()
-                if key[:3] == (*variant, graph) and (against, *key[1:]) in by_key]
+        mine = [
+            (run, by_key[(against, *key[1:])])
+            for key, run in by_key.items()
+            if key[:3] == (*variant, graph) and (against, *key[1:]) in by_key
+        ]
         for run, reference_run in mine:  # steps may differ by a few within a rollout
             schedules = [(len(r["steps"]), r["steps"][-1]) for r in (run, reference_run)]
             if schedules[0] != schedules[1]:
-                raise ValueError(f"{_key(run)} and its reference were evaluated at different "
-                                 f"steps ({schedules[0][0]} evaluations to step "
-                                 f"{schedules[0][1]} against {schedules[1][0]} to "
-                                 f"{schedules[1][1]}): their curves do not compare")  # fmt: skip
+                raise ValueError(
+                    f"{_key(run)} and its reference were evaluated at different "
+                    f"steps ({schedules[0][0]} evaluations to step "
+                    f"{schedules[0][1]} against {schedules[1][0]} to "
+                    f"{schedules[1][1]}): their curves do not compare"
+                )
         if mine:
             pairs[graph] = mine
     if len(pairs) > 1:
@@ -198,17 +246,24 @@ def _pairs_by_graph(by_key: dict[tuple[str, str, str, int], Run], variant: tuple
     return pairs
 
 
-def _paired_row(name: str, against: str, extractor: str, graph: str,
-                pairs: list[tuple[Run, Run]]) -> dict[str, Any]:
+def _paired_row(
+    name: str, against: str, extractor: str, graph: str, pairs: list[tuple[Run, Run]]
+) -> dict[str, Any]:
     mine = [run["ratio"] for run, _ in pairs]
     theirs = [reference_run["ratio"] for _, reference_run in pairs]
     area = compare_pairs(np.mean(mine, axis=1), np.mean(theirs, axis=1))
     final = compare_pairs([c[-1] for c in mine], [c[-1] for c in theirs])
-    return {"variant": name, "against": against, "extractor": extractor,
-            "graph": graph.split(":")[-1], "pairs": area.pairs,
-            "curve mean ratio": _interval(area), "better / worse": f"{area.wins} / {area.losses}",
-            "final ratio": _interval(final),
-            "verdict (curve mean)": area.verdict(name, against)}  # fmt: skip
+    return {
+        "variant": name,
+        "against": against,
+        "extractor": extractor,
+        "graph": graph.split(":")[-1],
+        "pairs": area.pairs,
+        "curve mean ratio": _interval(area),
+        "better / worse": f"{area.wins} / {area.losses}",
+        "final ratio": _interval(final),
+        "verdict (curve mean)": area.verdict(name, against),
+    }
 
 
 def _interval(comparison) -> str:
@@ -249,14 +304,21 @@ def main() -> None:
     parser.add_argument("--extractor", default="gnn", help="gnn, lstm or mlp")
     parser.add_argument("--steps", type=int, default=16_000)
     parser.add_argument("--every", type=int, default=1_000, help="evaluation interval")
-    parser.add_argument("--append", action="store_true",
-                        help="keep the runs already in the results (same steps and interval), "
-                             "replacing those of the same variant, graph and seed")
-    parser.add_argument("--label", default="",
-                        help="appended to the variant names in the results (e.g. ' (v2)': "
-                             "the same layouts run by other code)")  # fmt: skip
-    parser.add_argument("--report", action="store_true",
-                        help="train nothing: the table and plot of the saved runs")  # fmt: skip
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the runs already in the results (same steps and interval), "
+        "replacing those of the same variant, graph and seed",
+    )
+    parser.add_argument(
+        "--label",
+        default="",
+        help="appended to the variant names in the results (e.g. ' (v2)': "
+        "the same layouts run by other code)",
+    )
+    parser.add_argument(
+        "--report", action="store_true", help="train nothing: the table and plot of the saved runs"
+    )
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
@@ -275,39 +337,49 @@ def main() -> None:
             for seed in (int(s) for s in args.seeds.split(",")):
                 key = (variant + args.label, args.extractor, graph, seed)
                 runs = [r for r in runs if _key(r) != key]
-                runs.append(run(variant, graph, seed, args.steps, args.every, args.extractor,
-                                args.label))  # fmt: skip
-                print({k: runs[-1][k] for k in ("variant", "graph", "seed")},
-                      f"final {runs[-1]['ratio'][-1]:.3f}", flush=True)
+                runs.append(
+                    run(variant, graph, seed, args.steps, args.every, args.extractor, args.label)
+                )
+                print(
+                    {k: runs[-1][k] for k in ("variant", "graph", "seed")},
+                    f"final {runs[-1]['ratio'][-1]:.3f}",
+                    flush=True,
+                )
     threads = f" --threads {args.threads}" if args.threads else ""
-    command = (f"python benchmarks/bench_learning_per_step.py --variants {args.variants} "
-               f"--seeds {args.seeds} --steps {args.steps}{threads}"
-               f"{f' --extractor {args.extractor}' if args.extractor != 'gnn' else ''}"
-               f"{f' --label {args.label!r}' if args.label else ''}"
-               f"{' --append' if args.append else ''}  # {time.perf_counter() - start:.0f} s")
+    command = (
+        f"python benchmarks/bench_learning_per_step.py --variants {args.variants} "
+        f"--seeds {args.seeds} --steps {args.steps}{threads}"
+        f"{f' --extractor {args.extractor}' if args.extractor != 'gnn' else ''}"
+        f"{f' --label {args.label!r}' if args.label else ''}"
+        f"{' --append' if args.append else ''}  # {time.perf_counter() - start:.0f} s"
+    )
     commands = [*previous_commands(out), command] if args.append else [command]
     (out / "learning_per_step_commands.txt").write_text("\n".join(commands) + "\n")
     path = write_results("learning_per_step", runs, out, config=args)
     report(runs, commands, out, read_results(path)["provenance"])
 
 
-def report(runs: list[dict[str, Any]], commands: list[str], out: Path,
-           provenance: dict[str, Any] | None) -> None:  # fmt: skip
+def report(
+    runs: list[dict[str, Any]], commands: list[str], out: Path, provenance: dict[str, Any] | None
+) -> None:
     """Write and print the table (``learning_per_step.md``, headed by the ``provenance`` of
     the runs' file) and the plot of ``runs``."""
     plot(runs, out / "learning_per_step.png")
     steps, every = runs[0]["steps"][-1], runs[0]["steps"][1] - runs[0]["steps"][0]
-    note = (f"MaskablePPO, {CLUSTER}, {steps} steps; ratios are greedy runtime / HEFT's "
-            "(below 1: better), means over seeds; `curve mean` averages every evaluation "
-            f"(every {every} steps, from step 0). Made by:\n\n```\n" + "\n".join(commands)
-            + "\n```")  # fmt: skip
+    note = (
+        f"MaskablePPO, {CLUSTER}, {steps} steps; ratios are greedy runtime / HEFT's "
+        "(below 1: better), means over seeds; `curve mean` averages every evaluation "
+        f"(every {every} steps, from step 0). Made by:\n\n```\n" + "\n".join(commands) + "\n```"
+    )
     text = f"{note}\n\n{markdown_table(summarize(runs))}\n"
     comparisons = paired(runs)
     if comparisons:
-        text += ("\nEach variant against the default layout of its label, paired by graph and "
-                 "seed (ratios of the variant's value over the reference's; below 1: the "
-                 "variant's greedy placements were faster; `faster` in a verdict means that):"
-                 f"\n\n{markdown_table(comparisons)}\n")  # fmt: skip
+        text += (
+            "\nEach variant against the default layout of its label, paired by graph and "
+            "seed (ratios of the variant's value over the reference's; below 1: the "
+            "variant's greedy placements were faster; `faster` in a verdict means that):"
+            f"\n\n{markdown_table(comparisons)}\n"
+        )
     write_markdown("learning_per_step", text, out, provenance)
     print(f"\n{text}")
 

@@ -36,10 +36,17 @@ from placerl.baselines import solve
 from placerl.comparison import geometric_mean
 from placerl.sim import CostModel, lower_bound
 
-GRAPHS = ["zoo:inception_v3?max_nodes=200", "zoo:resnet50?max_nodes=200",
-          "zoo:gnmt?max_nodes=200", "zoo:transformer?max_nodes=200",
-          "zoo:nasnet?max_nodes=200", "synthetic:layered?n=100&seed=0",
-          "synthetic:cifar10?seed=0", "synthetic:ptb?seed=0", "synthetic:nmt?seed=0"]  # fmt: skip
+GRAPHS = [
+    "zoo:inception_v3?max_nodes=200",
+    "zoo:resnet50?max_nodes=200",
+    "zoo:gnmt?max_nodes=200",
+    "zoo:transformer?max_nodes=200",
+    "zoo:nasnet?max_nodes=200",
+    "synthetic:layered?n=100&seed=0",
+    "synthetic:cifar10?seed=0",
+    "synthetic:ptb?seed=0",
+    "synthetic:nmt?seed=0",
+]
 CLUSTERS = ["gpu8_nvlink?n_devices=4", "placeto?n_devices=4"]
 CONSTRUCTIVE = ["heft", "m_etf", "m_sct"]
 #: The zero-shot target of the learned-placers issue: at most this over the best constructive.
@@ -47,10 +54,12 @@ ZERO_SHOT_BAR = 0.97
 #: The zoo models ``bench_recipes.py``'s ``--held-out-cases`` run placed
 #: (``recipes_improve_cases.md``), each on its cluster.
 ZOO_HELD_OUT = [
-    ("zoo:inception_v3?max_nodes=100", "placeto?n_devices=4"), ("zoo:resnet50", "gpu4_pcie"),
-    ("zoo:transformer", "gpu4_pcie"), ("zoo:transformer?training=true&max_nodes=100", "gpu4_pcie"),
+    ("zoo:inception_v3?max_nodes=100", "placeto?n_devices=4"),
+    ("zoo:resnet50", "gpu4_pcie"),
+    ("zoo:transformer", "gpu4_pcie"),
+    ("zoo:transformer?training=true&max_nodes=100", "gpu4_pcie"),
     ("zoo:inception_v3", "placeto?n_devices=4"),
-]  # fmt: skip
+]
 
 
 def held_out_cases() -> list[tuple[str, str]]:
@@ -58,8 +67,11 @@ def held_out_cases() -> list[tuple[str, str]]:
     here alone: it needs the rl extra), then the zoo models."""
     from bench_recipes import FAMILIES
 
-    cells = [(graph, FAMILIES[name].cluster) for name in ("cifar10", "ptb", "nmt")
-             for graph in FAMILIES[name].held_out_graphs()]  # fmt: skip
+    cells = [
+        (graph, FAMILIES[name].cluster)
+        for name in ("cifar10", "ptb", "nmt")
+        for graph in FAMILIES[name].held_out_graphs()
+    ]
     return cells + ZOO_HELD_OUT
 
 
@@ -75,23 +87,31 @@ def measure(graph: str, cluster: str, evaluations: int, ils_seconds: float) -> d
     best_of = solve("best_of", graph, cluster)
     # From best_of's placement, not init="best_of": computing it (Tarnawski's DP on the cells)
     # would count against the search's time limit.
-    searched = solve("local_search", graph, cluster, init=best_of.placement,
-                     max_evaluations=evaluations)  # fmt: skip
-    climb = functools.partial(solve, "local_search", graph, cluster,
-                              init=constructive.placement, max_rounds=10**6)  # fmt: skip
+    searched = solve(
+        "local_search", graph, cluster, init=best_of.placement, max_evaluations=evaluations
+    )
+    climb = functools.partial(
+        solve, "local_search", graph, cluster, init=constructive.placement, max_rounds=10**6
+    )
     climbed = climb(time_limit=1e6)
     iterated = climb(time_limit=ils_seconds, restarts=10**6)
     over_constructive = {"bound": bound, "climb": climbed.runtime, "ils": iterated.runtime}
-    return {"graph": graph, "cluster": cluster, "lower bound (ms)": f"{bound * 1e3:.4g}",
-            "single device": f"{runtime['single_device'].runtime / bound:.3f}",
-            "HEFT": f"{runtime['heft'].runtime / bound:.3f}",
-            "best constructive": f"{constructive.runtime / bound:.3f}",
-            "best_of": f"{best_of.runtime / bound:.3f} ({best_of.info['chosen'].split('?')[0]})",
-            f"local_search(best_of) @{evaluations}": f"{searched.runtime / bound:.3f}",
-            "climb to optimum": f"{climbed.runtime / bound:.3f}",
-            f"iterated local search {ils_seconds:g} s": f"{iterated.runtime / bound:.3f}",
-            **{f"{key} / constructive": round(value / constructive.runtime, 4)
-               for key, value in over_constructive.items()}}  # fmt: skip
+    return {
+        "graph": graph,
+        "cluster": cluster,
+        "lower bound (ms)": f"{bound * 1e3:.4g}",
+        "single device": f"{runtime['single_device'].runtime / bound:.3f}",
+        "HEFT": f"{runtime['heft'].runtime / bound:.3f}",
+        "best constructive": f"{constructive.runtime / bound:.3f}",
+        "best_of": f"{best_of.runtime / bound:.3f} ({best_of.info['chosen'].split('?')[0]})",
+        f"local_search(best_of) @{evaluations}": f"{searched.runtime / bound:.3f}",
+        "climb to optimum": f"{climbed.runtime / bound:.3f}",
+        f"iterated local search {ils_seconds:g} s": f"{iterated.runtime / bound:.3f}",
+        **{
+            f"{key} / constructive": round(value / constructive.runtime, 4)
+            for key, value in over_constructive.items()
+        },
+    }
 
 
 def family(graph: str) -> str:
@@ -123,8 +143,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", default="default", choices=CASES)
     parser.add_argument("--evaluations", type=int, default=2000)
-    parser.add_argument("--ils-seconds", type=float, default=5.0,
-                        help="seconds of iterated local search per graph")  # fmt: skip
+    parser.add_argument(
+        "--ils-seconds", type=float, default=5.0, help="seconds of iterated local search per graph"
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()

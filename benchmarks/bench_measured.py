@@ -74,8 +74,9 @@ def agreement(measured: np.ndarray, simulated: np.ndarray) -> tuple[float, float
     return mape, float(spearmanr(simulated, measured).statistic)
 
 
-def run_model(name: str, spec: str, cluster: str, count: int, repeats: int, rounds: int,
-              together: bool) -> tuple[dict, list]:  # fmt: skip
+def run_model(
+    name: str, spec: str, cluster: str, count: int, repeats: int, rounds: int, together: bool
+) -> tuple[dict, list]:
     graph = load_graph(spec)
     before = CostModel(graph, cluster)
     chosen = placements(graph, cluster, count, seed=0)
@@ -90,10 +91,15 @@ def run_model(name: str, spec: str, cluster: str, count: int, repeats: int, roun
         runs = np.array([[measurer.measure(p).runtime for _, p in chosen] for _ in range(rounds)])
         measure_s = time.perf_counter() - began
     points = [
-        {"model": name, "placement": label, "measured_ms": float(np.median(runs[:, i])) * 1e3,
-         "before_ms": before.runtime(p) * 1e3, "after_ms": after.runtime(p) * 1e3}
+        {
+            "model": name,
+            "placement": label,
+            "measured_ms": float(np.median(runs[:, i])) * 1e3,
+            "before_ms": before.runtime(p) * 1e3,
+            "after_ms": after.runtime(p) * 1e3,
+        }
         for i, (label, p) in enumerate(chosen)
-    ]  # fmt: skip
+    ]
     measured = np.array([p["measured_ms"] for p in points])
     mape_b, rho_b = agreement(measured, np.array([p["before_ms"] for p in points]))
     mape_a, rho_a = agreement(measured, np.array([p["after_ms"] for p in points]))
@@ -112,8 +118,8 @@ def run_model(name: str, spec: str, cluster: str, count: int, repeats: int, roun
         "link 0->1: pinged": f"{links[0]['latency'] * 1e6:.0f} us, "
         f"{links[0]['bandwidth'] / 1e9:.1f} GB/s",
         "+ in-run latency": f"{extra * 1e6:.0f} us",
-        "run scales": ", ".join(f"{kind} {scale:.2f}"
-                                for kind, scale in info["run_scales"].items()) or "-",
+        "run scales": ", ".join(f"{kind} {scale:.2f}" for kind, scale in info["run_scales"].items())
+        or "-",
         "calibrate (s)": f"{calibration_s:.0f}",
         "measure (s)": f"{measure_s:.0f}",
     }
@@ -154,14 +160,16 @@ def main() -> None:
         help="calibrate op costs on one idle device, not all devices at once",
     )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
-    parser.add_argument("--name", help="results' file name (default: measured, or "
-                                       "measured_quick with --quick)")  # fmt: skip
+    parser.add_argument(
+        "--name", help="results' file name (default: measured, or measured_quick with --quick)"
+    )
     args = parser.parse_args()
     count = 10 if args.quick else 50
     rows, points = [], []
     for name, spec in MODELS.items():
-        row, mine = run_model(name, spec, args.cluster, count, args.repeats, args.rounds,
-                              not args.alone)  # fmt: skip
+        row, mine = run_model(
+            name, spec, args.cluster, count, args.repeats, args.rounds, not args.alone
+        )
         rows.append(row)
         points += mine
         print(markdown_table([row]), flush=True)

@@ -34,15 +34,23 @@ def folder_name(placer: str) -> str:
 def rows(tiers: list[str], placers: list[str] | None) -> list[tuple[str, str]]:
     """``(placer, tier)`` pairs of :data:`CLASSIC_ROWS` within ``tiers`` and ``placers``."""
     every = [tier for tier in placebench_v1().tiers if tier != "scale"]
-    return [(placer, tier) for placer, only in CLASSIC_ROWS for tier in (only or every)
-            if tier in tiers and (placers is None or placer in placers)]  # fmt: skip
+    return [
+        (placer, tier)
+        for placer, only in CLASSIC_ROWS
+        for tier in (only or every)
+        if tier in tiers and (placers is None or placer in placers)
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiers", nargs="+", default=list(placebench_v1().tiers))
-    parser.add_argument("--placers", nargs="+", default=None,
-                        help="only these rows (placer specs as CLASSIC_ROWS writes them)")
+    parser.add_argument(
+        "--placers",
+        nargs="+",
+        default=None,
+        help="only these rows (placer specs as CLASSIC_ROWS writes them)",
+    )
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     known = {placer for placer, _ in CLASSIC_ROWS}
@@ -51,8 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"not a classic row: {', '.join(unknown)}; rows: {', '.join(sorted(known))}")
     out = Path(args.out)
     for placer, tier in rows(args.tiers, args.placers):
-        records = run_cases("placebench-v1", tier, "test", placer,
-                            out / folder_name(placer) / tier)  # fmt: skip
+        records = run_cases("placebench-v1", tier, "test", placer, out / folder_name(placer) / tier)
         failed = sum(1 for record in records if record.get("error"))
         print(f"{placer} on {tier}: {len(records)} cases, {failed} failed", flush=True)
     board = write_leaderboard([out], out / "LEADERBOARD.md")

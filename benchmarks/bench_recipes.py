@@ -142,24 +142,46 @@ _NVLINK = "gpu8_nvlink?n_devices=4"
 #: 2026-11-27; its training seeds 2, 3 and 8 are one graph too).
 HELD_OUT = CELL_TEST_SEEDS  # PlaceBench's test seeds of the cell families
 FAMILIES = {
-    "layered": Family("synthetic:layered?n=80&seed={seed}", range(24), tuple(range(24, 32)),
-                      "placeto?n_devices=4", validation=tuple(range(100, 116))),
-    **{name: Family(f"synthetic:{name}?seed={{seed}}", range(2, 10), seeds, _NVLINK)
-       for name, seeds in HELD_OUT.items()},
-}  # fmt: skip
+    "layered": Family(
+        "synthetic:layered?n=80&seed={seed}",
+        range(24),
+        tuple(range(24, 32)),
+        "placeto?n_devices=4",
+        validation=tuple(range(100, 116)),
+    ),
+    **{
+        name: Family(f"synthetic:{name}?seed={{seed}}", range(2, 10), seeds, _NVLINK)
+        for name, seeds in HELD_OUT.items()
+    },
+}
 CONSTRUCTIVE = ("heft", "m_etf", "m_sct")
 RECIPES = ("default", "placeto", "doppler", "gdp", "improve")
 #: Seeds of the reference ``local_search`` (its visiting order) per held-out graph.
 LOCAL_SEARCH_SEEDS = 5
 #: Options ``recipe_config`` sets itself, whatever a ``--override`` says.
-FIXED_BY_BENCHMARK = ("graph.spec", "cluster.spec", "env.objective", "total_steps", "seed",
-                      "eval_every", "eval_samples", "checkpoint_every", "baselines",
-                      "progress_bar", "agent.rollback_graphs", "validation_graphs")  # fmt: skip
+FIXED_BY_BENCHMARK = (
+    "graph.spec",
+    "cluster.spec",
+    "env.objective",
+    "total_steps",
+    "seed",
+    "eval_every",
+    "eval_samples",
+    "checkpoint_every",
+    "baselines",
+    "progress_bar",
+    "agent.rollback_graphs",
+    "validation_graphs",
+)
 #: Training graphs of each policy that the ``training-fit`` rows place.
 FIT_GRAPHS = 8
 #: (method, search, start placer): how each trained policy places a held-out graph.
-METHODS = (("zero-shot", "greedy", None), ("zero-shot+best_of", "greedy", "best_of"),
-           ("local", "local", None), ("local+best_of", "local", "best_of"))  # fmt: skip
+METHODS = (
+    ("zero-shot", "greedy", None),
+    ("zero-shot+best_of", "greedy", "best_of"),
+    ("local", "local", None),
+    ("local+best_of", "local", "best_of"),
+)
 
 
 def recipe_overrides(recipe: str) -> list[str]:
@@ -167,10 +189,16 @@ def recipe_overrides(recipe: str) -> list[str]:
     return ["~experiment"] if recipe == "default" else [f"experiment={recipe}"]
 
 
-def recipe_config(recipe: str, family: Family, seed: int, steps: int,
-                  train_graphs: int | None = None, rollback_graphs: int = 0,
-                  overrides: tuple[str, ...] = (),
-                  select_on_validation: bool = False) -> RunConfig:  # fmt: skip
+def recipe_config(
+    recipe: str,
+    family: Family,
+    seed: int,
+    steps: int,
+    train_graphs: int | None = None,
+    rollback_graphs: int = 0,
+    overrides: tuple[str, ...] = (),
+    select_on_validation: bool = False,
+) -> RunConfig:
     """``recipe``'s training config on the family's training graphs (``train_graphs`` of
     them: see :meth:`Family.training`), rollback checking ``rollback_graphs`` of them (0:
     all), with further Hydra ``overrides`` (``env.reward=normalized_delta``); with
@@ -181,17 +209,25 @@ def recipe_config(recipe: str, family: Family, seed: int, steps: int,
     training = family.training(train_graphs)
     placed = (*training, *family.held_out, *family.validation)
     graphs = [load_graph(spec) for spec in family.graphs(placed)]
-    padding = {"max_nodes": max(g.num_nodes for g in graphs),
-               "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip
+    padding = {
+        "max_nodes": max(g.num_nodes for g in graphs),
+        "max_edges": max(g.num_edges for g in graphs),
+    }
     return dataclasses.replace(
-        run, graph=dataclasses.replace(run.graph, spec=family.graphs(training)),
+        run,
+        graph=dataclasses.replace(run.graph, spec=family.graphs(training)),
         cluster=dataclasses.replace(run.cluster, spec=family.cluster),
         env=dataclasses.replace(run.env, objective=OBJECTIVE, **padding),
         agent=dataclasses.replace(run.agent, rollback_graphs=rollback_graphs),
-        total_steps=steps, seed=seed, eval_every=max(steps // 4, 1), eval_samples=0,
-        checkpoint_every=0, baselines=[], progress_bar=False,
+        total_steps=steps,
+        seed=seed,
+        eval_every=max(steps // 4, 1),
+        eval_samples=0,
+        checkpoint_every=0,
+        baselines=[],
+        progress_bar=False,
         validation_graphs=family.graphs(family.validation) if select_on_validation else [],
-    )  # fmt: skip
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,10 +262,18 @@ def classic(spec: str, cluster_spec: str, budget: int) -> Classic:
     rows = []
     for seed, (runtime, evaluations, seconds) in enumerate(searches):
         others = geometric_mean(np.delete(runtimes, seed))  # its own run left out
-        rows.append({"seed": seed, "method": "local_search", "runtime": runtime,
-                     "vs_constructive": runtime / constructive,
-                     "vs_best_of": runtime / best_of.runtime, "evaluations": evaluations,
-                     "wall_s": seconds + best_of_s, "vs_local_search": runtime / others})
+        rows.append(
+            {
+                "seed": seed,
+                "method": "local_search",
+                "runtime": runtime,
+                "vs_constructive": runtime / constructive,
+                "vs_best_of": runtime / best_of.runtime,
+                "evaluations": evaluations,
+                "wall_s": seconds + best_of_s,
+                "vs_local_search": runtime / others,
+            }
+        )
     return Classic(constructive, best_of, best_of_s, geometric_mean(runtimes), tuple(rows))
 
 
@@ -242,49 +286,67 @@ def place_held_out(model: Any, spec: str, cluster_spec: str, budget: int) -> lis
     from_best_of = model.placerl_settings.get("init") == "best_of"
     rows = []
     for method, search, start in METHODS:
-        found = run_search(model, env, search, budget=0 if search == "greedy" else budget,
-                           init=start)  # fmt: skip
-        rows.append({"method": method, "runtime": found.runtime,
-                     "vs_constructive": found.runtime / placers.constructive,
-                     "vs_best_of": found.runtime / placers.best_of.runtime,
-                     "evaluations": found.evaluations,
-                     "wall_s": found.wall_s + (placers.best_of_s if start or from_best_of
-                                               else 0.0),
-                     "vs_local_search": found.runtime / placers.local_search
-                     if search != "greedy" else float("nan")})  # fmt: skip
+        found = run_search(
+            model, env, search, budget=0 if search == "greedy" else budget, init=start
+        )
+        rows.append(
+            {
+                "method": method,
+                "runtime": found.runtime,
+                "vs_constructive": found.runtime / placers.constructive,
+                "vs_best_of": found.runtime / placers.best_of.runtime,
+                "evaluations": found.evaluations,
+                "wall_s": found.wall_s + (placers.best_of_s if start or from_best_of else 0.0),
+                "vs_local_search": found.runtime / placers.local_search
+                if search != "greedy"
+                else float("nan"),
+            }
+        )
     # A refine episode simulates each move: the zero-shot placement against search given as
     # many evaluations from best_of.
     zero_shot = next(row for row in rows if row["method"] == "zero-shot")
     start = placers.best_of.placement
-    searches = local_searches(problem.graph, problem.cluster, start,
-                              max(1, int(zero_shot["evaluations"])))  # fmt: skip
+    searches = local_searches(
+        problem.graph, problem.cluster, start, max(1, int(zero_shot["evaluations"]))
+    )
     zero_shot["vs_local_search"] = zero_shot["runtime"] / geometric_mean(
-        [runtime for runtime, _, _ in searches])
+        [runtime for runtime, _, _ in searches]
+    )
     # The simulator is cheap next to a policy's forward pass: the same comparison in seconds.
     own_s = zero_shot["wall_s"] - (placers.best_of_s if from_best_of else 0.0)
-    zero_shot.update(equal_cost_references(problem, start, zero_shot["runtime"],
-                                           zero_shot["evaluations"], own_s))  # fmt: skip
+    zero_shot.update(
+        equal_cost_references(problem, start, zero_shot["runtime"], zero_shot["evaluations"], own_s)
+    )
     return rows
 
 
-def equal_cost_references(problem: Problem, start: np.ndarray, runtime: float,
-                          evaluations: int, seconds: float) -> dict[str, float]:  # fmt: skip
+def equal_cost_references(
+    problem: Problem, start: np.ndarray, runtime: float, evaluations: int, seconds: float
+) -> dict[str, float]:
     """A placement's ``runtime``, found in ``seconds`` of the policy's own (its start's
     seconds left out when the start is ``best_of``'s, which search gets for free too) with
     ``evaluations``, against search from ``start``: iterated local search, the strongest
     search for a time budget, given those seconds; the evaluations ``local_search`` needs to
     reach ``runtime`` (median of its seeds); and the evaluation cost at which both get there
     at once (:func:`break_even`)."""
-    timed = local_searches(problem.graph, problem.cluster, start, 0, seconds=seconds,
-                           restarts=10**6)  # fmt: skip
-    needed = float(np.median([evaluations_to_reach(problem.graph, problem.cluster, start,
-                                                   runtime, seed)
-                              for seed in range(LOCAL_SEARCH_SEEDS)]))  # fmt: skip
-    return {"policy_own_s": seconds,
-            "vs_iterated_local_search_time": runtime / geometric_mean([r for r, _, _ in timed]),
-            "iterated_local_search_evaluations": round(float(np.mean([e for _, e, _ in timed]))),
-            "local_search_to_match": needed,
-            "break_even_ms": 1e3 * break_even(seconds, evaluations, needed)}  # fmt: skip
+    timed = local_searches(
+        problem.graph, problem.cluster, start, 0, seconds=seconds, restarts=10**6
+    )
+    needed = float(
+        np.median(
+            [
+                evaluations_to_reach(problem.graph, problem.cluster, start, runtime, seed)
+                for seed in range(LOCAL_SEARCH_SEEDS)
+            ]
+        )
+    )
+    return {
+        "policy_own_s": seconds,
+        "vs_iterated_local_search_time": runtime / geometric_mean([r for r, _, _ in timed]),
+        "iterated_local_search_evaluations": round(float(np.mean([e for _, e, _ in timed]))),
+        "local_search_to_match": needed,
+        "break_even_ms": 1e3 * break_even(seconds, evaluations, needed),
+    }
 
 
 def break_even(policy_s: float, policy_evaluations: float, search_evaluations: float) -> float:
@@ -314,15 +376,30 @@ def greedy_rows(model: Any, family: Family, seeds: Any, method: str) -> list[dic
         best_of = reference(graph, cluster, OBJECTIVE, "best_of").runtime  # cached
         env = env_for(model, Problem(graph, cluster, OBJECTIVE))
         found = run_search(model, env, "greedy", budget=0)
-        rows.append({"graph": spec.split(":")[1], "method": method,
-                     "runtime": found.runtime, "vs_constructive": found.runtime / constructive,
-                     "vs_best_of": found.runtime / best_of, "evaluations": found.evaluations,
-                     "wall_s": found.wall_s, "vs_local_search": float("nan")})  # fmt: skip
+        rows.append(
+            {
+                "graph": spec.split(":")[1],
+                "method": method,
+                "runtime": found.runtime,
+                "vs_constructive": found.runtime / constructive,
+                "vs_best_of": found.runtime / best_of,
+                "evaluations": found.evaluations,
+                "wall_s": found.wall_s,
+                "vs_local_search": float("nan"),
+            }
+        )
     return rows
 
 
-def local_searches(graph: Any, cluster: Any, start: np.ndarray, budget: int, *,
-                   seconds: float = 1e6, restarts: int = 0) -> list[tuple[float, int, float]]:
+def local_searches(
+    graph: Any,
+    cluster: Any,
+    start: np.ndarray,
+    budget: int,
+    *,
+    seconds: float = 1e6,
+    restarts: int = 0,
+) -> list[tuple[float, int, float]]:
     """Runtime, evaluations and seconds of ``local_search`` from ``start`` at ``budget``
     evaluations (0: no limit) and ``seconds`` (with ``restarts``: iterated local search,
     kicking the best placement after each local optimum), once per seed: at a few hundred
@@ -336,17 +413,34 @@ def local_searches(graph: Any, cluster: Any, start: np.ndarray, budget: int, *,
     return out
 
 
-def _climb(graph: Any, cluster: Any, start: np.ndarray, budget: int, seed: int,
-           seconds: float = 1e6, restarts: int = 0) -> tuple[float, int]:  # fmt: skip
+def _climb(
+    graph: Any,
+    cluster: Any,
+    start: np.ndarray,
+    budget: int,
+    seed: int,
+    seconds: float = 1e6,
+    restarts: int = 0,
+) -> tuple[float, int]:
     """Runtime and evaluations of one ``local_search`` from ``start``, unbounded in rounds."""
-    found = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6,
-                  time_limit=max(seconds, 1e-6), max_evaluations=budget, init=start,
-                  seed=seed, restarts=restarts)  # fmt: skip
+    found = solve(
+        "local_search",
+        graph,
+        cluster,
+        OBJECTIVE,
+        max_rounds=10**6,
+        time_limit=max(seconds, 1e-6),
+        max_evaluations=budget,
+        init=start,
+        seed=seed,
+        restarts=restarts,
+    )
     return found.runtime, found.info["evaluations"]
 
 
-def evaluations_to_reach(graph: Any, cluster: Any, start: np.ndarray, target: float,
-                         seed: int) -> float:  # fmt: skip
+def evaluations_to_reach(
+    graph: Any, cluster: Any, start: np.ndarray, target: float, seed: int
+) -> float:
     """The fewest evaluations at which ``local_search`` from ``start`` (visiting-order
     ``seed``) is at most ``target``; ``inf`` if its local optimum is slower. A larger budget
     replays the same climb further, so its runtime falls with the budget: bisection."""
@@ -383,12 +477,20 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             mean, ci = _interval(ratios)
             seconds = float(np.mean([r["wall_s"] for r in mine]))
-            out.append({"recipe": recipe, "method": method, "against": versus[3:],
-                        "runs": len(ratios), "geomean": round(mean, 3), "ci95": ci,
-                        "at_most": f"{int((ratios <= 1 + 1e-9).sum())}/{len(ratios)}",
-                        "worst": round(float(ratios.max()), 3),
-                        "vs_best_of": round(geometric_mean([r["vs_best_of"] for r in mine]), 3),
-                        "inference_s": round(seconds, 2)})  # fmt: skip
+            out.append(
+                {
+                    "recipe": recipe,
+                    "method": method,
+                    "against": versus[3:],
+                    "runs": len(ratios),
+                    "geomean": round(mean, 3),
+                    "ci95": ci,
+                    "at_most": f"{int((ratios <= 1 + 1e-9).sum())}/{len(ratios)}",
+                    "worst": round(float(ratios.max()), 3),
+                    "vs_best_of": round(geometric_mean([r["vs_best_of"] for r in mine]), 3),
+                    "inference_s": round(seconds, 2),
+                }
+            )
     return out
 
 
@@ -414,23 +516,32 @@ def budgets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     needs no more evaluations; runs written before a column existed are left out of it)."""
     out = []
     for recipe in dict.fromkeys(r["recipe"] for r in rows):
-        mine = [r for r in rows if r["recipe"] == recipe and r["method"] == "zero-shot"
-                and "policy_own_s" in r]  # fmt: skip
+        mine = [
+            r
+            for r in rows
+            if r["recipe"] == recipe and r["method"] == "zero-shot" and "policy_own_s" in r
+        ]
         if not mine:
             continue
         own = np.array([r["evaluations"] for r in mine], dtype=float)
         needed = np.array([r["local_search_to_match"] for r in mine], dtype=float)
         costs = np.array([r["break_even_ms"] for r in mine], dtype=float)
-        out.append({"recipe": recipe, "runs": len(mine),
-                    "policy_evaluations": round(float(np.median(own))),
-                    "policy_s": round(float(np.mean([r["policy_own_s"] for r in mine])), 2),
-                    "iterated_local_search_evaluations_in_those_s": round(float(np.mean(
-                        [r["iterated_local_search_evaluations"] for r in mine]))),
-                    "local_search_evaluations_to_match": _median_or_unreached(needed),
-                    "search_over_policy": _median_or_unreached(needed / own, 2),
-                    "search_needs_more": f"{int((needed > own).sum())}/{len(mine)}",
-                    "unreached": f"{int(np.isinf(needed).sum())}/{len(mine)}",
-                    "break_even_ms": round(float(np.median(costs)), 2)})  # fmt: skip
+        out.append(
+            {
+                "recipe": recipe,
+                "runs": len(mine),
+                "policy_evaluations": round(float(np.median(own))),
+                "policy_s": round(float(np.mean([r["policy_own_s"] for r in mine])), 2),
+                "iterated_local_search_evaluations_in_those_s": round(
+                    float(np.mean([r["iterated_local_search_evaluations"] for r in mine]))
+                ),
+                "local_search_evaluations_to_match": _median_or_unreached(needed),
+                "search_over_policy": _median_or_unreached(needed / own, 2),
+                "search_needs_more": f"{int((needed > own).sum())}/{len(mine)}",
+                "unreached": f"{int(np.isinf(needed).sum())}/{len(mine)}",
+                "break_even_ms": round(float(np.median(costs)), 2),
+            }
+        )
     return out
 
 
@@ -442,42 +553,83 @@ def _median_or_unreached(values: np.ndarray, digits: int | None = None) -> float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", default=",".join(RECIPES))
-    parser.add_argument("--family", default="layered", choices=FAMILIES,
-                        help="the family to train on and place held-out graphs of")
+    parser.add_argument(
+        "--family",
+        default="layered",
+        choices=FAMILIES,
+        help="the family to train on and place held-out graphs of",
+    )
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--first-seed", type=int, default=0,
-                        help="seeds --first-seed .. --first-seed + --seeds - 1 (to split a run "
-                             "over processes sharing --models)")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds --first-seed .. --first-seed + --seeds - 1 (to split a run "
+        "over processes sharing --models)",
+    )
     parser.add_argument("--steps", type=int, default=8_000, help="env steps per policy")
-    parser.add_argument("--train-graphs", type=int, default=None,
-                        help=f"training graphs (the split's; more go on from seed {MORE_TRAINING})")
-    parser.add_argument("--rollback-graphs", type=int, default=0,
-                        help="training graphs each rollback check runs on (0: all; "
-                             "agent.rollback_graphs in --override is refused: use this)")
-    parser.add_argument("--select-on-validation", action="store_true",
-                        help="keep_best chooses the weights on the family's validation graphs "
-                             "(whose rows then are not unbiased; the held-out ones are)")
-    parser.add_argument("--override", action="append", default=[],
-                        help="a further Hydra override of every recipe (repeatable), for "
-                             "ablations (their results and kept policies get its name)")
-    parser.add_argument("--budget", type=int, default=240,
-                        help="simulator evaluations of the local searches (0: to their optima)")
+    parser.add_argument(
+        "--train-graphs",
+        type=int,
+        default=None,
+        help=f"training graphs (the split's; more go on from seed {MORE_TRAINING})",
+    )
+    parser.add_argument(
+        "--rollback-graphs",
+        type=int,
+        default=0,
+        help="training graphs each rollback check runs on (0: all; "
+        "agent.rollback_graphs in --override is refused: use this)",
+    )
+    parser.add_argument(
+        "--select-on-validation",
+        action="store_true",
+        help="keep_best chooses the weights on the family's validation graphs "
+        "(whose rows then are not unbiased; the held-out ones are)",
+    )
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        help="a further Hydra override of every recipe (repeatable), for "
+        "ablations (their results and kept policies get its name)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=240,
+        help="simulator evaluations of the local searches (0: to their optima)",
+    )
     parser.add_argument("--graphs", type=int, default=None, help="held-out graphs (all)")
-    parser.add_argument("--held-out-cases", default=None,
-                        help="place these graphs instead of the family's held-out ones: "
-                             "'SPEC@CLUSTER;SPEC@CLUSTER' (graphs from outside the family; "
-                             "clusters with the family's device count)")
-    parser.add_argument("--held-out-nodes", type=int, default=None,
-                        help="generate the held-out graphs with this many nodes (layered; the "
-                             "policies still train on the family's size): placing graphs "
-                             "larger than any seen in training")
+    parser.add_argument(
+        "--held-out-cases",
+        default=None,
+        help="place these graphs instead of the family's held-out ones: "
+        "'SPEC@CLUSTER;SPEC@CLUSTER' (graphs from outside the family; "
+        "clusters with the family's device count)",
+    )
+    parser.add_argument(
+        "--held-out-nodes",
+        type=int,
+        default=None,
+        help="generate the held-out graphs with this many nodes (layered; the "
+        "policies still train on the family's size): placing graphs "
+        "larger than any seen in training",
+    )
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 graphs, 3k steps")
-    parser.add_argument("--name", default=None,
-                        help="results file name (recipes, or recipes_<family>)")
-    parser.add_argument("--resume", action="store_true",
-                        help="keep the (recipe, seed) pairs the results file already holds")
-    parser.add_argument("--models", default=None,
-                        help="folder to keep the trained policies in (and reuse them from)")
+    parser.add_argument(
+        "--name", default=None, help="results file name (recipes, or recipes_<family>)"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the (recipe, seed) pairs the results file already holds",
+    )
+    parser.add_argument(
+        "--models",
+        default=None,
+        help="folder to keep the trained policies in (and reuse them from)",
+    )
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
@@ -492,24 +644,32 @@ def main() -> None:
     if args.rollback_graphs < 0:
         parser.error(f"--rollback-graphs must be at least 0, got {args.rollback_graphs}")
     if args.budget < 0:
-        parser.error(f"--budget must be at least 0 (0: the local searches run to their "
-                     f"optima), got {args.budget}")  # fmt: skip
+        parser.error(
+            f"--budget must be at least 0 (0: the local searches run to their "
+            f"optima), got {args.budget}"
+        )
     fixed = [o for o in args.override if o.lstrip("+~").split("=")[0] in FIXED_BY_BENCHMARK]
     if fixed:
-        parser.error(f"--override {fixed[0]!r}: the benchmark sets "
-                     f"{', '.join(FIXED_BY_BENCHMARK)} itself (see its options)")
+        parser.error(
+            f"--override {fixed[0]!r}: the benchmark sets "
+            f"{', '.join(FIXED_BY_BENCHMARK)} itself (see its options)"
+        )
     if args.held_out_nodes is not None:
         if not SIZE.search(family.spec):
-            parser.error(f"--held-out-nodes: the {args.family} family's graphs have one size "
-                         f"({family.spec})")  # fmt: skip
+            parser.error(
+                f"--held-out-nodes: the {args.family} family's graphs have one size ({family.spec})"
+            )
         if args.held_out_nodes < 2:
             parser.error(f"--held-out-nodes must be at least 2, got {args.held_out_nodes}")
     if args.held_out_cases and not all("@" in c for c in args.held_out_cases.split(";")):
         parser.error(f"--held-out-cases: each case is SPEC@CLUSTER, got {args.held_out_cases!r}")
     if args.held_out_cases and args.held_out_nodes:
         parser.error("--held-out-cases and --held-out-nodes exclude each other")
-    args.name += (_variant(args) + (f"_n{args.held_out_nodes}" if args.held_out_nodes else "")
-                  + ("_cases" if args.held_out_cases else ""))  # fmt: skip
+    args.name += (
+        _variant(args)
+        + (f"_n{args.held_out_nodes}" if args.held_out_nodes else "")
+        + ("_cases" if args.held_out_cases else "")
+    )
     if args.quick:
         args.seeds, args.graphs, args.steps, args.name = 1, 3, 3_000, f"{args.name}_quick"
     warnings.simplefilter("ignore")  # the DP's pair budget inside best_of warns per graph
@@ -524,24 +684,47 @@ def main() -> None:
                 continue
             model, trained = trained_policy(recipe, family, seed, args)
             if (args.held_out_nodes or args.held_out_cases) and not reads_any_size(model):
-                raise SystemExit(f"--held-out-nodes/--held-out-cases: the {recipe} policy "
-                                 "reads only graphs within its padding (per-node states)")
+                raise SystemExit(
+                    f"--held-out-nodes/--held-out-cases: the {recipe} policy "
+                    "reads only graphs within its padding (per-node states)"
+                )
             warm_up(model, *held_out_cases(family, args)[0])
             for spec, cluster in held_out_cases(family, args):
                 name = spec.split(":")[1]
                 if not any(r["recipe"] == "classic" and r["graph"] == name for r in rows):
-                    rows += [{"recipe": "classic", "seed": row["seed"], "graph": name,
-                              "train_s": 0, **_rounded(row)}
-                             for row in classic(spec, cluster, args.budget).rows]
+                    rows += [
+                        {
+                            "recipe": "classic",
+                            "seed": row["seed"],
+                            "graph": name,
+                            "train_s": 0,
+                            **_rounded(row),
+                        }
+                        for row in classic(spec, cluster, args.budget).rows
+                    ]
                 for row in place_held_out(model, spec, cluster, args.budget):
-                    rows.append({"recipe": recipe, "seed": seed, "graph": name,
-                                 "train_s": round(trained), **_rounded(row)})  # fmt: skip
-                    print(recipe, seed, spec, row["method"], round(row["vs_constructive"], 3),
-                          flush=True)  # fmt: skip
+                    rows.append(
+                        {
+                            "recipe": recipe,
+                            "seed": seed,
+                            "graph": name,
+                            "train_s": round(trained),
+                            **_rounded(row),
+                        }
+                    )
+                    print(
+                        recipe,
+                        seed,
+                        spec,
+                        row["method"],
+                        round(row["vs_constructive"], 3),
+                        flush=True,
+                    )
             fit = training_fit(model, family, args.train_graphs)
             for row in fit + greedy_rows(model, family, family.validation, "validation"):
-                rows.append({"recipe": recipe, "seed": seed, "train_s": round(trained),
-                             **_rounded(row)})  # fmt: skip
+                rows.append(
+                    {"recipe": recipe, "seed": seed, "train_s": round(trained), **_rounded(row)}
+                )
             report(args, family, rows, time.perf_counter() - begin)  # after every policy
 
 
@@ -557,8 +740,9 @@ def held_out_cases(family: Family, args: argparse.Namespace) -> list[tuple[str, 
     family's held-out graphs (at ``--held-out-nodes`` where given) on its cluster."""
     if args.held_out_cases:
         return [tuple(case.rsplit("@", 1)) for case in args.held_out_cases.split(";")]
-    return [(spec, family.cluster)
-            for spec in family.held_out_graphs(args.graphs, args.held_out_nodes)]  # fmt: skip
+    return [
+        (spec, family.cluster) for spec in family.held_out_graphs(args.graphs, args.held_out_nodes)
+    ]
 
 
 def _variant(args: argparse.Namespace) -> str:
@@ -586,87 +770,119 @@ def _rounded(row: dict[str, Any]) -> dict[str, Any]:
     return {k: float(f"{v:.5g}") if isinstance(v, float) else v for k, v in row.items()}
 
 
-def trained_policy(recipe: str, family: Family, seed: int,
-                   args: argparse.Namespace) -> tuple[Any, float]:  # fmt: skip
+def trained_policy(
+    recipe: str, family: Family, seed: int, args: argparse.Namespace
+) -> tuple[Any, float]:
     """``recipe``'s policy for ``seed`` and its training seconds: trained here, or the one
     ``--models`` holds from an earlier run (with the seconds it took then)."""
     variant = f"{recipe}{_variant(args)}_seed{seed}"
     kept = Path(args.models) / args.family / variant if args.models else None
     if kept is not None and (kept / "model.zip").is_file():
         result = kept / "result.json"
-        trained = (json.loads(result.read_text())["config"]["total_steps"]
-                   if result.is_file() else None)  # fmt: skip
+        trained = (
+            json.loads(result.read_text())["config"]["total_steps"] if result.is_file() else None
+        )
         if trained != args.steps:
-            raise SystemExit(f"{kept} holds a policy trained for {trained} steps (None: no "
-                             f"result.json), not --steps {args.steps}: give another --models "
-                             "folder")  # fmt: skip
+            raise SystemExit(
+                f"{kept} holds a policy trained for {trained} steps (None: no "
+                f"result.json), not --steps {args.steps}: give another --models "
+                "folder"
+            )
         seconds = json.loads((kept / "train_s.json").read_text())
         return load_model(kept / "model.zip", "cpu"), seconds
     with tempfile.TemporaryDirectory() as scratch:
         out = kept or Path(scratch)
         start = time.perf_counter()
-        result = train(recipe_config(recipe, family, seed, args.steps, args.train_graphs,
-                                     args.rollback_graphs, tuple(args.override),
-                                     args.select_on_validation), out_dir=str(out))  # fmt: skip
+        result = train(
+            recipe_config(
+                recipe,
+                family,
+                seed,
+                args.steps,
+                args.train_graphs,
+                args.rollback_graphs,
+                tuple(args.override),
+                args.select_on_validation,
+            ),
+            out_dir=str(out),
+        )
         seconds = time.perf_counter() - start
-        print(f"{recipe} seed {seed}: {result.steps} steps in {seconds:.0f} s (weights "
-              f"of step {result.policy_step})", flush=True)  # fmt: skip
+        print(
+            f"{recipe} seed {seed}: {result.steps} steps in {seconds:.0f} s (weights "
+            f"of step {result.policy_step})",
+            flush=True,
+        )
         if kept is not None:
             (kept / "train_s.json").write_text(json.dumps(seconds))
         return load_model(out / "model.zip", "cpu"), seconds
 
 
-def report(args: argparse.Namespace, family: Family, rows: list[dict[str, Any]],
-           seconds: float) -> None:  # fmt: skip
+def report(
+    args: argparse.Namespace, family: Family, rows: list[dict[str, Any]], seconds: float
+) -> None:
     """Write the runs and the summary (JSON and markdown) and print the summary."""
     command = "python benchmarks/bench_recipes.py " + " ".join(sys.argv[1:])
     table = markdown_table(summarize(rows))
     costs = budgets(rows)
     if costs:
-        table += ("\n\nThe zero-shot placement's cost against `local_search` from `best_of`:\n\n"
-                  + markdown_table(costs))  # fmt: skip
-    held_out = (", ".join(f"{spec} on {cluster}" for spec, cluster in held_out_cases(family, args))
-                if args.held_out_cases else
-                f"{family.held_out_spec(args.held_out_nodes).format(seed=family.held_out)} on "
-                f"{family.cluster}")  # fmt: skip
-    text = (f"Command: `{command.strip()}` ({seconds:.0f} s). Held-out "
-            f"{held_out}, trained on seeds "
-            f"{_seed_ranges(family.training(args.train_graphs))}"
-            + f", {args.steps} env steps per policy"
-            + (f" (rollback checking {args.rollback_graphs} of the training graphs)"
-               if args.rollback_graphs else "")
-            + (f" (overrides: {' '.join(args.override)})" if args.override else "")
-            + (" (keep_best choosing the weights on the validation graphs, so the `validation` "
-               "rows are not unbiased)" if args.select_on_validation else "") + ". "
-            "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
-            "per graph (`zero-shot+best_of`: the better of it and `best_of`'s placement, at "
-            "most 1 by construction, since `best_of` holds the constructive placers' placements: "
-            "its geometric mean and `vs_best_of` say how much the policy adds; inference seconds "
-            "of every method starting from `best_of` include computing it); `zero-shot` against "
-            "`local_search`: over `local_search` from `best_of` given the evaluations the "
-            "greedy episode used (one for a constructing policy; a refine pass simulates each "
-            f"move it tries; the geometric mean of {LOCAL_SEARCH_SEEDS} seeds), and "
-            "(`iterated_local_search_time`) over iterated local search (`local_search` with "
-            "kicks after each local optimum) given the seconds the episode took beyond computing "
-            "`best_of` (a simulator evaluation costs microseconds, a policy step milliseconds); "
-            "`local_search_evaluations_to_match`: the evaluations `local_search` needs to reach "
-            "the zero-shot runtime; `break_even_ms`: the cost of one evaluation above which the "
-            "policy reaches its placement sooner (its own seconds over the evaluations it "
-            "saves; where an evaluation is a measured run; `inf`: search needs no more "
-            "evaluations); `local`: "
-            f"policy-guided local search {_budget_words(args.budget)} over `local_search` from "
-            f"`best_of` given the same (the geometric mean of its {LOCAL_SEARCH_SEEDS} "
-            "visiting-order seeds; recipe `classic`: each seed over the mean of the other "
-            "seeds, whose spread and worst case are the comparison's noise floor); "
-            "`local+best_of`: the search starts from the better of the policy's and "
-            "`best_of`'s; `training-fit`: the greedy placement of "
-            f"{FIT_GRAPHS} of the policy's own training graphs over the best constructive "
-            "placer (beside `zero-shot`: not generalizing, or not fitting its own graphs); "
-            "`validation`: the same on the family's validation graphs (layered: seeds 100-115), "
-            "where settings may be chosen without the held-out graphs; "
-            "`vs_best_of`: over `best_of` (below 1: better). Runtimes in seconds."
-            f"\n\n{table}\n\n"
-            f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
+        table += (
+            "\n\nThe zero-shot placement's cost against `local_search` from `best_of`:\n\n"
+            + markdown_table(costs)
+        )
+    held_out = (
+        ", ".join(f"{spec} on {cluster}" for spec, cluster in held_out_cases(family, args))
+        if args.held_out_cases
+        else f"{family.held_out_spec(args.held_out_nodes).format(seed=family.held_out)} on "
+        f"{family.cluster}"
+    )
+    text = (
+        f"Command: `{command.strip()}` ({seconds:.0f} s). Held-out "
+        f"{held_out}, trained on seeds "
+        f"{_seed_ranges(family.training(args.train_graphs))}"
+        + f", {args.steps} env steps per policy"
+        + (
+            f" (rollback checking {args.rollback_graphs} of the training graphs)"
+            if args.rollback_graphs
+            else ""
+        )
+        + (f" (overrides: {' '.join(args.override)})" if args.override else "")
+        + (
+            " (keep_best choosing the weights on the validation graphs, so the `validation` "
+            "rows are not unbiased)"
+            if args.select_on_validation
+            else ""
+        )
+        + ". "
+        "`zero-shot`: greedy runtime over the best constructive placer (HEFT, m-ETF, m-SCT) "
+        "per graph (`zero-shot+best_of`: the better of it and `best_of`'s placement, at "
+        "most 1 by construction, since `best_of` holds the constructive placers' placements: "
+        "its geometric mean and `vs_best_of` say how much the policy adds; inference seconds "
+        "of every method starting from `best_of` include computing it); `zero-shot` against "
+        "`local_search`: over `local_search` from `best_of` given the evaluations the "
+        "greedy episode used (one for a constructing policy; a refine pass simulates each "
+        f"move it tries; the geometric mean of {LOCAL_SEARCH_SEEDS} seeds), and "
+        "(`iterated_local_search_time`) over iterated local search (`local_search` with "
+        "kicks after each local optimum) given the seconds the episode took beyond computing "
+        "`best_of` (a simulator evaluation costs microseconds, a policy step milliseconds); "
+        "`local_search_evaluations_to_match`: the evaluations `local_search` needs to reach "
+        "the zero-shot runtime; `break_even_ms`: the cost of one evaluation above which the "
+        "policy reaches its placement sooner (its own seconds over the evaluations it "
+        "saves; where an evaluation is a measured run; `inf`: search needs no more "
+        "evaluations); `local`: "
+        f"policy-guided local search {_budget_words(args.budget)} over `local_search` from "
+        f"`best_of` given the same (the geometric mean of its {LOCAL_SEARCH_SEEDS} "
+        "visiting-order seeds; recipe `classic`: each seed over the mean of the other "
+        "seeds, whose spread and worst case are the comparison's noise floor); "
+        "`local+best_of`: the search starts from the better of the policy's and "
+        "`best_of`'s; `training-fit`: the greedy placement of "
+        f"{FIT_GRAPHS} of the policy's own training graphs over the best constructive "
+        "placer (beside `zero-shot`: not generalizing, or not fitting its own graphs); "
+        "`validation`: the same on the family's validation graphs (layered: seeds 100-115), "
+        "where settings may be chosen without the held-out graphs; "
+        "`vs_best_of`: over `best_of` (below 1: better). Runtimes in seconds."
+        f"\n\n{table}\n\n"
+        f"Runs:\n\n{markdown_table(rows)}\n"
+    )
     write_results(args.name, rows, args.out, config=args, markdown=text)
     print(f"\n{table}", flush=True)
 

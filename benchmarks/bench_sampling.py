@@ -37,9 +37,13 @@ def measure(nodes: int, episodes: int) -> dict[str, object]:
     start = time.perf_counter()
     sampled_rollouts(model, env, episodes)
     side_by_side = time.perf_counter() - start
-    return {"nodes": nodes, "episodes": episodes, "one_after_another_s": round(one_by_one, 2),
-            "side_by_side_s": round(side_by_side, 2),
-            "speedup": round(one_by_one / side_by_side, 1)}  # fmt: skip
+    return {
+        "nodes": nodes,
+        "episodes": episodes,
+        "one_after_another_s": round(one_by_one, 2),
+        "side_by_side_s": round(side_by_side, 2),
+        "speedup": round(one_by_one / side_by_side, 1),
+    }
 
 
 def main() -> None:

@@ -73,25 +73,55 @@ def measure(case: Any, reference: bool) -> list[dict[str, Any]]:
         problem = Problem(graph, model.cluster, case.objective)
         seconds, placements[placer] = timed(lambda: PLACER_FNS[placer](problem))  # noqa: B023
         sim = model.evaluate(placements[placer], times=False)
-        rows.append(_row(n, graph.num_edges, placer, seconds, runtime=sim.runtime, bound=bound,
-                         feasible=sim.feasible))  # fmt: skip
+        rows.append(
+            _row(
+                n,
+                graph.num_edges,
+                placer,
+                seconds,
+                runtime=sim.runtime,
+                bound=bound,
+                feasible=sim.feasible,
+            )
+        )
     seconds, _ = timed(lambda: model.evaluate(placements["heft"], times=False))
     rows.append(_row(n, graph.num_edges, "simulate", seconds))
     if reference:
         problem = Problem(graph, load_cluster(case.cluster), case.objective)
         seconds, before = timed(lambda: heft_reference(problem))
-        rows.append(_row(n, graph.num_edges, "python heft (reference)", seconds,
-                         same=bool(np.array_equal(before, placements["heft"]))))  # fmt: skip
+        rows.append(
+            _row(
+                n,
+                graph.num_edges,
+                "python heft (reference)",
+                seconds,
+                same=bool(np.array_equal(before, placements["heft"])),
+            )
+        )
     return rows
 
 
-def _row(nodes: int, edges: int, task: str, seconds: float, *, runtime: float | None = None,
-         bound: float | None = None, feasible: bool | None = None,
-         same: bool | None = None) -> dict[str, Any]:  # fmt: skip
-    return {"nodes": nodes, "edges": edges, "task": task, "seconds": round(seconds, 4),
-            "runtime_s": runtime, "over_bound": None if bound is None or runtime is None
-            else round(runtime / bound, 4), "feasible": feasible,
-            "same_placement": same}  # fmt: skip
+def _row(
+    nodes: int,
+    edges: int,
+    task: str,
+    seconds: float,
+    *,
+    runtime: float | None = None,
+    bound: float | None = None,
+    feasible: bool | None = None,
+    same: bool | None = None,
+) -> dict[str, Any]:
+    return {
+        "nodes": nodes,
+        "edges": edges,
+        "task": task,
+        "seconds": round(seconds, 4),
+        "runtime_s": runtime,
+        "over_bound": None if bound is None or runtime is None else round(runtime / bound, 4),
+        "feasible": feasible,
+        "same_placement": same,
+    }
 
 
 def warm_up() -> None:
@@ -108,15 +138,21 @@ def tables(rows: list[dict[str, Any]], note: str) -> str:
     gpus = ", ".join(f"{SCALE_CLUSTERS[n]} (at {n:,} nodes)" for n in sizes)
     tasks = list(dict.fromkeys(row["task"] for row in rows))
     cell = {(row["task"], row["nodes"]): row for row in rows}
-    timing = [{"task": task, **{f"{n:,} nodes (s)": _cell(cell.get((task, n))) for n in sizes}}
-              for task in tasks]  # fmt: skip
-    quality = [{"placer": placer, **{f"{n:,} nodes": _quality(cell.get((placer, n)))
-                                     for n in sizes}} for placer in PLACERS]  # fmt: skip
-    return (f"# PlaceBench scale tier: time to draw, bound, place and simulate\n\n"
-            f"One run per cell, on the machine named above.{note} Layered graphs of seed 0 on "
-            f"{gpus} NVLink GPUs, `step_time`.\n\n{markdown_table(timing)}\n\n"
-            f"Simulated runtime over the lower bound (and whether the placement fits the "
-            f"devices' memory):\n\n{markdown_table(quality)}\n")  # fmt: skip
+    timing = [
+        {"task": task, **{f"{n:,} nodes (s)": _cell(cell.get((task, n))) for n in sizes}}
+        for task in tasks
+    ]
+    quality = [
+        {"placer": placer, **{f"{n:,} nodes": _quality(cell.get((placer, n))) for n in sizes}}
+        for placer in PLACERS
+    ]
+    return (
+        f"# PlaceBench scale tier: time to draw, bound, place and simulate\n\n"
+        f"One run per cell, on the machine named above.{note} Layered graphs of seed 0 on "
+        f"{gpus} NVLink GPUs, `step_time`.\n\n{markdown_table(timing)}\n\n"
+        f"Simulated runtime over the lower bound (and whether the placement fits the "
+        f"devices' memory):\n\n{markdown_table(quality)}\n"
+    )
 
 
 def _cell(row: dict[str, Any] | None) -> str:
@@ -135,10 +171,16 @@ def _quality(row: dict[str, Any] | None) -> str:
 def main() -> None:
     """Parse the arguments, measure, write and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=",".join(map(str, SCALE_CLUSTERS)),
-                        help="graph sizes of the scale tier to time (comma-separated)")
-    parser.add_argument("--reference-sizes", default="10000",
-                        help="sizes where the Python HEFT runs beside (comma-separated; '' none)")
+    parser.add_argument(
+        "--sizes",
+        default=",".join(map(str, SCALE_CLUSTERS)),
+        help="graph sizes of the scale tier to time (comma-separated)",
+    )
+    parser.add_argument(
+        "--reference-sizes",
+        default="10000",
+        help="sizes where the Python HEFT runs beside (comma-separated; '' none)",
+    )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     sizes = {int(s) for s in args.sizes.split(",") if s}

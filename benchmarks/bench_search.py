@@ -65,17 +65,34 @@ def train_policy(seed: int, steps: int, out: str) -> str:
     """The family policy of ``seed``: clone ``best_of`` on every training graph, then PPO."""
     specs = [FAMILY.format(seed=s) for s in TRAIN]
     graphs = [load_graph(FAMILY.format(seed=s)) for s in (*TRAIN, *HELD_OUT)]
-    padding = {"max_nodes": max(g.num_nodes for g in graphs),
-               "max_edges": max(g.num_edges for g in graphs)}  # fmt: skip
+    padding = {
+        "max_nodes": max(g.num_nodes for g in graphs),
+        "max_edges": max(g.num_edges for g in graphs),
+    }
     # The groups' bare defaults (the construct env, the GNN), not the main job's recipe.
-    result = train({"graph": {"spec": specs}, "cluster": {"spec": CLUSTER},
-                    "order": OrderGroup(), "env": EnvGroup(objective=OBJECTIVE, **padding),
-                    "agent": AgentGroup(warm_start=START), "total_steps": steps, "seed": seed,
-                    "eval_every": 4_000, "eval_samples": 0, "checkpoint_every": 0,
-                    "baselines": [], "progress_bar": False, "resume": False},
-                   out_dir=out)  # fmt: skip
-    print(f"seed {seed}: trained {result.steps} steps in {result.timings['train']:.0f} s "
-          f"(policy of step {result.policy_step})", flush=True)
+    result = train(
+        {
+            "graph": {"spec": specs},
+            "cluster": {"spec": CLUSTER},
+            "order": OrderGroup(),
+            "env": EnvGroup(objective=OBJECTIVE, **padding),
+            "agent": AgentGroup(warm_start=START),
+            "total_steps": steps,
+            "seed": seed,
+            "eval_every": 4_000,
+            "eval_samples": 0,
+            "checkpoint_every": 0,
+            "baselines": [],
+            "progress_bar": False,
+            "resume": False,
+        },
+        out_dir=out,
+    )
+    print(
+        f"seed {seed}: trained {result.steps} steps in {result.timings['train']:.0f} s "
+        f"(policy of step {result.policy_step})",
+        flush=True,
+    )
     return str(Path(out) / "model.zip")
 
 
@@ -88,9 +105,16 @@ def methods(model: Any, spec: str, budget: int, active: bool) -> Found:
     env = env_for(model, Problem(graph, cluster, OBJECTIVE))
     out = {}
     start = time.perf_counter()
-    ref = solve("local_search", graph, cluster, OBJECTIVE, max_rounds=10**6, time_limit=1e6,
-                max_evaluations=budget,
-                init=reference(graph, cluster, OBJECTIVE, START).placement)  # fmt: skip
+    ref = solve(
+        "local_search",
+        graph,
+        cluster,
+        OBJECTIVE,
+        max_rounds=10**6,
+        time_limit=1e6,
+        max_evaluations=budget,
+        init=reference(graph, cluster, OBJECTIVE, START).placement,
+    )
     out[REFERENCE] = (ref.runtime, ref.info["evaluations"], time.perf_counter() - start)
     classic = reference(graph, cluster, OBJECTIVE, START)  # the zero-shot target, no search
     out[START] = (classic.runtime, len(DEFAULT_CANDIDATES.split(",")), 0.0)
@@ -100,10 +124,21 @@ def methods(model: Any, spec: str, budget: int, active: bool) -> Found:
         if name == "greedy":
             greedy = result.placement
     start = time.perf_counter()
-    plain = solve("local_search", graph, cluster, OBJECTIVE, init=greedy, max_rounds=10**6,
-                  time_limit=1e6, max_evaluations=max(budget - 1, 1))  # fmt: skip
-    out["local_search(policy)"] = (plain.runtime, plain.info["evaluations"] + 1,
-                                   time.perf_counter() - start)  # fmt: skip
+    plain = solve(
+        "local_search",
+        graph,
+        cluster,
+        OBJECTIVE,
+        init=greedy,
+        max_rounds=10**6,
+        time_limit=1e6,
+        max_evaluations=max(budget - 1, 1),
+    )
+    out["local_search(policy)"] = (
+        plain.runtime,
+        plain.info["evaluations"] + 1,
+        time.perf_counter() - start,
+    )
     return out
 
 
@@ -112,14 +147,21 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     keys = dict.fromkeys((r["method"], r["budget"]) for r in rows)
     for method, budget in keys:
-        ratios = np.array([r["vs_reference"] for r in rows
-                           if r["method"] == method and r["budget"] == budget])  # fmt: skip
+        ratios = np.array(
+            [r["vs_reference"] for r in rows if r["method"] == method and r["budget"] == budget]
+        )
         low, high = geometric_interval(ratios)
-        out.append({"method": method, "budget": budget, "runs": len(ratios),
-                    "geomean_vs_reference": round(geometric_mean(ratios), 3),
-                    "ci95": f"{low:.3f}-{high:.3f}",
-                    "at_most_reference": f"{int((ratios <= 1 + 1e-9).sum())}/{len(ratios)}",
-                    "worst": round(float(ratios.max()), 3)})  # fmt: skip
+        out.append(
+            {
+                "method": method,
+                "budget": budget,
+                "runs": len(ratios),
+                "geomean_vs_reference": round(geometric_mean(ratios), 3),
+                "ci95": f"{low:.3f}-{high:.3f}",
+                "at_most_reference": f"{int((ratios <= 1 + 1e-9).sum())}/{len(ratios)}",
+                "worst": round(float(ratios.max()), 3),
+            }
+        )
     return out
 
 
@@ -148,20 +190,32 @@ def main() -> None:
                     found = methods(model, spec, budget, args.active)
                     base = found[REFERENCE][0]
                     for method, (runtime, evaluations, wall) in found.items():
-                        rows.append({"graph": spec.split(":")[1], "seed": seed,
-                                     "budget": budget, "method": method,
-                                     "vs_reference": round(runtime / base, 4),
-                                     "evaluations": evaluations,
-                                     "wall_s": round(wall, 2)})  # fmt: skip
-                    print(spec, budget, {m: round(v[0] / base, 3) for m, v in found.items()},
-                          flush=True)  # fmt: skip
+                        rows.append(
+                            {
+                                "graph": spec.split(":")[1],
+                                "seed": seed,
+                                "budget": budget,
+                                "method": method,
+                                "vs_reference": round(runtime / base, 4),
+                                "evaluations": evaluations,
+                                "wall_s": round(wall, 2),
+                            }
+                        )
+                    print(
+                        spec,
+                        budget,
+                        {m: round(v[0] / base, 3) for m, v in found.items()},
+                        flush=True,
+                    )
     command = "python benchmarks/bench_search.py " + " ".join(sys.argv[1:])
     name = "search_quick" if args.quick else "search"
     table = markdown_table(summarize(rows))
-    text = (f"Command: `{command.strip()}` ({time.perf_counter() - begin:.0f} s). Runtime over "
-            f"`{REFERENCE}` at the same budget of simulator evaluations, on held-out "
-            f"{FAMILY.format(seed='24..31')}, {CLUSTER} (below 1: better).\n\n{table}\n\n"
-            f"Runs:\n\n{markdown_table(rows)}\n")  # fmt: skip
+    text = (
+        f"Command: `{command.strip()}` ({time.perf_counter() - begin:.0f} s). Runtime over "
+        f"`{REFERENCE}` at the same budget of simulator evaluations, on held-out "
+        f"{FAMILY.format(seed='24..31')}, {CLUSTER} (below 1: better).\n\n{table}\n\n"
+        f"Runs:\n\n{markdown_table(rows)}\n"
+    )
     write_results(name, rows, args.out, config=args, markdown=text)
     print(f"\n{table}")
 

@@ -49,8 +49,9 @@ def measure(n: int, objective: str, cluster_spec: str) -> dict:
     if objective == "step_time":
         t_kernel = best_time(timed(kernel_call(model)), repeat=5, number=max(1, 50_000 // n))
         outside = f"{1 - t_kernel / t_eval:.0%}"
-    t_sim = best_time(timed(lambda p: simulate(graph, p, cluster, objective)), repeat=5,
-                      number=max(1, 5_000 // n))  # fmt: skip
+    t_sim = best_time(
+        timed(lambda p: simulate(graph, p, cluster, objective)), repeat=5, number=max(1, 5_000 // n)
+    )
     # The best of 5 for every timing: on a shared machine the minimum is the stable statistic.
     t_ref = best_time(timed(lambda p: reference.simulate(graph, p, cluster, objective)), repeat=5)
     return {
@@ -75,11 +76,34 @@ def kernel_call(model: CostModel):
 
     def call(placement):
         return kernels.step_time(
-            placement, model.durations, model.in_degree, a.succ_ptr, a.succ, a.succ_edge,
-            a.pred_ptr, a.pred, model.edge_time, a.edge_bytes, a.out_bytes, c.bandwidth,
-            c.latency, model.comm_model, c.transfer_gap, c.op_gap, a.mem_bytes, model.capacity,
-            floats, ints, start, finish, busy, comm, memory, peak, excess,
-        )  # fmt: skip
+            placement,
+            model.durations,
+            model.in_degree,
+            a.succ_ptr,
+            a.succ,
+            a.succ_edge,
+            a.pred_ptr,
+            a.pred,
+            model.edge_time,
+            a.edge_bytes,
+            a.out_bytes,
+            c.bandwidth,
+            c.latency,
+            model.comm_model,
+            c.transfer_gap,
+            c.op_gap,
+            a.mem_bytes,
+            model.capacity,
+            floats,
+            ints,
+            start,
+            finish,
+            busy,
+            comm,
+            memory,
+            peak,
+            excess,
+        )
 
     return call
 
@@ -99,11 +123,14 @@ def main() -> None:
     ]
     table = markdown_table(rows)
     print(table)
-    note = ("Simulator speed: `evaluate` (a prepared CostModel), `simulate` (one-shot) and the "
-            "pure-Python reference on the same random placements of layered graphs; best of "
-            "repeated rounds." + load)  # fmt: skip
-    write_results("bench_sim", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n",
-                  extra=load_field)  # fmt: skip
+    note = (
+        "Simulator speed: `evaluate` (a prepared CostModel), `simulate` (one-shot) and the "
+        "pure-Python reference on the same random placements of layered graphs; best of "
+        "repeated rounds." + load
+    )
+    write_results(
+        "bench_sim", rows, args.out, config=args, markdown=f"{note}\n\n{table}\n", extra=load_field
+    )
 
 
 if __name__ == "__main__":

@@ -55,11 +55,15 @@ PLACERS = [
     ("PaSE DP + fold", "pase_dp", {"fold": True}),
 ]
 DEPTHS = {
-    "transformer": [(f"{n} layers", ("transformer", {"variant": "bert_base", "layers": n}))
-                    for n in (6, 12, 24, 48)],
-    "resnet": [(f"resnet{d}", ("resnet50", {"layers": layers}))
-               for d, layers in ((50, (3, 4, 6, 3)), (101, (3, 4, 23, 3)), (152, (3, 8, 36, 3)))],
-}  # fmt: skip
+    "transformer": [
+        (f"{n} layers", ("transformer", {"variant": "bert_base", "layers": n}))
+        for n in (6, 12, 24, 48)
+    ],
+    "resnet": [
+        (f"resnet{d}", ("resnet50", {"layers": layers}))
+        for d, layers in ((50, (3, 4, 6, 3)), (101, (3, 4, 23, 3)), (152, (3, 8, 36, 3)))
+    ],
+}
 
 
 def trained_policy(graph: CompGraph, cluster: str, steps: int) -> tuple[float, float]:
@@ -68,8 +72,16 @@ def trained_policy(graph: CompGraph, cluster: str, steps: int) -> tuple[float, f
     start = time.perf_counter()
     env = ParallelizeEnv(graph, cluster, fold=True)
     # 4 epochs at 1e-3, placerl's defaults when the README's figures were measured
-    agent = make_agent("maskable_ppo", env, "gnn", seed=0, n_steps=256, batch_size=64,
-                       learning_rate=1e-3, n_epochs=4)  # fmt: skip
+    agent = make_agent(
+        "maskable_ppo",
+        env,
+        "gnn",
+        seed=0,
+        n_steps=256,
+        batch_size=64,
+        learning_rate=1e-3,
+        n_epochs=4,
+    )
     agent.learn(steps)
     obs, _ = env.reset(seed=0)
     done = False
@@ -145,8 +157,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one model per table")
     parser.add_argument("--max-table", type=int, default=MAX_TABLE)
-    parser.add_argument("--rl-steps", type=int, default=None,
-                        help="PPO steps per transformer (30000; 2048 in --quick)")  # fmt: skip
+    parser.add_argument(
+        "--rl-steps",
+        type=int,
+        default=None,
+        help="PPO steps per transformer (30000; 2048 in --quick)",
+    )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     models = ["bert_base"] if args.quick else list(MODELS)
@@ -162,8 +178,13 @@ def main() -> None:
     print(text)
     name = "strategy_quick" if args.quick else "strategy"
     config = {**vars(args), "rl_steps": rl_steps}  # the resolved default
-    write_results(name, [r for rows in tables.values() for r in rows], args.out, config=config,
-                  markdown=text + "\n")  # fmt: skip
+    write_results(
+        name,
+        [r for rows in tables.values() for r in rows],
+        args.out,
+        config=config,
+        markdown=text + "\n",
+    )
 
 
 if __name__ == "__main__":

@@ -80,26 +80,52 @@ def epoch_switch(epochs: int) -> dict[str, Any]:
     return {"n_epochs": epochs, "learning_rate": PPO_DEFAULTS["learning_rate"] * scale}
 
 
-def throughput(extractor: str, nodes: int, vec_env: str, steps: int, device: str,
-               n_envs: int, rollout_threads: int = 1, threads: int = 0,
-               epochs: int = PPO_DEFAULTS["n_epochs"]) -> tuple[float, float, int]:  # fmt: skip
+def throughput(
+    extractor: str,
+    nodes: int,
+    vec_env: str,
+    steps: int,
+    device: str,
+    n_envs: int,
+    rollout_threads: int = 1,
+    threads: int = 0,
+    epochs: int = PPO_DEFAULTS["n_epochs"],
+) -> tuple[float, float, int]:
     """Env steps per second of ``steps`` training steps (PPO updates included), the share of
     the time in updates, and torch's thread count in the updates."""
     clock = PhaseClock()
     # The groups' bare defaults (the construct env, no warm start), not the main job's recipe;
     # no rollback: PPO's own speed (rollback's checks are extra work).
-    agent = AgentGroup(extractor=extractor, warm_start=None, rollback=False,
-                       hyperparams=epoch_switch(epochs))  # fmt: skip
-    result = train({"graph": {"spec": graph(nodes)}, "cluster": {"spec": CLUSTER},
-                    "order": OrderGroup(), "env": EnvGroup(), "agent": agent,
-                    "vec_env": vec_env, "total_steps": steps, "eval_every": 0, "n_envs": n_envs,
-                    "eval_samples": 0, "checkpoint_every": 0, "baselines": [], "device": device,
-                    "rollout_threads": rollout_threads, "threads": threads,
-                    "progress_bar": False, "resume": False},
-                   callbacks=[clock])  # fmt: skip
+    agent = AgentGroup(
+        extractor=extractor, warm_start=None, rollback=False, hyperparams=epoch_switch(epochs)
+    )
+    result = train(
+        {
+            "graph": {"spec": graph(nodes)},
+            "cluster": {"spec": CLUSTER},
+            "order": OrderGroup(),
+            "env": EnvGroup(),
+            "agent": agent,
+            "vec_env": vec_env,
+            "total_steps": steps,
+            "eval_every": 0,
+            "n_envs": n_envs,
+            "eval_samples": 0,
+            "checkpoint_every": 0,
+            "baselines": [],
+            "device": device,
+            "rollout_threads": rollout_threads,
+            "threads": threads,
+            "progress_bar": False,
+            "resume": False,
+        },
+        callbacks=[clock],
+    )
     train_s = result.timings["train"]
-    return result.timings["steps_per_s"], 1 - clock.rollout_s / train_s, int(
-        result.timings["torch_threads"]
+    return (
+        result.timings["steps_per_s"],
+        1 - clock.rollout_s / train_s,
+        int(result.timings["torch_threads"]),
     )
 
 
@@ -136,22 +162,33 @@ def busy_cores(count: int) -> Iterator[None]:
 
 #: Thread settings compared on a busy machine: (label, rollout_threads, threads), where ``all``
 #: is every core of the process and 0 placerl's automatic count (less the cores others keep busy).
-THREAD_SETTINGS = (("all cores in both phases (torch's default)", 0, "all"),
-                   ("all in updates, one in rollouts", 1, "all"),
-                   ("automatic (placerl's default)", 1, 0))  # fmt: skip
+THREAD_SETTINGS = (
+    ("all cores in both phases (torch's default)", 0, "all"),
+    ("all in updates, one in rollouts", 1, "all"),
+    ("automatic (placerl's default)", 1, 0),
+)
 
 
-def busy_rows(nodes: int, extractor: str, device: str, n_envs: int,
-              steps: int) -> list[dict[str, Any]]:  # fmt: skip
+def busy_rows(
+    nodes: int, extractor: str, device: str, n_envs: int, steps: int
+) -> list[dict[str, Any]]:
     """Rows of the busy-machine comparison: each thread setting, envs in process."""
     rows = []
     for label, rollout_threads, threads in THREAD_SETTINGS:
         count = available_cores() if threads == "all" else threads
-        speed, update_share, used = throughput(extractor, nodes, "dummy", steps, device, n_envs,
-                                               rollout_threads, count)  # fmt: skip
-        rows.append({"extractor": extractor, "nodes": nodes, "torch threads": label,
-                     "update threads": used, "steps/s": round(speed),
-                     "updates": f"{update_share:.0%}"})  # fmt: skip
+        speed, update_share, used = throughput(
+            extractor, nodes, "dummy", steps, device, n_envs, rollout_threads, count
+        )
+        rows.append(
+            {
+                "extractor": extractor,
+                "nodes": nodes,
+                "torch threads": label,
+                "update threads": used,
+                "steps/s": round(speed),
+                "updates": f"{update_share:.0%}",
+            }
+        )
     return rows
 
 
@@ -162,15 +199,29 @@ def resolve_device(name: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name
 
 
-def rows_for(nodes: int, extractor: str, device: str, n_envs: int, steps: int,
-             env_speed: float, rollout_threads: int, vec_envs: tuple[str, ...] = VEC_ENVS,
-             epochs: int = PPO_DEFAULTS["n_epochs"]) -> dict[str, Any]:  # fmt: skip
+def rows_for(
+    nodes: int,
+    extractor: str,
+    device: str,
+    n_envs: int,
+    steps: int,
+    env_speed: float,
+    rollout_threads: int,
+    vec_envs: tuple[str, ...] = VEC_ENVS,
+    epochs: int = PPO_DEFAULTS["n_epochs"],
+) -> dict[str, Any]:
     """One table row: both vector envs on one configuration."""
-    row: dict[str, Any] = {"extractor": extractor, "nodes": nodes, "device": device,
-                           "n_envs": n_envs, "epochs": epochs}  # fmt: skip
+    row: dict[str, Any] = {
+        "extractor": extractor,
+        "nodes": nodes,
+        "device": device,
+        "n_envs": n_envs,
+        "epochs": epochs,
+    }
     for vec_env in vec_envs:
-        speed, update_share, threads = throughput(extractor, nodes, vec_env, steps, device, n_envs,
-                                                  rollout_threads, epochs=epochs)  # fmt: skip
+        speed, update_share, threads = throughput(
+            extractor, nodes, vec_env, steps, device, n_envs, rollout_threads, epochs=epochs
+        )
         row[f"{vec_env} steps/s"] = round(speed)
         row[f"{vec_env} updates"] = f"{update_share:.0%}"
     row["raw env steps/s"] = round(env_speed)
@@ -184,20 +235,37 @@ def main() -> None:
     parser.add_argument(
         "--devices", default="auto", help="comma-separated torch devices of the policy: cpu, cuda"
     )
-    parser.add_argument("--n-envs", default=str(RunConfig.n_envs),
-                        help="comma-separated env counts (default: placerl's)")  # fmt: skip
+    parser.add_argument(
+        "--n-envs",
+        default=str(RunConfig.n_envs),
+        help="comma-separated env counts (default: placerl's)",
+    )
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
-    parser.add_argument("--epochs", default="2,4",
-                        help="comma-separated PPO epoch counts; at other than placerl's 2 the "
-                             "learning rate is scaled to match (4 epochs: 1e-3)")  # fmt: skip
+    parser.add_argument(
+        "--epochs",
+        default="2,4",
+        help="comma-separated PPO epoch counts; at other than placerl's 2 the "
+        "learning rate is scaled to match (4 epochs: 1e-3)",
+    )
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="graph sizes (nodes)")
-    parser.add_argument("--vec-envs", default=",".join(VEC_ENVS),
-                        help="comma-separated vector envs: dummy (in process), subproc")
-    parser.add_argument("--rollout-threads", type=int, default=1,
-                        help="torch threads while collecting rollouts (0: as in updates)")
-    parser.add_argument("--busy", type=int, default=0,
-                        help="processes kept busy beside the runs (a shared machine); compares "
-                             "thread settings instead of vector envs")  # fmt: skip
+    parser.add_argument(
+        "--vec-envs",
+        default=",".join(VEC_ENVS),
+        help="comma-separated vector envs: dummy (in process), subproc",
+    )
+    parser.add_argument(
+        "--rollout-threads",
+        type=int,
+        default=1,
+        help="torch threads while collecting rollouts (0: as in updates)",
+    )
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="processes kept busy beside the runs (a shared machine); compares "
+        "thread settings instead of vector envs",
+    )
     add_run_options(parser)
     args = parser.parse_args()
     apply_run_options(args)
@@ -224,27 +292,57 @@ def main() -> None:
                         if args.busy:
                             new = busy_rows(nodes, extractor, device, n_envs, args.steps)
                         else:
-                            new = [rows_for(nodes, extractor, device, n_envs, args.steps,
-                                            env_speed, args.rollout_threads,
-                                            tuple(args.vec_envs.split(",")), epochs)]  # fmt: skip
+                            new = [
+                                rows_for(
+                                    nodes,
+                                    extractor,
+                                    device,
+                                    n_envs,
+                                    args.steps,
+                                    env_speed,
+                                    args.rollout_threads,
+                                    tuple(args.vec_envs.split(",")),
+                                    epochs,
+                                )
+                            ]
                         rows += new
                         print(*new, sep="\n", flush=True)
-    options = "".join(f" --{name.replace('_', '-')} {getattr(args, name)}"
-                      for name in ("steps", "threads", "devices", "n_envs", "extractors", "epochs",
-                                   "sizes", "vec_envs", "rollout_threads", "busy")
-                      if getattr(args, name) != parser.get_default(name))  # fmt: skip
-    note = (f"Command: `python benchmarks/bench_training_speed.py{options}` ({args.steps} steps "
-            f"per run; {time.perf_counter() - start:.0f} s in all). MaskablePPO with placerl's "
-            "defaults (1,024 steps per rollout split over the envs, minibatches of 256, "
-            f"{PPO_DEFAULTS['n_epochs']} epochs at a learning rate of "
-            f"{PPO_DEFAULTS['learning_rate']:g}"
-            + "".join(f"; rows of {e} epochs at {epoch_switch(e)['learning_rate']:g}"
-                      for e in epoch_counts if epoch_switch(e))
-            + "), updates included; `updates`: their share of the training time.")
+    options = "".join(
+        f" --{name.replace('_', '-')} {getattr(args, name)}"
+        for name in (
+            "steps",
+            "threads",
+            "devices",
+            "n_envs",
+            "extractors",
+            "epochs",
+            "sizes",
+            "vec_envs",
+            "rollout_threads",
+            "busy",
+        )
+        if getattr(args, name) != parser.get_default(name)
+    )
+    note = (
+        f"Command: `python benchmarks/bench_training_speed.py{options}` ({args.steps} steps "
+        f"per run; {time.perf_counter() - start:.0f} s in all). MaskablePPO with placerl's "
+        "defaults (1,024 steps per rollout split over the envs, minibatches of 256, "
+        f"{PPO_DEFAULTS['n_epochs']} epochs at a learning rate of "
+        f"{PPO_DEFAULTS['learning_rate']:g}"
+        + "".join(
+            f"; rows of {e} epochs at {epoch_switch(e)['learning_rate']:g}"
+            for e in epoch_counts
+            if epoch_switch(e)
+        )
+        + "), updates included; `updates`: their share of the training time."
+    )
     if args.busy:
         note += f" {args.busy} other process(es) kept a core busy throughout; envs in process."
-    name = ("training_speed" + ("_busy" if args.busy else "")
-            + ("_n_envs" if args.n_envs != parser.get_default("n_envs") else ""))  # fmt: skip
+    name = (
+        "training_speed"
+        + ("_busy" if args.busy else "")
+        + ("_n_envs" if args.n_envs != parser.get_default("n_envs") else "")
+    )
     text = f"{note}\n\n{markdown_table(rows)}\n"
     write_results(name, rows, args.out, config=args, markdown=text)
     print(f"\n{text}")

@@ -48,13 +48,16 @@ def runtimes(rows: list[dict[str, Any]], recipe: str) -> dict[Key, float]:
             raise SystemExit(f"not a bench_recipes.py result: a row lacks {', '.join(missing)}")
         key = (r["seed"], r["graph"], r["method"])
         if r["recipe"] == recipe and found.setdefault(key, float(r["runtime"])) != r["runtime"]:
-            raise SystemExit(f"two rows of recipe {recipe!r} for seed {key[0]}, graph {key[1]!r}, "
-                             f"method {key[2]!r}")  # fmt: skip
+            raise SystemExit(
+                f"two rows of recipe {recipe!r} for seed {key[0]}, graph {key[1]!r}, "
+                f"method {key[2]!r}"
+            )
     return found
 
 
-def paired(candidate: list[dict[str, Any]], reference: list[dict[str, Any]],
-           recipe: str) -> list[dict[str, Any]]:  # fmt: skip
+def paired(
+    candidate: list[dict[str, Any]], reference: list[dict[str, Any]], recipe: str
+) -> list[dict[str, Any]]:
     """One row per method both runs hold for ``recipe``: the candidate over the reference on
     their common (seed, graph) pairs.
 
@@ -71,12 +74,18 @@ def paired(candidate: list[dict[str, Any]], reference: list[dict[str, Any]],
         if not keys:
             continue
         result = compare_pairs([ours[k] for k in keys], [theirs[k] for k in keys])
-        table.append({
-            "method": method, "pairs": result.pairs, "ratio": round(result.ratio, 4),
-            "ci95": result.ci_note or f"{result.ci_low:.4f}-{result.ci_high:.4f}",
-            "faster": result.wins, "slower": result.losses, "equal": result.ties,
-            "p": result.p_note or f"{result.p_value:.2g}",  # the note says why there is none
-        })  # fmt: skip
+        table.append(
+            {
+                "method": method,
+                "pairs": result.pairs,
+                "ratio": round(result.ratio, 4),
+                "ci95": result.ci_note or f"{result.ci_low:.4f}-{result.ci_high:.4f}",
+                "faster": result.wins,
+                "slower": result.losses,
+                "equal": result.ties,
+                "p": result.p_note or f"{result.p_value:.2g}",  # the note says why there is none
+            }
+        )
     return table
 
 

@@ -38,11 +38,16 @@ def trials(sweep: Path, searched: list[str]) -> list[dict[str, Any]]:
         chosen = dict(item.split("=", 1) for item in overrides)
         graphs = json.loads(result.read_text())["graphs"]
         objective = vs_best_baseline([(g["final_runtime"], g["baselines"]) for g in graphs])
-        rows.append({"trial": int(folder.name.split("_")[1]),
-                     **{key.lstrip("+").split(".")[-1]: chosen.get(key, "-") for key in searched},
-                     "vs_best_baseline": round(objective, 4)})  # fmt: skip
-    return sorted(rows, key=lambda row: (math.isnan(row["vs_best_baseline"]),
-                                         row["vs_best_baseline"]))  # fmt: skip
+        rows.append(
+            {
+                "trial": int(folder.name.split("_")[1]),
+                **{key.lstrip("+").split(".")[-1]: chosen.get(key, "-") for key in searched},
+                "vs_best_baseline": round(objective, 4),
+            }
+        )
+    return sorted(
+        rows, key=lambda row: (math.isnan(row["vs_best_baseline"]), row["vs_best_baseline"])
+    )
 
 
 def main() -> None:
@@ -55,8 +60,10 @@ def main() -> None:
     best = yaml.safe_load((args.sweep / "optimization_results.yaml").read_text())
     rows = trials(args.sweep, list(best["best_params"]))
     params = ", ".join(f"`{k.lstrip('+')}={v}`" for k, v in best["best_params"].items())
-    text = (f"Command: `{args.command}`. Best value {best['best_value']:.4f} with {params}."
-            f"\n\n{markdown_table(rows)}\n")  # fmt: skip
+    text = (
+        f"Command: `{args.command}`. Best value {best['best_value']:.4f} with {params}."
+        f"\n\n{markdown_table(rows)}\n"
+    )
     write_results(args.name, rows, args.out, config=args, markdown=text)
     print(text)
 

@@ -64,14 +64,20 @@ OUT = ROOT / "placerl" / "data" / "pretrained"
 WORK = ROOT / "outputs" / "pretrained"
 TIER = "families"
 #: The shipped name of each family of the tier.
-FAMILIES = {"layered": "families/layered-n80", "cifar10": "families/cifar10",
-            "ptb": "families/ptb", "nmt": "families/nmt"}  # fmt: skip
+FAMILIES = {
+    "layered": "families/layered-n80",
+    "cifar10": "families/cifar10",
+    "ptb": "families/ptb",
+    "nmt": "families/nmt",
+}
 #: The refine env's start and reward reference on the cell families (see the module): the
 #: constructive placers' best, not ``best_of``'s DP, which costs a minute a cell on a busy
 #: machine and never wins there. The reference only scales PPO's reward. Hydra reads the
 #: commas of an unquoted value as a list.
-CELL_OVERRIDES = ("env.init='best_of?placers=heft,m_etf,m_sct'",
-                  "env.reference='best_of?placers=heft,m_etf,m_sct'")  # fmt: skip
+CELL_OVERRIDES = (
+    "env.init='best_of?placers=heft,m_etf,m_sct'",
+    "env.reference='best_of?placers=heft,m_etf,m_sct'",
+)
 #: Overrides that change how a run goes, not what it learns (no part of the recipe's label).
 QUIET = ("progress_bar=false", "threads=1")
 
@@ -91,8 +97,10 @@ def ship(trained: Path, out: Path) -> None:
     model zip; written atomically."""
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_suffix(".zip.partial")
-    with zipfile.ZipFile(trained) as source, \
-            zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as target:  # fmt: skip
+    with (
+        zipfile.ZipFile(trained) as source,
+        zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
         for member in source.infolist():
             data = source.read(member.filename)
             if member.filename == "policy.pth":
@@ -111,21 +119,41 @@ def _halved(data: bytes) -> bytes:
     halves: dict[tuple[Any, ...], Any] = {}
     for key, tensor in state.items():
         if tensor.is_floating_point():
-            ident = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(),
-                     tuple(tensor.shape), tuple(tensor.stride()))  # fmt: skip
+            ident = (
+                tensor.untyped_storage().data_ptr(),
+                tensor.storage_offset(),
+                tuple(tensor.shape),
+                tuple(tensor.stride()),
+            )
             state[key] = halves.setdefault(ident, tensor.half())
     buffer = io.BytesIO()
     torch.save(state, buffer)
     return buffer.getvalue()
 
 
-def score_cases(suite: Suite, family: str, policy: Path, label: str, training: dict[str, Any],
-                records: Path | None) -> list[dict[str, Any]]:  # fmt: skip
+def score_cases(
+    suite: Suite,
+    family: str,
+    policy: Path,
+    label: str,
+    training: dict[str, Any],
+    records: Path | None,
+) -> list[dict[str, Any]]:
     """The records of ``policy``'s greedy placements of ``family``'s test cases (written in
     ``records`` unless ``None``)."""
     cases = suite.select(TIER, "test", family)
-    return [run_case(case, "policy", records, suite=suite.id, label=label, training=training,
-                     options={"path": str(policy)}) for case in cases]  # fmt: skip
+    return [
+        run_case(
+            case,
+            "policy",
+            records,
+            suite=suite.id,
+            label=label,
+            training=training,
+            options={"path": str(policy)},
+        )
+        for case in cases
+    ]
 
 
 def leaderboard_row(records: Path, label: str) -> dict[str, Any]:
@@ -147,25 +175,49 @@ def test_entries(records: list[dict[str, Any]], policy: Path) -> list[dict[str, 
     Raises:
         RuntimeError: A placement whose runtime is not the record's.
     """
-    keys = ("case", "graph", "runtime", "score", "feasible", "reference", "simulator_calls",
-            "wall_s")  # fmt: skip
+    keys = (
+        "case",
+        "graph",
+        "runtime",
+        "score",
+        "feasible",
+        "reference",
+        "simulator_calls",
+        "wall_s",
+    )
     entries = []
     for record in records:
         graph = load_graph(record["graph"])
-        placement = place("policy", graph, record["cluster"], record["objective"],
-                          path=str(policy))  # fmt: skip
+        placement = place("policy", graph, record["cluster"], record["objective"], path=str(policy))
         runtime = simulate(graph, placement, record["cluster"], record["objective"]).runtime
         if not math.isclose(runtime, record["runtime"], rel_tol=1e-9):
-            raise RuntimeError(f"{record['case']}: placed again, the policy's placement runs "
-                               f"{runtime} s, not {record['runtime']} s")  # fmt: skip
-        entries.append({**{k: record[k] for k in keys}, "nodes": graph.num_nodes,
-                        "placement": [int(d) for d in placement]})  # fmt: skip
+            raise RuntimeError(
+                f"{record['case']}: placed again, the policy's placement runs "
+                f"{runtime} s, not {record['runtime']} s"
+            )
+        entries.append(
+            {
+                **{k: record[k] for k in keys},
+                "nodes": graph.num_nodes,
+                "placement": [int(d) for d in placement],
+            }
+        )
     return entries
 
 
-def card(name: str, suite: Suite, family: str, recipe: str, overrides: list[str], seed: int,
-         training: dict[str, Any], zip_path: Path, records: list[dict[str, Any]],
-         row: dict[str, Any], float32_score: float | None) -> dict[str, Any]:  # fmt: skip
+def card(
+    name: str,
+    suite: Suite,
+    family: str,
+    recipe: str,
+    overrides: list[str],
+    seed: int,
+    training: dict[str, Any],
+    zip_path: Path,
+    records: list[dict[str, Any]],
+    row: dict[str, Any],
+    float32_score: float | None,
+) -> dict[str, Any]:
     """The card of the shipped policy ``name`` (:data:`placerl.agents.pretrained.CARD_FIELDS`)."""
     model = load_model(zip_path, "cpu")
     settings = model.placerl_settings
@@ -174,27 +226,48 @@ def card(name: str, suite: Suite, family: str, recipe: str, overrides: list[str]
     tests = test_entries(records, zip_path)
     seconds = [t["wall_s"] for t in tests]
     return {
-        "name": name, "card_version": CARD_VERSION, "file": zip_path.name,
-        "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-        "recipe": recipe, "overrides": overrides, "label": recipe_label(recipe, overrides),
-        "seed": seed, "suite": suite.id, "tier": TIER, "family": family,
-        "cases": {"train": training["cases"], "validation": training["validation"],
-                  "test": [t["case"] for t in tests]},
-        "cluster": first.cluster, "objective": first.objective,
-        "reads": {"num_devices": settings["num_devices"],
-                  "feature_width": feature_widths(model.observation_space),
-                  "env": settings["env"], "max_nodes": settings["max_nodes"],
-                  "max_edges": settings["max_edges"], "any_size": reads_any_size(model),
-                  "any_device_count": places_other_counts(zip_path, first),
-                  "observation_version": settings["observation_version"]},
-        "training": {k: training[k] for k in ("id", "budget", "steps", "simulator_calls",
-                                              "wall_s", "device")}
+        "name": name,
+        "card_version": CARD_VERSION,
+        "file": zip_path.name,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "recipe": recipe,
+        "overrides": overrides,
+        "label": recipe_label(recipe, overrides),
+        "seed": seed,
+        "suite": suite.id,
+        "tier": TIER,
+        "family": family,
+        "cases": {
+            "train": training["cases"],
+            "validation": training["validation"],
+            "test": [t["case"] for t in tests],
+        },
+        "cluster": first.cluster,
+        "objective": first.objective,
+        "reads": {
+            "num_devices": settings["num_devices"],
+            "feature_width": feature_widths(model.observation_space),
+            "env": settings["env"],
+            "max_nodes": settings["max_nodes"],
+            "max_edges": settings["max_edges"],
+            "any_size": reads_any_size(model),
+            "any_device_count": places_other_counts(zip_path, first),
+            "observation_version": settings["observation_version"],
+        },
+        "training": {
+            k: training[k] for k in ("id", "budget", "steps", "simulator_calls", "wall_s", "device")
+        }
         | {"float32_score": float32_score},
         "leaderboard": row,
-        "place_s": {"median": statistics.median(seconds), "max": max(seconds),
-                    "max_nodes": max(t["nodes"] for t in tests)},
-        "test": tests, "provenance": provenance(),
-    }  # fmt: skip
+        "place_s": {
+            "median": statistics.median(seconds),
+            "max": max(seconds),
+            "max_nodes": max(t["nodes"] for t in tests),
+        },
+        "test": tests,
+        "provenance": provenance(),
+    }
 
 
 def places_other_counts(policy: Path, case: Any, counts: tuple[int, ...] = (2, 8)) -> bool:
@@ -204,16 +277,22 @@ def places_other_counts(policy: Path, case: Any, counts: tuple[int, ...] = (2, 8
     graph, preset = load_graph(case.graph), case.cluster.split("?")[0]
     for count in counts:
         try:
-            place("policy", graph, Cluster.preset(preset, n_devices=count), case.objective,
-                  path=str(policy))  # fmt: skip
+            place(
+                "policy",
+                graph,
+                Cluster.preset(preset, n_devices=count),
+                case.objective,
+                path=str(policy),
+            )
         except ConfigError as error:
             print(f"{policy.name} does not place on {count} devices: {error}", flush=True)
             return False
     return True
 
 
-def build(name: str, recipe: str, overrides: list[str], seed: int, work: Path,
-          out: Path) -> dict[str, Any]:  # fmt: skip
+def build(
+    name: str, recipe: str, overrides: list[str], seed: int, work: Path, out: Path
+) -> dict[str, Any]:
     """Train, ship, score and write the card of ``name``; returns the card."""
     suite, family = placebench_v1(), FAMILIES[name]
     start = time.perf_counter()
@@ -227,14 +306,17 @@ def build(name: str, recipe: str, overrides: list[str], seed: int, work: Path,
     as_trained = score_cases(suite, family, Path(training["policy"]), label, training, None)
     float32 = _geomean([r["score"] for r in as_trained])
     row = leaderboard_row(records_dir, label)
-    result = card(name, suite, family, recipe, overrides, seed, training, zip_path, records,
-                  row, float32)  # fmt: skip
+    result = card(
+        name, suite, family, recipe, overrides, seed, training, zip_path, records, row, float32
+    )
     write_json(out / f"{name}.json", result)
-    print(f"{name}: {row['score']} vs the best constructive placer "
-          f"({row['vs_constructive']:.4f}x its runtime; float32 weights: score "
-          f"{float32:.4f}), {result['place_s']['median']:.2f} s to place, "
-          f"{result['bytes'] / 1e6:.2f} MB, {time.perf_counter() - start:.0f} s in all",
-          flush=True)  # fmt: skip
+    print(
+        f"{name}: {row['score']} vs the best constructive placer "
+        f"({row['vs_constructive']:.4f}x its runtime; float32 weights: score "
+        f"{float32:.4f}), {result['place_s']['median']:.2f} s to place, "
+        f"{result['bytes'] / 1e6:.2f} MB, {time.perf_counter() - start:.0f} s in all",
+        flush=True,
+    )
     return result
 
 
@@ -248,17 +330,27 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", default="improve", help="an experiment config (recipe)")
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
-    parser.add_argument("--steps", type=int, default=0,
-                        help="env steps of RL after the recipe's warm start (total_steps)")
-    parser.add_argument("--override", action="append", default=[],
-                        help="a further recipe override (repeatable), e.g. env.passes=1")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=0,
+        help="env steps of RL after the recipe's warm start (total_steps)",
+    )
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        help="a further recipe override (repeatable), e.g. env.passes=1",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", default=str(WORK), help="training runs and records")
     parser.add_argument("--out", default=str(OUT), help="where the zips and cards go")
     args = parser.parse_args(argv)
     check_recipe(args.recipe, args.override)
-    plans = {name: family_overrides(args.recipe, name, args.steps, args.override)
-             for name in args.families}  # fmt: skip
+    plans = {
+        name: family_overrides(args.recipe, name, args.steps, args.override)
+        for name in args.families
+    }
     for overrides in plans.values():  # every family's before the first trains
         check_recipe(args.recipe, overrides)
     for name, overrides in plans.items():

@@ -66,8 +66,9 @@ def main() -> None:
         rows = [measure(model, variant, args.training) for model, variant in MODELS]
     name = "zoo_table_training" if args.training else "zoo_table"
     table = markdown_table(rows)
-    path = write_results(name, rows, Path(__file__).parent / "results", config=args,
-                         markdown=table + "\n")  # fmt: skip
+    path = write_results(
+        name, rows, Path(__file__).parent / "results", config=args, markdown=table + "\n"
+    )
     print(table)
     print(f"\nwritten to {path}")
 

@@ -29,11 +29,15 @@ PLACEMENT_ENVS: dict[str, tuple[str, str]] = {
     "construct": (f"placerl/Placement-v{VERSION}", "placerl.envs.placement:PlacementEnv"),
     "refine": (f"placerl/PlacementRefine-v{VERSION}", "placerl.envs.refine:PlacementRefineEnv"),
     "dual": (f"placerl/PlacementDual-v{VERSION}", "placerl.envs.dual:PlacementDualEnv"),
-    "one_shot": (f"placerl/PlacementOneShot-v{VERSION}",
-                 "placerl.envs.one_shot:PlacementOneShotEnv"),
-    "hierarchical": (f"placerl/PlacementHierarchical-v{VERSION}",
-                     "placerl.envs.hierarchical:PlacementHierarchicalEnv"),
-}  # fmt: skip
+    "one_shot": (
+        f"placerl/PlacementOneShot-v{VERSION}",
+        "placerl.envs.one_shot:PlacementOneShotEnv",
+    ),
+    "hierarchical": (
+        f"placerl/PlacementHierarchical-v{VERSION}",
+        "placerl.envs.hierarchical:PlacementHierarchicalEnv",
+    ),
+}
 
 #: The env id of each MDP kind.
 ENV_KINDS: dict[str, str] = {kind: env_id for kind, (env_id, _) in PLACEMENT_ENVS.items()}
@@ -51,7 +55,7 @@ ENV_IDS: tuple[tuple[str, str, dict[str, str]], ...] = (
     (f"placerl/SanityChain-v{VERSION}", _SANITY, {"problem": "chain"}),
     (f"placerl/SanityBranches-v{VERSION}", _SANITY, {"problem": "branches"}),
     (f"placerl/SanityMemory-v{VERSION}", _SANITY, {"problem": "memory"}),
-)  # fmt: skip
+)
 
 
 def env_class(kind: str) -> type:

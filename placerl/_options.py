@@ -83,12 +83,16 @@ def check_options(
         error: An unknown option (the message lists the known ones), a missing required one,
             or a value whose type does not match the parameter's annotation.
     """
-    kinds = (inspect.Parameter.KEYWORD_ONLY,) if keyword_only else (
-        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)  # fmt: skip
+    kinds = (
+        (inspect.Parameter.KEYWORD_ONLY,)
+        if keyword_only
+        else (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    )
     params = {
-        n: p for n, p in inspect.signature(fn).parameters.items()
+        n: p
+        for n, p in inspect.signature(fn).parameters.items()
         if p.kind in kinds and n not in given
-    }  # fmt: skip
+    }
     unknown = sorted(set(options) - set(params))
     if unknown:
         known = ", ".join(params) or "none"
@@ -113,8 +117,9 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
         hints = {}
         for name, annotation in getattr(fn, "__annotations__", {}).items():
             try:
-                hints[name] = (eval(annotation, namespace) if isinstance(annotation, str)
-                               else annotation)  # fmt: skip
+                hints[name] = (
+                    eval(annotation, namespace) if isinstance(annotation, str) else annotation
+                )
             except NameError:
                 continue
         return hints

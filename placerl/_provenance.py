@@ -21,9 +21,18 @@ from typing import Any
 
 #: Distributions whose versions a result records (those not installed are left out).
 DISTRIBUTIONS = (
-    "placerl", "torch", "numpy", "numba", "networkx", "gymnasium", "stable-baselines3",
-    "sb3-contrib", "torch-geometric", "hydra-core", "wandb",
-)  # fmt: skip
+    "placerl",
+    "torch",
+    "numpy",
+    "numba",
+    "networkx",
+    "gymnasium",
+    "stable-baselines3",
+    "sb3-contrib",
+    "torch-geometric",
+    "hydra-core",
+    "wandb",
+)
 
 
 #: The environment variable that carries the command a user typed to the processes that run
@@ -37,8 +46,12 @@ def provenance() -> dict[str, Any]:
     (:func:`machine`) and the UTC date and time of this call."""
     now = datetime.datetime.now(datetime.timezone.utc)
     command = os.environ.get(COMMAND_VARIABLE) or _this_command()
-    return {**versions(), "command": command, "machine": machine(),
-            "date": now.isoformat(timespec="seconds")}  # fmt: skip
+    return {
+        **versions(),
+        "command": command,
+        "machine": machine(),
+        "date": now.isoformat(timespec="seconds"),
+    }
 
 
 def record_command() -> None:
@@ -70,8 +83,12 @@ def machine() -> dict[str, Any]:
     """The CPU model, the cores this process may use, the host's system, and the CUDA GPUs
     (``None`` where torch is not imported: provenance never imports it)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": _cpu_model(), "cores": cores, "system": platform.platform(terse=True),
-            "gpus": _gpus()}  # fmt: skip
+    return {
+        "cpu": _cpu_model(),
+        "cores": cores,
+        "system": platform.platform(terse=True),
+        "gpus": _gpus(),
+    }
 
 
 def _cpu_model() -> str:
@@ -97,8 +114,9 @@ def _gpus() -> list[str] | None:
 
 def _git_revision(folder: Path) -> str | None:
     def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True,
-                              timeout=10, check=True)  # fmt: skip
+        done = subprocess.run(
+            ["git", *args], cwd=folder, capture_output=True, text=True, timeout=10, check=True
+        )
         return done.stdout.strip()
 
     try:

@@ -35,8 +35,7 @@ def parse_query(query: str, *, what: str) -> dict[str, Any]:
     if not query:
         return {}
     try:  # a literal '+' stays (1e+10 as Python writes it); spaces come as %20
-        pairs = parse_qsl(query.replace("+", "%2B"), keep_blank_values=True,
-                          strict_parsing=True)  # fmt: skip
+        pairs = parse_qsl(query.replace("+", "%2B"), keep_blank_values=True, strict_parsing=True)
     except ValueError:
         raise ConfigError(f"{what} has a malformed query {query!r}; expected k=v&k2=v2") from None
     params: dict[str, Any] = {}

@@ -82,8 +82,10 @@ def run_training(run: RunConfig, out_dir: str) -> TrainResult:
         result = train(run, out_dir=out_dir, callbacks=tracker.callbacks())
         print(summary_table(result))
         out = Path(out_dir)
-        figures = {"learning_curve": plot_learning_curve(result, out / "learning_curve.png"),
-                   "placement": plot_best_placement(result, out / "placement.png")}  # fmt: skip
+        figures = {
+            "learning_curve": plot_learning_curve(result, out / "learning_curve.png"),
+            "placement": plot_best_placement(result, out / "placement.png"),
+        }
         tracker.log_result(result, figures)
     finally:
         tracker.close()
@@ -99,16 +101,23 @@ class SweepSummary(Callback):
         from placerl.report import load_runs, summarize
 
         sweep = Path(config.hydra.sweep.dir)
-        failed = sorted(p.parent.name for p in sweep.rglob("error.txt")
-                        if not (p.parent / "result.json").is_file())  # fmt: skip
+        failed = sorted(
+            p.parent.name
+            for p in sweep.rglob("error.txt")
+            if not (p.parent / "result.json").is_file()
+        )
         try:
             summary = summarize(load_runs([sweep]))
         except FileNotFoundError:
-            print(f"sweep {sweep}: no finished job" + (f"; failed: {', '.join(failed)}"
-                                                       if failed else ""))  # fmt: skip
+            print(
+                f"sweep {sweep}: no finished job"
+                + (f"; failed: {', '.join(failed)}" if failed else "")
+            )
             return
-        print(f"\nsweep {sweep}: mean over seeds, 95% CI ({len(failed)} failed job(s)"
-              + (f": {', '.join(failed)})" if failed else ")"))
+        print(
+            f"\nsweep {sweep}: mean over seeds, 95% CI ({len(failed)} failed job(s)"
+            + (f": {', '.join(failed)})" if failed else ")")
+        )
         print(sweep_table(summary).to_markdown(index=False, floatfmt=".4g"))
 
 
@@ -118,8 +127,16 @@ def sweep_table(summary: Any) -> Any:
     them as ``placer``."""
     from placerl.report_figures import NO_ORDER
 
-    columns = ["graph", "order", "agent", "seeds", "runtime_ms", "runtime_ci95_low",
-               "runtime_ci95_high", "speedup_vs_best"]  # fmt: skip
+    columns = [
+        "graph",
+        "order",
+        "agent",
+        "seeds",
+        "runtime_ms",
+        "runtime_ci95_low",
+        "runtime_ci95_high",
+        "speedup_vs_best",
+    ]
     if "infeasible" in summary and summary["infeasible"].any():
         columns.append("infeasible")  # runs whose runtime is a penalty: they do not fit
     if (summary["order"] == NO_ORDER).all():
@@ -141,8 +158,9 @@ def run_job(out_dir: Path, force: bool, job: Callable[[], Result]) -> float | No
         try:
             objective = _objective(json.loads(path.read_text()))
         except (ValueError, KeyError, TypeError) as error:  # half-written or hand-edited
-            print(f"{path} is not a readable result ({type(error).__name__}); running the job "
-                  "again")  # fmt: skip
+            print(
+                f"{path} is not a readable result ({type(error).__name__}); running the job again"
+            )
         else:
             print(f"{out_dir} already holds result.json; skipped (force=true runs it again)")
             return objective
@@ -239,12 +257,27 @@ def run_bench(run: BenchRunConfig, out_dir: str | Path) -> list[dict[str, Any]]:
     from placerl.bench.run import run_cases, select_cases
 
     if run.recipe is None:
-        records = run_cases(run.cases_suite(), run.tier, run.split, run.placer, out_dir,
-                            force=run.force, family=run.family)  # fmt: skip
+        records = run_cases(
+            run.cases_suite(),
+            run.tier,
+            run.split,
+            run.placer,
+            out_dir,
+            force=run.force,
+            family=run.family,
+        )
     else:
         suite, cases = select_cases(run.cases_suite(), run.tier, run.split, run.family)
-        records = run_recipe(suite, cases, run.recipe, run.recipe_overrides, run.seed,
-                             out_dir, force=run.force, learn_on=run.learn_on)  # fmt: skip
+        records = run_recipe(
+            suite,
+            cases,
+            run.recipe,
+            run.recipe_overrides,
+            run.seed,
+            out_dir,
+            force=run.force,
+            learn_on=run.learn_on,
+        )
     path = write_leaderboard([out_dir], Path(out_dir) / "leaderboard.md")
     print(path.read_text())
     for record in records:
@@ -303,8 +336,14 @@ def run_evaluation(run: EvalRunConfig, out_dir: str) -> EvalResult:
     config = json.loads(json.dumps(dataclasses.asdict(run)))
     tracker = open_tracker(run.logger, config, out_dir, job_type="eval")
     try:
-        result = evaluate(run.graph.spec, run.cluster.spec, run.placer, objective=run.objective,
-                          baselines=run.baselines, out_dir=out_dir)  # fmt: skip
+        result = evaluate(
+            run.graph.spec,
+            run.cluster.spec,
+            run.placer,
+            objective=run.objective,
+            baselines=run.baselines,
+            out_dir=out_dir,
+        )
         print(summary_table(result))
         tracker.log_result(result, {})
     finally:

@@ -101,8 +101,12 @@ class Device:
     @classmethod
     def from_spec(cls, name: str, spec: specs.DeviceSpec, **overrides: Any) -> Device:
         """A device of the hardware ``spec`` (kind, memory, roofline), with overrides."""
-        fields = {"kind": spec.kind, "memory": spec.memory, "peak_flops": spec.peak_flops,
-                  "mem_bandwidth": spec.mem_bandwidth}  # fmt: skip
+        fields = {
+            "kind": spec.kind,
+            "memory": spec.memory,
+            "peak_flops": spec.peak_flops,
+            "mem_bandwidth": spec.mem_bandwidth,
+        }
         return cls(name, **{**fields, **overrides})
 
 
@@ -275,8 +279,11 @@ class Cluster:
             raise ClusterError("cluster document needs a list of device objects under 'devices'")
         try:
             devices = tuple(Device(**record) for record in records)
-            fields = {k: data[k] for k in ("bandwidth", "latency", "comm_model", "transfer_gap",
-                                           "op_gap", "name") if k in data}  # fmt: skip
+            fields = {
+                k: data[k]
+                for k in ("bandwidth", "latency", "comm_model", "transfer_gap", "op_gap", "name")
+                if k in data
+            }
             return cls(devices, **fields)
         except ClusterError:
             raise

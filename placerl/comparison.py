@@ -70,32 +70,47 @@ class PairedComparison:
         if self.pairs == 0:
             return f"{candidate} and {reference} never ran on the same graph and seed"
         if self.ties == self.pairs:
-            return (f"{candidate} and {reference} give the same runtime in all {self.pairs} "
-                    "pairs: the order does not matter here")  # fmt: skip
+            return (
+                f"{candidate} and {reference} give the same runtime in all {self.pairs} "
+                "pairs: the order does not matter here"
+            )
         interval = f"95% CI [{self.ci_low:.3f}, {self.ci_high:.3f}]"
         if self.significant:
             faster = self.ratio < 1
             wins = self.wins if faster else self.losses
-            tail = (f"{'faster' if faster else 'slower'} in {wins} of {self.pairs} pairs "
-                    f"(Wilcoxon p = {self.p_value:.2g})")  # fmt: skip
+            tail = (
+                f"{'faster' if faster else 'slower'} in {wins} of {self.pairs} pairs "
+                f"(Wilcoxon p = {self.p_value:.2g})"
+            )
             if self.ratio >= 2:  # "250% slower" reads worse than a factor
-                return (f"{candidate}'s placements take {self.ratio:.2f}x {reference}'s runtime, "
-                        f"95% CI [{self.ci_low:.2f}x, {self.ci_high:.2f}x], {tail}")  # fmt: skip
+                return (
+                    f"{candidate}'s placements take {self.ratio:.2f}x {reference}'s runtime, "
+                    f"95% CI [{self.ci_low:.2f}x, {self.ci_high:.2f}x], {tail}"
+                )
             change = abs(1 - self.ratio)
             bounds = sorted(abs(1 - b) for b in (self.ci_low, self.ci_high))
-            return (f"{candidate} is {change:.1%} {'faster' if faster else 'slower'} than "
-                    f"{reference}, 95% CI [{bounds[0]:.1%}, {bounds[1]:.1%}], {tail}")  # fmt: skip
+            return (
+                f"{candidate} is {change:.1%} {'faster' if faster else 'slower'} than "
+                f"{reference}, 95% CI [{bounds[0]:.1%}, {bounds[1]:.1%}], {tail}"
+            )
         if self.excludes_one and self.pairs < MIN_TEST_PAIRS:
             direction = "faster" if self.ratio < 1 else "slower"
-            return (f"{candidate} looks {abs(1 - self.ratio):.1%} {direction} than {reference} "
-                    f"({interval}), but {self.pairs} pairs are too few to confirm it (the "
-                    f"signed-rank test needs {MIN_TEST_PAIRS})")  # fmt: skip
-        text = (f"no difference between {candidate} and {reference} detectable with "
-                f"{self.pairs} pair{'s' * (self.pairs > 1)} (ratio {self.ratio:.3f}"
-                + (f", {interval}" if not self.ci_note else "") + ")")
+            return (
+                f"{candidate} looks {abs(1 - self.ratio):.1%} {direction} than {reference} "
+                f"({interval}), but {self.pairs} pairs are too few to confirm it (the "
+                f"signed-rank test needs {MIN_TEST_PAIRS})"
+            )
+        text = (
+            f"no difference between {candidate} and {reference} detectable with "
+            f"{self.pairs} pair{'s' * (self.pairs > 1)} (ratio {self.ratio:.3f}"
+            + (f", {interval}" if not self.ci_note else "")
+            + ")"
+        )
         if self.excludes_one:  # the interval alone would call it
-            text += (f"; the interval excludes 1 but the signed-rank test does not confirm it "
-                     f"(p = {self.p_value:.2g})")  # fmt: skip
+            text += (
+                f"; the interval excludes 1 but the signed-rank test does not confirm it "
+                f"(p = {self.p_value:.2g})"
+            )
         if self.pairs_needed is not None:
             small = abs(math.log(self.ratio)) < math.log1p(SMALLEST_EFFECT)
             target = f"a {SMALLEST_EFFECT:.0%} difference" if small else "a ratio this far from 1"
@@ -105,8 +120,9 @@ class PairedComparison:
         return text
 
 
-def compare_pairs(candidate: np.ndarray, reference: np.ndarray, *, resamples: int = 4000,
-                  seed: int = 0) -> PairedComparison:  # fmt: skip
+def compare_pairs(
+    candidate: np.ndarray, reference: np.ndarray, *, resamples: int = 4000, seed: int = 0
+) -> PairedComparison:
     """Compare paired positive runtimes (``candidate[i]`` and ``reference[i]`` share a graph
     and seed).
 
@@ -121,22 +137,43 @@ def compare_pairs(candidate: np.ndarray, reference: np.ndarray, *, resamples: in
     """
     candidate, reference = np.asarray(candidate, float), np.asarray(reference, float)
     if candidate.shape != reference.shape or candidate.ndim != 1:
-        raise ValueError(f"paired runtimes must be two 1-D arrays of one length; got shapes "
-                         f"{candidate.shape} and {reference.shape}")  # fmt: skip
+        raise ValueError(
+            f"paired runtimes must be two 1-D arrays of one length; got shapes "
+            f"{candidate.shape} and {reference.shape}"
+        )
     if not (np.all(candidate > 0) and np.all(reference > 0)):
         raise ValueError("paired runtimes must be positive and finite numbers")
     logs = np.log(candidate) - np.log(reference)  # exactly antisymmetric, unlike log(c / r)
     n = len(logs)
-    counts = {"wins": int((logs < 0).sum()), "losses": int((logs > 0).sum()),
-              "ties": int((logs == 0).sum())}  # fmt: skip
+    counts = {
+        "wins": int((logs < 0).sum()),
+        "losses": int((logs > 0).sum()),
+        "ties": int((logs == 0).sum()),
+    }
     if n == 0:
-        return PairedComparison(0, math.nan, math.nan, math.nan, **counts, p_value=math.nan,
-                                ci_note="no pairs", p_note="no pairs")  # fmt: skip
+        return PairedComparison(
+            0,
+            math.nan,
+            math.nan,
+            math.nan,
+            **counts,
+            p_value=math.nan,
+            ci_note="no pairs",
+            p_note="no pairs",
+        )
     low, high, ci_note = _bootstrap(logs, resamples, seed)
     p_value, p_note = _signed_rank(logs)
-    return PairedComparison(n, float(np.exp(logs.mean())), low, high, **counts,
-                            p_value=p_value, ci_note=ci_note, p_note=p_note,
-                            pairs_needed=_pairs_needed(logs))  # fmt: skip
+    return PairedComparison(
+        n,
+        float(np.exp(logs.mean())),
+        low,
+        high,
+        **counts,
+        p_value=p_value,
+        ci_note=ci_note,
+        p_note=p_note,
+        pairs_needed=_pairs_needed(logs),
+    )
 
 
 def _bootstrap(logs: np.ndarray, resamples: int, seed: int) -> tuple[float, float, str]:
@@ -155,8 +192,9 @@ def _signed_rank(logs: np.ndarray) -> tuple[float, str]:
     if nonzero == 0:
         return math.nan, "every pair ties"
     if len(logs) < MIN_TEST_PAIRS:
-        return math.nan, (f"{len(logs)} pairs: the signed-rank test needs {MIN_TEST_PAIRS} to "
-                          "reach p < 0.05")  # fmt: skip
+        return math.nan, (
+            f"{len(logs)} pairs: the signed-rank test needs {MIN_TEST_PAIRS} to reach p < 0.05"
+        )
     return float(stats.wilcoxon(logs).pvalue), ""
 
 
@@ -183,8 +221,9 @@ def t_interval(values: np.ndarray, floor: float = -math.inf) -> tuple[float, flo
     if len(values) < 2:
         return math.nan, math.nan
     mean = float(values.mean())
-    half = float(stats.t.ppf(1 - ALPHA / 2, len(values) - 1) * values.std(ddof=1)
-                 / np.sqrt(len(values)))  # fmt: skip
+    half = float(
+        stats.t.ppf(1 - ALPHA / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
+    )
     return max(mean - half, floor), mean + half
 
 

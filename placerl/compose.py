@@ -75,11 +75,14 @@ def _store_help(values: Callable[[str], Any] | None) -> None:
     from placerl.config_help import help_template
 
     for app, config_name in APP_CONFIGS:
-        template = help_template(app, schema_of(config_name),
-                                 values(config_name) if values else None)  # fmt: skip
-        ConfigStore.instance().store(group="hydra/help", name=app.replace("-", "_"),
-                                     node={"app_name": app, "header": "", "footer": "",
-                                           "template": template})  # fmt: skip
+        template = help_template(
+            app, schema_of(config_name), values(config_name) if values else None
+        )
+        ConfigStore.instance().store(
+            group="hydra/help",
+            name=app.replace("-", "_"),
+            node={"app_name": app, "header": "", "footer": "", "template": template},
+        )
 
 
 def compose_run(*overrides: str, config_name: str = "train") -> Any:
@@ -117,21 +120,28 @@ def compose_run(*overrides: str, config_name: str = "train") -> Any:
 def _config_root() -> Any:
     from importlib import resources
 
-    return resources.files(CONFIG_MODULE) if config_path().startswith("pkg://") else Path(
-        config_path())  # fmt: skip
+    return (
+        resources.files(CONFIG_MODULE)
+        if config_path().startswith("pkg://")
+        else Path(config_path())
+    )
 
 
 def config_groups() -> list[str]:
     """The config groups of the tree (``graph``, ``experiment``, ...), Hydra's own aside."""
-    return sorted(p.name for p in _config_root().iterdir() if p.is_dir() and p.name not in (
-        "hydra", "__pycache__"))  # fmt: skip
+    return sorted(
+        p.name
+        for p in _config_root().iterdir()
+        if p.is_dir() and p.name not in ("hydra", "__pycache__")
+    )
 
 
 def group_options(group: str) -> list[str]:
     """The options of a config group (``experiment``: the recipes), by name."""
     folder = _config_root() / group
-    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir()
-                  if p.name.endswith(".yaml"))  # fmt: skip
+    return sorted(
+        p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml")
+    )
 
 
 def check_arguments(args: Sequence[str], config_name: str = "train") -> None:
@@ -145,8 +155,7 @@ def check_arguments(args: Sequence[str], config_name: str = "train") -> None:
     from placerl.overrides import check_override_keys, check_overrides
 
     check_overrides(args)
-    check_override_keys(args, schema_of(config_name), config_groups(),
-                        app=f"placerl-{config_name}")  # fmt: skip
+    check_override_keys(args, schema_of(config_name), config_groups(), app=f"placerl-{config_name}")
 
 
 def to_run(cfg: Any) -> Any:

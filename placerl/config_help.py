@@ -69,8 +69,12 @@ def field_help(schema: type, values: Any = None) -> str:
     blocks = []
     for doc in field_docs(schema, values=values):
         head = f"{doc.path}: {doc.type}" + (f" = {doc.default}" if doc.default else "")
-        meaning = textwrap.fill(doc.meaning or "(no description)", WIDTH, initial_indent="    ",
-                                subsequent_indent="    ")  # fmt: skip
+        meaning = textwrap.fill(
+            doc.meaning or "(no description)",
+            WIDTH,
+            initial_indent="    ",
+            subsequent_indent="    ",
+        )
         blocks.append(f"{head}\n{meaning}")
     return "\n".join(blocks)
 
@@ -152,26 +156,44 @@ def help_template(app_name: str, schema: type, values: Any = None) -> str:
     for both, so a ``$`` in a docstring or default shows as written.
     """
     summary = _plain((inspect.getdoc(schema) or schema.__name__).splitlines()[0])
-    examples = "\n".join(f"  {app_name} {shell_word(quoted_override(f'{path}={spec}'))}"
-                         for path, spec in _spec_examples(schema, values))  # fmt: skip
-    text = "\n".join([
-        f"{app_name}: {summary}", "",
-        "== Config groups ==",
-        "Compose the run from one option of each group (group=option):", "",
-    ])  # fmt: skip
-    fields = "\n".join([
-        "== Fields ==",
-        "Override any field by its dotted path (path=value). " + (
-            f"The values shown are what {app_name} runs" if values is not None else
-            "The defaults shown are the schema's,"), (
-            "with no overrides; " if values is not None else
-            "before the config groups apply; ") + f"{app_name} --cfg job prints a composed "
-        "config.", "", field_help(schema, values), "",
-        "== Quoting a spec ==",
-        "Hydra reserves '=' and '&' in a value: quote a spec that holds options (after its "
-        "'?'),", "for Hydra inside quotes for the shell, as in", examples, "",
-        f"{app_name} --hydra-help shows Hydra's own flags.", "",
-    ])  # fmt: skip
+    examples = "\n".join(
+        f"  {app_name} {shell_word(quoted_override(f'{path}={spec}'))}"
+        for path, spec in _spec_examples(schema, values)
+    )
+    text = "\n".join(
+        [
+            f"{app_name}: {summary}",
+            "",
+            "== Config groups ==",
+            "Compose the run from one option of each group (group=option):",
+            "",
+        ]
+    )
+    fields = "\n".join(
+        [
+            "== Fields ==",
+            "Override any field by its dotted path (path=value). "
+            + (
+                f"The values shown are what {app_name} runs"
+                if values is not None
+                else "The defaults shown are the schema's,"
+            ),
+            ("with no overrides; " if values is not None else "before the config groups apply; ")
+            + f"{app_name} --cfg job prints a composed "
+            "config.",
+            "",
+            field_help(schema, values),
+            "",
+            "== Quoting a spec ==",
+            "Hydra reserves '=' and '&' in a value: quote a spec that holds options (after its "
+            "'?'),",
+            "for Hydra inside quotes for the shell, as in",
+            examples,
+            "",
+            f"{app_name} --hydra-help shows Hydra's own flags.",
+            "",
+        ]
+    )
     return f"{_escaped(text)}\n$APP_CONFIG_GROUPS\n{_escaped(fields)}"
 
 

@@ -31,9 +31,15 @@ from placerl.run_config import BASE_BASELINES
 from placerl.sim import CostModel, lower_bound, penalized_runtime, simulate
 
 
-def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
-             objective: str = "step_time", baselines: Sequence[str] = BASE_BASELINES,
-             out_dir: str | None = None) -> EvalResult:  # fmt: skip
+def evaluate(
+    graphs: str | Sequence[str],
+    cluster: str,
+    placer: str,
+    *,
+    objective: str = "step_time",
+    baselines: Sequence[str] = BASE_BASELINES,
+    out_dir: str | None = None,
+) -> EvalResult:
     """Place every graph with ``placer`` and compare with ``baselines``.
 
     Args:
@@ -65,19 +71,39 @@ def evaluate(graphs: str | Sequence[str], cluster: str, placer: str, *,
         why = why_infeasible(result.simulation)
         compared = {b: reference(graph, devices, objective, b) for b in baselines}
         bound = lower_bound(CostModel(graph, devices, objective))
-        outcomes.append(GraphOutcome(
-            graph=graph.name, final_runtime=runtime, sampled_runtime=runtime,
-            best_runtime=runtime, best_placement=result.placement.tolist(),
-            best_placement_by_op=placement_by_op(graph, devices, result.placement),
-            baselines={b: ref.score for b, ref in compared.items()},
-            infeasible={b: why_infeasible(simulate(graph, ref.placement, devices, objective))
-                        for b, ref in compared.items() if not ref.feasible},
-            final_infeasible=why, best_infeasible=why, lower_bound=bound))  # fmt: skip
-    config = {"graph": {"spec": graphs if isinstance(graphs, str) else specs},
-              "cluster": {"spec": cluster}, "objective": objective, "placer": placer,
-              "baselines": list(baselines)}  # fmt: skip
-    evaluation = EvalResult(config, outcomes, timings={"evaluate": time.perf_counter() - start},
-                            out_dir=out_dir, provenance=provenance())  # fmt: skip
+        outcomes.append(
+            GraphOutcome(
+                graph=graph.name,
+                final_runtime=runtime,
+                sampled_runtime=runtime,
+                best_runtime=runtime,
+                best_placement=result.placement.tolist(),
+                best_placement_by_op=placement_by_op(graph, devices, result.placement),
+                baselines={b: ref.score for b, ref in compared.items()},
+                infeasible={
+                    b: why_infeasible(simulate(graph, ref.placement, devices, objective))
+                    for b, ref in compared.items()
+                    if not ref.feasible
+                },
+                final_infeasible=why,
+                best_infeasible=why,
+                lower_bound=bound,
+            )
+        )
+    config = {
+        "graph": {"spec": graphs if isinstance(graphs, str) else specs},
+        "cluster": {"spec": cluster},
+        "objective": objective,
+        "placer": placer,
+        "baselines": list(baselines),
+    }
+    evaluation = EvalResult(
+        config,
+        outcomes,
+        timings={"evaluate": time.perf_counter() - start},
+        out_dir=out_dir,
+        provenance=provenance(),
+    )
     if out_dir is not None:
         write_result(evaluation, Path(out_dir))
     return evaluation

@@ -40,15 +40,28 @@ def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
         shown += runtimes
         if all("best" in point for point in result.curve):  # absent from older runs' curves
             found = [1e3 * point["best"][g] for point in result.curve]
-            ax.plot(steps, found, drawstyle="steps-post", color=line.get_color(), linewidth=2.2,
-                    alpha=0.6, label=f"best found so far, {outcome.graph}")  # fmt: skip
+            ax.plot(
+                steps,
+                found,
+                drawstyle="steps-post",
+                color=line.get_color(),
+                linewidth=2.2,
+                alpha=0.6,
+                label=f"best found so far, {outcome.graph}",
+            )
             shown += found
         for k, (name, runtime) in enumerate(sorted(outcome.baselines.items())):
             # One graph: a colour per baseline. Several: the graph's colour, a style per
             # baseline. Drawn above the curve, so a policy that matches a baseline hides neither.
             colour = f"C{k + 1}" if len(graphs) == 1 else line.get_color()
-            ax.axhline(1e3 * runtime, color=colour, linestyle=("--", ":", "-.")[k % 3],
-                       linewidth=1.2, zorder=3, label=f"{name}, {outcome.graph}")  # fmt: skip
+            ax.axhline(
+                1e3 * runtime,
+                color=colour,
+                linestyle=("--", ":", "-.")[k % 3],
+                linewidth=1.2,
+                zorder=3,
+                label=f"{name}, {outcome.graph}",
+            )
             shown.append(1e3 * runtime)
     if shown:
         if max(shown) > 1.5 * min(shown):  # a far baseline (one device) would flatten the rest
@@ -61,8 +74,9 @@ def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
     ax.set_xlabel("env steps")
     ax.set_ylabel("runtime (ms)")
     ax.set_title("policy runtime during training")
-    for text in ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2,
-                          frameon=False).get_texts():  # below the axes: long specs wrap
+    for text in ax.legend(
+        fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False
+    ).get_texts():  # below the axes: long specs wrap
         text.set_text(textwrap.fill(text.get_text(), 60))
     fig.tight_layout()
     path = Path(path)
@@ -71,8 +85,9 @@ def plot_learning_curve(result: TrainResult, path: str | Path) -> Path:
     return path
 
 
-def runtime_limits(values: list[float], margin: float = 0.08,
-                   log: bool = False) -> tuple[float, float]:  # fmt: skip
+def runtime_limits(
+    values: list[float], margin: float = 0.08, log: bool = False
+) -> tuple[float, float]:
     """Y-limits that hold every value with ``margin`` of the span (or of the value) to spare;
     with ``log``, of the span of the values' logarithms (positive values)."""
     if log:
@@ -82,8 +97,10 @@ def runtime_limits(values: list[float], margin: float = 0.08,
     pad = margin * ((high - low) or abs(high) or 1.0)
     # at least one float step: a pad below the values' resolution (a subnormal value, a span
     # far below their magnitude) would leave a value on the axis's edge
-    return (min(low - pad, float(np.nextafter(low, -np.inf))),
-            max(high + pad, float(np.nextafter(high, np.inf))))
+    return (
+        min(low - pad, float(np.nextafter(low, -np.inf))),
+        max(high + pad, float(np.nextafter(high, np.inf))),
+    )
 
 
 def plot_best_placement(result: TrainResult, path: str | Path, *, graph: int = 0) -> Path:

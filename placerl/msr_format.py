@@ -86,8 +86,11 @@ def read_header(
     if missing:
         raise error(f"msr file {where} has a bad header: missing {', '.join(missing)}")
     k, cpus, memory = data["maxFPGAs"], data["maxCPUs"], data["maxSizePerFPGA"]
-    for key, value, kinds in (("maxFPGAs", k, int), ("maxCPUs", cpus, int),
-                              ("maxSizePerFPGA", memory, (int, float))):  # fmt: skip
+    for key, value, kinds in (
+        ("maxFPGAs", k, int),
+        ("maxCPUs", cpus, int),
+        ("maxSizePerFPGA", memory, (int, float)),
+    ):
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise error(f"msr file {where} has a bad header: {key} is {value!r}")
     if k < 0 or cpus < 0 or k + cpus == 0:

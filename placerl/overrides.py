@@ -29,8 +29,19 @@ from placerl.errors import ConfigError
 #: Characters of spec options that Hydra's grammar reserves outside quotes.
 RESERVED = "=&"
 #: Hydra's command-line flags that take the next argument as their value.
-FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name",
-                    "-cn", "--config-dir", "-cd", "--experimental-rerun"}  # fmt: skip
+FLAGS_WITH_VALUE = {
+    "--cfg",
+    "-c",
+    "--package",
+    "-p",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--experimental-rerun",
+}
 #: What a backslash escapes in Hydra's unquoted values (its ``ESC`` token).
 _ESCAPED = "\\()[]{}:=, \t"
 #: An override's key: ``key``, ``+key``, ``++key``, ``~key``, ``group@package``.
@@ -189,8 +200,9 @@ def shell_word(arg: str) -> str:
     return f'"{arg}"'
 
 
-def check_override_keys(args: Sequence[str], schema: type, groups: Sequence[str] = (),
-                        app: str = "placerl-train") -> None:  # fmt: skip
+def check_override_keys(
+    args: Sequence[str], schema: type, groups: Sequence[str] = (), app: str = "placerl-train"
+) -> None:
     """Refuse an override of a key that neither ``schema`` (a nested dataclass) declares nor
     names a config group, with the closest known key: Hydra's own message ("Could not
     override 'total_step'") names no alternative. Added keys (``+key``) are left to
@@ -206,8 +218,11 @@ def check_override_keys(args: Sequence[str], schema: type, groups: Sequence[str]
         key = arg.partition("=")[0]
         if key[:1] in "+~" or key.startswith("hydra") or "@" in key or "/" in key:
             continue
-        if key in groups or key in known or any(key.startswith(f"{free}.") for free in
-                                                 known if known[free]):  # fmt: skip
+        if (
+            key in groups
+            or key in known
+            or any(key.startswith(f"{free}.") for free in known if known[free])
+        ):
             continue
         close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""

@@ -42,11 +42,30 @@ DEFAULT_REFERENCE_ORDER = "topo"
 #: Config fields (dotted, as :func:`placerl.results.flat_config` names them) that do not make
 #: runs different experiments: what the rows show apart, the seed and the bookkeeping.
 NOT_VARIANT = {
-    "graph", "cluster", "objective", "placer", "graph.spec", "cluster.spec", "env.objective",
-    "order.name", "agent.algo", "agent.extractor", "seed", "resume", "device", "progress_bar",
-    "force", "baselines", "eval_every", "eval_samples", "checkpoint_every", "logger.kind",
-    "logger.project", "logger.entity", "logger.mode",
-}  # fmt: skip
+    "graph",
+    "cluster",
+    "objective",
+    "placer",
+    "graph.spec",
+    "cluster.spec",
+    "env.objective",
+    "order.name",
+    "agent.algo",
+    "agent.extractor",
+    "seed",
+    "resume",
+    "device",
+    "progress_bar",
+    "force",
+    "baselines",
+    "eval_every",
+    "eval_samples",
+    "checkpoint_every",
+    "logger.kind",
+    "logger.project",
+    "logger.entity",
+    "logger.mode",
+}
 
 
 def load_runs(folders: Sequence[str | Path]) -> Any:
@@ -103,18 +122,29 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
     rows, label, settings = [], variant(config), _settings(config)
     for g, outcome in enumerate(result["graphs"]):
         best = min(outcome["baselines"].values()) if outcome["baselines"] else np.nan
-        rows.append({
-            "run": str(run), "graph": outcome["graph"], "group": graph_group(outcome["graph"]),
-            "cluster": cluster, "objective": objective, "order": order,
-            "agent": agent, "variant": label, "settings": settings, "seed": seed,
-            "runtime_ms": 1e3 * outcome["final_runtime"],
-            "infeasible": bool(outcome.get("final_infeasible")),
-            "best_seen_ms": 1e3 * outcome["best_runtime"],
-            "best_baseline_ms": 1e3 * best, "speedup_vs_best": best / outcome["final_runtime"],
-            "steps": result["steps"], "train_s": result["timings"].get("train", 0.0),
-            "curve": [(p["step"], 1e3 * p["runtimes"][g]) for p in result["curve"]],
-            "best_curve": _best_curve(result, g),
-        })  # fmt: skip
+        rows.append(
+            {
+                "run": str(run),
+                "graph": outcome["graph"],
+                "group": graph_group(outcome["graph"]),
+                "cluster": cluster,
+                "objective": objective,
+                "order": order,
+                "agent": agent,
+                "variant": label,
+                "settings": settings,
+                "seed": seed,
+                "runtime_ms": 1e3 * outcome["final_runtime"],
+                "infeasible": bool(outcome.get("final_infeasible")),
+                "best_seen_ms": 1e3 * outcome["best_runtime"],
+                "best_baseline_ms": 1e3 * best,
+                "speedup_vs_best": best / outcome["final_runtime"],
+                "steps": result["steps"],
+                "train_s": result["timings"].get("train", 0.0),
+                "curve": [(p["step"], 1e3 * p["runtimes"][g]) for p in result["curve"]],
+                "best_curve": _best_curve(result, g),
+            }
+        )
     return rows
 
 
@@ -127,8 +157,11 @@ def _best_curve(result: dict[str, Any], g: int) -> list[tuple[int, float]]:
 
 def _settings(config: dict[str, Any]) -> str:
     """The config fields that make up the variant, as JSON (to name how variants differ)."""
-    return json.dumps({k: v for k, v in sorted(config.items()) if k not in NOT_VARIANT},
-                      sort_keys=True, default=str)  # fmt: skip
+    return json.dumps(
+        {k: v for k, v in sorted(config.items()) if k not in NOT_VARIANT},
+        sort_keys=True,
+        default=str,
+    )
 
 
 #: What a run's runtime is: ``final``, the greedy placement of the weights it kept (what a
@@ -152,9 +185,9 @@ def select_metric(runs: Any, metric: str) -> Any:
     column, curve = METRICS[metric]
     runs = runs.assign(runtime_ms=runs[column], curve=runs[curve])
     runs["speedup_vs_best"] = runs["best_baseline_ms"] / runs["runtime_ms"]
-    runs["steps_to_5pct"] = [_steps_to_within(c, r) for c, r in zip(runs["curve"],
-                                                                      runs["runtime_ms"],
-                                                                      strict=True)]  # fmt: skip
+    runs["steps_to_5pct"] = [
+        _steps_to_within(c, r) for c, r in zip(runs["curve"], runs["runtime_ms"], strict=True)
+    ]
     return runs.drop(columns="best_curve")
 
 
@@ -170,11 +203,15 @@ def summarize(runs: Any) -> Any:
     interval) and ``infeasible``: how many runs ended on a placement that does not fit (its
     runtime is a penalty, and so is the mean's share of it)."""
     grouped = runs.groupby(KEYS, sort=True)
-    table = grouped.agg(jobs=("run", "nunique"), seeds=("seed", "nunique"),
-                        steps=("steps", "mean"), runtime_ms=("runtime_ms", "mean"),
-                        best_seen_ms=("best_seen_ms", "mean"),
-                        speedup_vs_best=("speedup_vs_best", "mean"),
-                        infeasible=("infeasible", "sum"))  # fmt: skip
+    table = grouped.agg(
+        jobs=("run", "nunique"),
+        seeds=("seed", "nunique"),
+        steps=("steps", "mean"),
+        runtime_ms=("runtime_ms", "mean"),
+        best_seen_ms=("best_seen_ms", "mean"),
+        speedup_vs_best=("speedup_vs_best", "mean"),
+        infeasible=("infeasible", "sum"),
+    )
     if "steps_to_5pct" in runs:
         table["steps_to_5pct"] = grouped["steps_to_5pct"].mean()
     for column, prefix in (("runtime_ms", "runtime_ci95"), ("speedup_vs_best", "speedup_ci95")):
@@ -203,28 +240,54 @@ def compare_orders(runs: Any, reference: str = "topo") -> Any:
     trained = runs[runs["order"] != NO_ORDER]
     rows = []
     for cell, group in trained.groupby(CELL, sort=True):
-        pivot = group.pivot_table(index=["graph", "seed"], columns="order",
-                                  values="runtime_ms")  # fmt: skip
+        pivot = group.pivot_table(index=["graph", "seed"], columns="order", values="runtime_ms")
         if reference not in pivot.columns:
             continue
         speed = _learning_speed(group)
         for order in (o for o in pivot.columns if o != reference):
             pairs = pivot[[reference, order]].dropna()
             result = compare_pairs(pairs[order].to_numpy(), pairs[reference].to_numpy())
-            rows.append({**dict(zip(CELL, cell, strict=True)), "order": order,
-                         "reference": reference, "pairs": result.pairs, "ratio": result.ratio,
-                         "ratio_ci95_low": result.ci_low, "ratio_ci95_high": result.ci_high,
-                         "wins": result.wins, "losses": result.losses, "ties": result.ties,
-                         "p_value": result.p_value, "p_value_note": result.p_note,
-                         "pairs_needed": result.pairs_needed,
-                         "steps_to_5pct": speed.get(order, np.nan),
-                         "reference_steps_to_5pct": speed.get(reference, np.nan),
-                         "verdict": result.verdict(order, reference)})  # fmt: skip
-    return pd.DataFrame(rows, columns=[*CELL, "order", "reference", "pairs", "ratio",
-                                       "ratio_ci95_low", "ratio_ci95_high", "wins", "losses",
-                                       "ties", "p_value", "p_value_note", "pairs_needed",
-                                       "steps_to_5pct", "reference_steps_to_5pct",
-                                       "verdict"])  # fmt: skip
+            rows.append(
+                {
+                    **dict(zip(CELL, cell, strict=True)),
+                    "order": order,
+                    "reference": reference,
+                    "pairs": result.pairs,
+                    "ratio": result.ratio,
+                    "ratio_ci95_low": result.ci_low,
+                    "ratio_ci95_high": result.ci_high,
+                    "wins": result.wins,
+                    "losses": result.losses,
+                    "ties": result.ties,
+                    "p_value": result.p_value,
+                    "p_value_note": result.p_note,
+                    "pairs_needed": result.pairs_needed,
+                    "steps_to_5pct": speed.get(order, np.nan),
+                    "reference_steps_to_5pct": speed.get(reference, np.nan),
+                    "verdict": result.verdict(order, reference),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            *CELL,
+            "order",
+            "reference",
+            "pairs",
+            "ratio",
+            "ratio_ci95_low",
+            "ratio_ci95_high",
+            "wins",
+            "losses",
+            "ties",
+            "p_value",
+            "p_value_note",
+            "pairs_needed",
+            "steps_to_5pct",
+            "reference_steps_to_5pct",
+            "verdict",
+        ],
+    )
 
 
 def _learning_speed(cell: Any) -> dict[str, float]:
@@ -252,16 +315,17 @@ def not_compared(runs: Any) -> list[str]:
             orders = sorted(set(group.loc[group["variant"] == row["variant"], "order"]))
             shown = ", ".join(f"{k}={values.get(k)}" for k in keys)
             parts.append(f"{'/'.join(orders)} with {shown}")
-        lines.append(f"{' · '.join(map(str, cell))}: {'; '.join(parts)} (they differ in "
-                     f"{', '.join(keys)}; compared only within one setting)")  # fmt: skip
+        lines.append(
+            f"{' · '.join(map(str, cell))}: {'; '.join(parts)} (they differ in "
+            f"{', '.join(keys)}; compared only within one setting)"
+        )
     return lines
 
 
 def _differing_keys(settings: list[dict[str, Any]]) -> list[str]:
     """The keys whose values are not the same in every one of ``settings``."""
     keys = {k for values in settings for k in values}
-    return sorted(k for k in keys
-                  if len({json.dumps(s.get(k), default=str) for s in settings}) > 1)  # fmt: skip
+    return sorted(k for k in keys if len({json.dumps(s.get(k), default=str) for s in settings}) > 1)
 
 
 @dataclass(frozen=True)
@@ -300,18 +364,28 @@ def _open_job(job: Path) -> OpenJob | None:
     """Why ``job`` has no result (``None``: a folder of finished jobs, such as a sweep's)."""
     error = job / "error.txt"
     if error.is_file():
-        return OpenJob(job, "failed", f"{error_summary(error.read_text(errors='replace'))} "
-                       f"(traceback in {error})")  # fmt: skip
+        return OpenJob(
+            job,
+            "failed",
+            f"{error_summary(error.read_text(errors='replace'))} (traceback in {error})",
+        )
     state = job / CHECKPOINT / "state.json"
     if state.is_file():
-        return OpenJob(job, "unfinished", f"{_checkpoint_progress(state)}; re-running the same "
-                       "command resumes it")  # fmt: skip
+        return OpenJob(
+            job,
+            "unfinished",
+            f"{_checkpoint_progress(state)}; re-running the same command resumes it",
+        )
     if any(job.rglob("result.json")):
         return None
-    return OpenJob(job, "no result", "no result.json, checkpoint or error.txt: it stopped (or "
-                   "is still running) before its first checkpoint, or failed before its job "
-                   "began, as on a bad override, whose error the command printed; re-running "
-                   "starts it afresh")  # fmt: skip
+    return OpenJob(
+        job,
+        "no result",
+        "no result.json, checkpoint or error.txt: it stopped (or "
+        "is still running) before its first checkpoint, or failed before its job "
+        "began, as on a bad override, whose error the command printed; re-running "
+        "starts it afresh",
+    )
 
 
 def error_summary(text: str) -> str:
@@ -345,8 +419,13 @@ def unfinished_jobs(folders: Sequence[str | Path]) -> list[str]:
     return [job.line() for job in open_jobs(folders)]
 
 
-def write_report(folders: Sequence[str | Path], out: str | Path, *,
-                 reference_order: str | None = None, metric: str = "final") -> Path:  # fmt: skip
+def write_report(
+    folders: Sequence[str | Path],
+    out: str | Path,
+    *,
+    reference_order: str | None = None,
+    metric: str = "final",
+) -> Path:
     """Write the report of every run under ``folders`` into ``out``; returns ``report.md``.
 
     Args:
@@ -368,8 +447,10 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
     runs.attrs = raw.attrs
     orders_run = sorted(set(runs["order"]) - {NO_ORDER})
     if reference_order is not None and orders_run and reference_order not in orders_run:
-        raise ConfigError(f"reference order {reference_order!r} is none of the runs' orders: "
-                          f"{', '.join(orders_run)}")  # fmt: skip
+        raise ConfigError(
+            f"reference order {reference_order!r} is none of the runs' orders: "
+            f"{', '.join(orders_run)}"
+        )
     reference_order = reference_order or DEFAULT_REFERENCE_ORDER
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(runs)
@@ -378,20 +459,34 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
     summary.to_csv(out / "summary.csv", index=False)
     orders.to_csv(out / "orders.csv", index=False)
     figures = report_figures(runs, orders, out, metric_label=METRIC_LABELS[metric])
-    text = [f"# placerl report: {len(runs)} runs x graphs from {', '.join(map(str, folders))}",
-            "", f"Runtime: {METRIC_WORDS[metric]}. `steps_to_5pct`: the first evaluated step "
-            "at which a run's curve is within 5% of its result (how fast it learned).", "",
-            f"## Orders against {reference_order} (paired)", "",
-            *(_verdicts(orders) if len(orders) else [_no_pairs(orders_run, reference_order)]),
-            "", "## Per graph, order and agent", "", SUMMARY_LEGEND, "",
-            summary.drop(columns=["speedup_ci95_low", "speedup_ci95_high"]).to_markdown(
-                index=False, floatfmt=".4g"),
-            "", *[f"![{name}]({name}.png)" for name in figures], ""]  # fmt: skip
+    text = [
+        f"# placerl report: {len(runs)} runs x graphs from {', '.join(map(str, folders))}",
+        "",
+        f"Runtime: {METRIC_WORDS[metric]}. `steps_to_5pct`: the first evaluated step "
+        "at which a run's curve is within 5% of its result (how fast it learned).",
+        "",
+        f"## Orders against {reference_order} (paired)",
+        "",
+        *(_verdicts(orders) if len(orders) else [_no_pairs(orders_run, reference_order)]),
+        "",
+        "## Per graph, order and agent",
+        "",
+        SUMMARY_LEGEND,
+        "",
+        summary.drop(columns=["speedup_ci95_low", "speedup_ci95_high"]).to_markdown(
+            index=False, floatfmt=".4g"
+        ),
+        "",
+        *[f"![{name}]({name}.png)" for name in figures],
+        "",
+    ]
     jobs = open_jobs(folders)
-    sections = (("Not compared: configs differ in more than the seed", not_compared(runs)),
-                ("Failed jobs", [j.line() for j in jobs if j.status == "failed"]),
-                ("Unfinished jobs", [j.line() for j in jobs if j.status != "failed"]),
-                ("Skipped result files", runs.attrs.get("skipped", [])))  # fmt: skip
+    sections = (
+        ("Not compared: configs differ in more than the seed", not_compared(runs)),
+        ("Failed jobs", [j.line() for j in jobs if j.status == "failed"]),
+        ("Unfinished jobs", [j.line() for j in jobs if j.status != "failed"]),
+        ("Skipped result files", runs.attrs.get("skipped", [])),
+    )
     for title, entries in sections:
         if entries:
             text += [f"## {title}", "", *[f"- {entry}" for entry in entries], ""]
@@ -401,20 +496,26 @@ def write_report(folders: Sequence[str | Path], out: str | Path, *,
 
 
 METRIC_LABELS = {"final": "greedy runtime (ms)", "best": "best runtime found (ms)"}
-METRIC_WORDS = {"final": "the greedy placement of the weights each run kept (`--metric final`)",
-                "best": "the best placement each run found while training (`--metric best`)"}
-SUMMARY_LEGEND = ("`jobs`: result files pooled; `runtime_ci95_low/high`: Student-t 95% "
-                  "interval of the mean over seeds, cut at 0 (blank with one seed: no "
-                  "interval); "
-                  "`steps`: env steps trained; `variant`: a hash of the config besides the "
-                  "seed (runs of different variants are never pooled).")
-ORDERS_LEGEND = ("`ratio`: geometric mean of runtime over the reference's on the same graph "
-                 "and seed (below 1: faster), with a bootstrap 95% interval over the pairs; a "
-                 "difference is stated when that interval excludes 1 and the Wilcoxon "
-                 "signed-rank test gives p < 0.05; `pairs_needed`: pairs that would detect a "
-                 "difference of the observed size (at least 1%) with 80% power; "
-                 "`steps_to_5pct`: mean first evaluated step within 5% of a run's result, for "
-                 "the order and the reference (how fast each learned).")
+METRIC_WORDS = {
+    "final": "the greedy placement of the weights each run kept (`--metric final`)",
+    "best": "the best placement each run found while training (`--metric best`)",
+}
+SUMMARY_LEGEND = (
+    "`jobs`: result files pooled; `runtime_ci95_low/high`: Student-t 95% "
+    "interval of the mean over seeds, cut at 0 (blank with one seed: no "
+    "interval); "
+    "`steps`: env steps trained; `variant`: a hash of the config besides the "
+    "seed (runs of different variants are never pooled)."
+)
+ORDERS_LEGEND = (
+    "`ratio`: geometric mean of runtime over the reference's on the same graph "
+    "and seed (below 1: faster), with a bootstrap 95% interval over the pairs; a "
+    "difference is stated when that interval excludes 1 and the Wilcoxon "
+    "signed-rank test gives p < 0.05; `pairs_needed`: pairs that would detect a "
+    "difference of the observed size (at least 1%) with 80% power; "
+    "`steps_to_5pct`: mean first evaluated step within 5% of a run's result, for "
+    "the order and the reference (how fast each learned)."
+)
 
 
 def _verdicts(orders: Any) -> list[str]:
@@ -430,10 +531,14 @@ def _verdicts(orders: Any) -> list[str]:
 def _no_pairs(orders_run: list[str], reference_order: str) -> str:
     """Why the paired table is empty."""
     if reference_order not in orders_run:
-        return (f"(no pairs: no run used {reference_order}; the runs' orders: "
-                f"{', '.join(orders_run) or 'none'}; pick one with --reference-order)")
-    return (f"(no pairs: no other order ran on the same graph, agent, seed and settings as "
-            f"{reference_order})")
+        return (
+            f"(no pairs: no run used {reference_order}; the runs' orders: "
+            f"{', '.join(orders_run) or 'none'}; pick one with --reference-order)"
+        )
+    return (
+        f"(no pairs: no other order ran on the same graph, agent, seed and settings as "
+        f"{reference_order})"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -441,15 +546,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="placerl-report", description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", help="run or sweep folders holding result.json")
     parser.add_argument("--out", default="report", help="where the report goes")
-    parser.add_argument("--reference-order", default=None,
-                        help=f"order the others face (default {DEFAULT_REFERENCE_ORDER})")
-    parser.add_argument("--metric", default="final", choices=list(METRICS),
-                        help="final: the kept weights' greedy placement; best: the best "
-                             "placement found while training")  # fmt: skip
+    parser.add_argument(
+        "--reference-order",
+        default=None,
+        help=f"order the others face (default {DEFAULT_REFERENCE_ORDER})",
+    )
+    parser.add_argument(
+        "--metric",
+        default="final",
+        choices=list(METRICS),
+        help="final: the kept weights' greedy placement; best: the best "
+        "placement found while training",
+    )
     args = parser.parse_args(argv)
     try:
-        path = write_report(args.folders, args.out, reference_order=args.reference_order,
-                            metric=args.metric)  # fmt: skip
+        path = write_report(
+            args.folders, args.out, reference_order=args.reference_order, metric=args.metric
+        )
     except (FileNotFoundError, ConfigError) as error:
         parser.error(str(error))
     print(path.read_text())

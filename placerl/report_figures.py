@@ -36,12 +36,17 @@ def report_figures(runs: Any, orders: Any, out: Path, *, metric_label: str) -> l
 
     labelled = runs.assign(series=_series(runs))
     names = []
-    for name, column, label in (("runtime_per_order", "runtime_ms", metric_label),
-                                ("speedup_vs_best", "speedup_vs_best",
-                                 "speedup over the best baseline")):  # fmt: skip
+    for name, column, label in (
+        ("runtime_per_order", "runtime_ms", metric_label),
+        ("speedup_vs_best", "speedup_vs_best", "speedup over the best baseline"),
+    ):
         means, errors = error_bars(labelled, column)
-        ax = means.plot.bar(figsize=(max(8, 1.2 * len(means) * math.sqrt(means.shape[1])), 4.5),
-                            rot=0, yerr=errors, capsize=2)  # fmt: skip
+        ax = means.plot.bar(
+            figsize=(max(8, 1.2 * len(means) * math.sqrt(means.shape[1])), 4.5),
+            rot=0,
+            yerr=errors,
+            capsize=2,
+        )
         ax.set_ylabel(f"{label}\nmean over graphs and seeds, 95% CI")
         ax.legend(fontsize=6, ncol=2)
         ax.figure.tight_layout()
@@ -97,14 +102,20 @@ def _plot_curves(runs: Any, path: Path, metric_label: str) -> bool:
             steps = sorted(set().union(*curves))
             values = [[c[s] for c in curves if s in c] for s in steps]
             (line,) = ax.plot(steps, [np.mean(v) for v in values], label=order, linewidth=1)
-            ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values],
-                            color=line.get_color(), alpha=0.12, linewidth=0)  # fmt: skip
+            ax.fill_between(
+                steps,
+                [min(v) for v in values],
+                [max(v) for v in values],
+                color=line.get_color(),
+                alpha=0.12,
+                linewidth=0,
+            )
         ax.set_title(f"{group}, {agent}", fontsize=8)
         ax.set_xlabel("env steps", fontsize=7)
         ax.set_ylabel(f"{metric_label}: mean, min-max", fontsize=7)
         ax.tick_params(labelsize=6)
         ax.legend(fontsize=5)
-    for ax in list(axes.flat)[len(cells):]:
+    for ax in list(axes.flat)[len(cells) :]:
         ax.set_visible(False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -123,8 +134,9 @@ def _plot_ratios(orders: Any, path: Path) -> None:
     ax.errorbar(ratio, range(len(labels)), xerr=[low, high], fmt="o", capsize=3, markersize=4)
     ax.axvline(1.0, color="gray", linestyle="--", linewidth=1)
     ax.set_yticks(range(len(labels)), labels, fontsize=6)
-    ax.set_xlabel(f"runtime over {orders['reference'].iloc[0]} (paired geometric mean, "
-                  "bootstrap 95% CI)")  # fmt: skip
+    ax.set_xlabel(
+        f"runtime over {orders['reference'].iloc[0]} (paired geometric mean, bootstrap 95% CI)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -223,8 +223,10 @@ def result_kind(data: Mapping[str, Any], path: str | Path = "result.json") -> st
     """
     schema = data.get("schema", 1)
     if schema != RESULT_SCHEMA or data.get("kind") not in RESULT_KINDS:
-        raise ConfigError(f"{path} is a result of schema {schema}; this placerl reads schema "
-                          f"{RESULT_SCHEMA}: run the job again (force=true)")  # fmt: skip
+        raise ConfigError(
+            f"{path} is a result of schema {schema}; this placerl reads schema "
+            f"{RESULT_SCHEMA}: run the job again (force=true)"
+        )
     return data["kind"]
 
 

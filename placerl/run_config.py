@@ -288,9 +288,15 @@ class RunConfig:
         OmegaConf merges mappings key by key, so a group option could not drop a key that the
         main job's ``agent.hyperparams`` holds: composition starts from the bare groups.
         """
-        return cls(graph=GraphGroup(), cluster=ClusterGroup(), order=OrderGroup(),
-                   env=EnvGroup(), agent=AgentGroup(), logger=LoggerGroup(),
-                   baselines=list(BASE_BASELINES))  # fmt: skip
+        return cls(
+            graph=GraphGroup(),
+            cluster=ClusterGroup(),
+            order=OrderGroup(),
+            env=EnvGroup(),
+            agent=AgentGroup(),
+            logger=LoggerGroup(),
+            baselines=list(BASE_BASELINES),
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], base: RunConfig | None = None) -> RunConfig:
@@ -325,8 +331,16 @@ class RunConfig:
         Raises:
             ConfigError: Naming the key and the value.
         """
-        for name in ("total_steps", "n_envs", "eval_every", "eval_samples", "checkpoint_every",
-                     "seed", "threads", "rollout_threads"):  # fmt: skip
+        for name in (
+            "total_steps",
+            "n_envs",
+            "eval_every",
+            "eval_samples",
+            "checkpoint_every",
+            "seed",
+            "threads",
+            "rollout_threads",
+        ):
             check_int(getattr(self, name), name, minimum=1 if name == "n_envs" else 0)
         for name in ("warm_start_epochs", "warm_start_rounds", "rollback_graphs"):
             value = getattr(self.agent, name)
@@ -357,12 +371,16 @@ class RunConfig:
                 f"env={self.env.kind} on the command line)"
             )
         if self.agent.warm_start_rounds and self.agent.warm_start is None:
-            raise ConfigError(f"agent.warm_start_rounds={self.agent.warm_start_rounds} needs "
-                              "an agent.warm_start expert to label the rounds, got None")
+            raise ConfigError(
+                f"agent.warm_start_rounds={self.agent.warm_start_rounds} needs "
+                "an agent.warm_start expert to label the rounds, got None"
+            )
         for name in ("extractor_kwargs", "hyperparams"):
             if not isinstance(getattr(self.agent, name), Mapping):
-                raise ConfigError(f"agent.{name} must be a mapping of option names to values, "
-                                  f"got {getattr(self.agent, name)!r}")  # fmt: skip
+                raise ConfigError(
+                    f"agent.{name} must be a mapping of option names to values, "
+                    f"got {getattr(self.agent, name)!r}"
+                )
         self._check_placers()
         self._check_preset()
         check_spec_list(self.validation_graphs, "validation_graphs")
@@ -373,8 +391,10 @@ class RunConfig:
                 f"eval_every={self.eval_every}"
             )
         if not isinstance(self.device, str) or not re.fullmatch(TORCH_DEVICES, self.device):
-            raise ConfigError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or "
-                              f"'mps', got {self.device!r}")  # fmt: skip
+            raise ConfigError(
+                f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or "
+                f"'mps', got {self.device!r}"
+            )
         return self
 
     def _check_splits(self) -> None:
@@ -399,8 +419,9 @@ class RunConfig:
             else:
                 where = ".".join(path.split(".")[:depth]) or "the run"
                 known = ", ".join(getattr(value, "__dataclass_fields__", ())) or "none"
-                raise ConfigError(f"{path!r} is no option: {where} has no {key!r} (known "
-                                  f"there: {known})")  # fmt: skip
+                raise ConfigError(
+                    f"{path!r} is no option: {where} has no {key!r} (known there: {known})"
+                )
         return value
 
     def _check_preset(self) -> None:
@@ -409,8 +430,7 @@ class RunConfig:
         if preset.name is None:
             return
         if not isinstance(preset.fixed, Mapping):
-            raise ConfigError(f"preset.fixed must map option paths to values, got "
-                              f"{preset.fixed!r}")  # fmt: skip
+            raise ConfigError(f"preset.fixed must map option paths to values, got {preset.fixed!r}")
         for path, pinned in preset.fixed.items():
             try:
                 value = self.option(path)
@@ -447,16 +467,26 @@ class RunConfig:
 
         env, cls = self.env, env_class(self.env.kind)
         graph = self.graph.spec if isinstance(self.graph.spec, str) else list(self.graph.spec)
-        kwargs = {"graph": graph, "cluster": self.cluster.spec, "order": self.order.name,
-                  "order_seed": self.order.seed, "objective": env.objective,
-                  "reward": env.reward, "reference": env.reference, "memory": env.memory,
-                  "observation": env.observation, "invalid_action": env.invalid_action,
-                  "features": env.features}  # fmt: skip
-        kwargs.update({k: v for k in ("max_nodes", "max_edges")
-                       if (v := getattr(env, k)) is not None})  # fmt: skip
+        kwargs = {
+            "graph": graph,
+            "cluster": self.cluster.spec,
+            "order": self.order.name,
+            "order_seed": self.order.seed,
+            "objective": env.objective,
+            "reward": env.reward,
+            "reference": env.reference,
+            "memory": env.memory,
+            "observation": env.observation,
+            "invalid_action": env.invalid_action,
+            "features": env.features,
+        }
+        kwargs.update(
+            {k: v for k in ("max_nodes", "max_edges") if (v := getattr(env, k)) is not None}
+        )
         skipped = cls.training_arguments if evaluation else ()
-        kwargs.update({name: getattr(env, name) for name in cls.extra_arguments
-                       if name not in skipped})  # fmt: skip
+        kwargs.update(
+            {name: getattr(env, name) for name in cls.extra_arguments if name not in skipped}
+        )
         return kwargs
 
 
@@ -508,8 +538,10 @@ def check_recipe(recipe: str, overrides: list[str] | tuple[str, ...] = ()) -> No
     for override in overrides:
         key = str(override).lstrip("+~").partition("=")[0]
         if any(key == fixed or key.startswith(f"{fixed}.") for fixed in SET_BY_SUITE):
-            raise ConfigError(f"recipe override {override!r}: the suite sets {key} from its "
-                              f"cases ({', '.join(SET_BY_SUITE)} are the suite's)")  # fmt: skip
+            raise ConfigError(
+                f"recipe override {override!r}: the suite sets {key} from its "
+                f"cases ({', '.join(SET_BY_SUITE)} are the suite's)"
+            )
 
 
 @dataclass
@@ -600,15 +632,22 @@ class BenchRunConfig:
 
 #: Keys of the old flat ``TrainConfig`` and where each now lives.
 RENAMED = {
-    "env_kwargs": "env.<argument> (e.g. env.reward)", "objective": "env.objective",
-    "start_from_best": "env.start_from_best", "algo": "agent.algo",
-    "extractor": "agent.extractor", "head": "agent.head",
-    "extractor_kwargs": "agent.extractor_kwargs", "hyperparams": "agent.hyperparams",
-    "warm_start": "agent.warm_start", "warm_start_epochs": "agent.warm_start_epochs",
-    "warm_start_rounds": "agent.warm_start_rounds", "rollback": "agent.rollback",
-    "rollback_graphs": "agent.rollback_graphs", "out_dir": "train(config, out_dir=...)",
+    "env_kwargs": "env.<argument> (e.g. env.reward)",
+    "objective": "env.objective",
+    "start_from_best": "env.start_from_best",
+    "algo": "agent.algo",
+    "extractor": "agent.extractor",
+    "head": "agent.head",
+    "extractor_kwargs": "agent.extractor_kwargs",
+    "hyperparams": "agent.hyperparams",
+    "warm_start": "agent.warm_start",
+    "warm_start_epochs": "agent.warm_start_epochs",
+    "warm_start_rounds": "agent.warm_start_rounds",
+    "rollback": "agent.rollback",
+    "rollback_graphs": "agent.rollback_graphs",
+    "out_dir": "train(config, out_dir=...)",
     "initial": "env.init",
-}  # fmt: skip
+}
 
 
 def check_known_keys(values: Mapping[str, Any], schema: type, prefix: str = "") -> None:
@@ -635,8 +674,10 @@ def check_known_keys(values: Mapping[str, Any], schema: type, prefix: str = "") 
             check_known_keys(value, group, prefix=f"{path}.")
         elif not isinstance(value, group):
             first = dataclasses.fields(group)[0].name
-            raise ConfigError(f"{path} is a group: give {path}.{first} ({{{key!r}: {{{first!r}: "
-                              f"{value!r}}}}}) or a {group.__name__}, got {value!r}")  # fmt: skip
+            raise ConfigError(
+                f"{path} is a group: give {path}.{first} ({{{key!r}: {{{first!r}: "
+                f"{value!r}}}}}) or a {group.__name__}, got {value!r}"
+            )
 
 
 def _unknown_key(key: str, path: str, prefix: str, fields: set[str]) -> str:
@@ -664,17 +705,19 @@ def _merged(base: Any, updates: Mapping[str, Any]) -> Any:
 
 def _refusal(preset: PresetGroup, path: str, value: Any, pinned: Any) -> str:
     """Why a run that names ``preset`` cannot hold ``value`` at ``path``, and what can."""
-    tuned = (f" The tuned recipe experiment={preset.tuned} takes it;" if preset.tuned
-             else "")  # fmt: skip
-    return (f"{preset.name} does not take {path}={value!r}: the preset fixes {path} to "
-            f"{pinned!r}, as the paper ran it.{tuned} preset.name=null runs the recipe as a "
-            f"variant that is no longer {preset.name}")
+    tuned = f" The tuned recipe experiment={preset.tuned} takes it;" if preset.tuned else ""
+    return (
+        f"{preset.name} does not take {path}={value!r}: the preset fixes {path} to "
+        f"{pinned!r}, as the paper ran it.{tuned} preset.name=null runs the recipe as a "
+        f"variant that is no longer {preset.name}"
+    )
 
 
 def _check_specs(name: str, value: Any, *, many: bool) -> None:
     """A spec, or (``many``) a non-empty list of them."""
-    specs = value if many and isinstance(value, Sequence) and not isinstance(value, str) else [
-        value]  # fmt: skip
+    specs = (
+        value if many and isinstance(value, Sequence) and not isinstance(value, str) else [value]
+    )
     if not specs or not all(isinstance(spec, str) and spec for spec in specs):
         kind = "a spec or a non-empty list of specs" if many else "a spec"
         raise ConfigError(f"{name} must be {kind} (strings), got {value!r}")

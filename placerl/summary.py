@@ -69,18 +69,24 @@ def summary_table(result: Result) -> str:
         whose = "the best placement the policy found"
     table = Table(title=title)
     for column in ("graph", "placer", "runtime (ms)", f"{subject} speedup"):
-        table.add_column(column, justify="left" if column in ("graph", "placer") else "right",
-                         overflow="fold")  # long names wrap instead of losing their end
+        table.add_column(
+            column, justify="left" if column in ("graph", "placer") else "right", overflow="fold"
+        )  # long names wrap instead of losing their end
     for g, outcome in enumerate(result.graphs):
         rows, mine_runtime = _rows(result, g, outcome, notes)
         for row in sorted(rows, key=lambda r: (bool(r.infeasible), r.runtime)):
-            runtime = (f"infeasible ({row.infeasible})" if row.infeasible
-                       else f"{row.runtime * 1e3:.3f}")  # fmt: skip
-            speedup = ("-" if row.infeasible or mine_runtime is None
-                       else f"{row.runtime / mine_runtime:.3f}x")  # fmt: skip
+            runtime = (
+                f"infeasible ({row.infeasible})" if row.infeasible else f"{row.runtime * 1e3:.3f}"
+            )
+            speedup = (
+                "-"
+                if row.infeasible or mine_runtime is None
+                else f"{row.runtime / mine_runtime:.3f}x"
+            )
             table.add_row(outcome.graph, row.label, runtime, speedup)
-    table.caption = (f"{subject} speedup: each row's runtime over {whose} (above 1x: the "
-                     f"{subject} is faster)")  # fmt: skip
+    table.caption = (
+        f"{subject} speedup: each row's runtime over {whose} (above 1x: the {subject} is faster)"
+    )
     console = Console(width=100, record=True)
     with console.capture() as capture:
         console.print(table)
@@ -97,22 +103,34 @@ def _train_title(result: TrainResult) -> str:
     return title
 
 
-def _rows(result: Result, g: int, outcome: GraphOutcome,
-          notes: Footnotes) -> tuple[list[Row], float | None]:  # fmt: skip
+def _rows(
+    result: Result, g: int, outcome: GraphOutcome, notes: Footnotes
+) -> tuple[list[Row], float | None]:
     """A graph's rows, and the runtime the speedups divide (the placer's, or the best
     placement the policy found: what the search recipes report; ``None`` where that does not
     fit, whose runtime is a penalty)."""
     if isinstance(result, EvalResult):
-        mine = Row(f"{notes.label(result.config['placer'])} (evaluated)",
-                   outcome.final_runtime, outcome.final_infeasible)
+        mine = Row(
+            f"{notes.label(result.config['placer'])} (evaluated)",
+            outcome.final_runtime,
+            outcome.final_infeasible,
+        )
         rows, mine_runtime = [mine], outcome.final_runtime
     else:
-        rows = [Row(f"policy (greedy, weights of step {result.policy_step:,})",
-                    outcome.final_runtime, outcome.final_infeasible), *_last_weights(result, g),
-                Row("policy (best seen)", outcome.best_runtime, outcome.best_infeasible)]
+        rows = [
+            Row(
+                f"policy (greedy, weights of step {result.policy_step:,})",
+                outcome.final_runtime,
+                outcome.final_infeasible,
+            ),
+            *_last_weights(result, g),
+            Row("policy (best seen)", outcome.best_runtime, outcome.best_infeasible),
+        ]
         mine_runtime = outcome.best_runtime
-    rows += [Row(notes.label(spec), runtime, outcome.infeasible.get(spec, ""))
-             for spec, runtime in outcome.baselines.items()]  # fmt: skip
+    rows += [
+        Row(notes.label(spec), runtime, outcome.infeasible.get(spec, ""))
+        for spec, runtime in outcome.baselines.items()
+    ]
     if outcome.lower_bound is not None:
         rows.append(Row(LOWER_BOUND_ROW, outcome.lower_bound))
     return rows, None if _mine_infeasible(outcome, result) else mine_runtime

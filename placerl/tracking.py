@@ -60,8 +60,9 @@ TRACKERS: Registry[type[Tracker]] = Registry("logger")
 TRACKERS.register("none", Tracker)
 
 
-def open_tracker(logger: LoggerGroup, config: Mapping[str, Any], out_dir: str, *,
-                 job_type: str = "train") -> Tracker:  # fmt: skip
+def open_tracker(
+    logger: LoggerGroup, config: Mapping[str, Any], out_dir: str, *, job_type: str = "train"
+) -> Tracker:
     """The tracker of ``logger.kind`` for a ``job_type`` job (``train`` or ``eval``) with
     resolved ``config`` writing to ``out_dir``."""
     if logger.kind == "none":
@@ -76,41 +77,56 @@ def run_labels(config: Mapping[str, Any], job_type: str = "train") -> dict[str, 
     graph = spec if isinstance(spec, str) else f"{len(spec)} graphs ({spec[0]}, ...)"
     group = f"{graph} @ {config['cluster']['spec']}"
     if job_type == "eval":
-        return {"group": group, "tags": [f"placer:{config['placer']}",
-                                         f"objective:{config['objective']}"],
-                "name": f"eval-{config['placer']}"}  # fmt: skip
+        return {
+            "group": group,
+            "tags": [f"placer:{config['placer']}", f"objective:{config['objective']}"],
+            "name": f"eval-{config['placer']}",
+        }
     agent = f"{config['agent']['algo']}_{config['agent']['extractor']}"
     order, objective = config["order"]["name"], config["env"]["objective"]
-    return {"group": group,
-            "tags": [f"order:{order}", f"agent:{agent}", f"objective:{objective}"],
-            "name": f"{order}-{agent}-seed{config['seed']}"}  # fmt: skip
+    return {
+        "group": group,
+        "tags": [f"order:{order}", f"agent:{agent}", f"objective:{objective}"],
+        "name": f"{order}-{agent}-seed{config['seed']}",
+    }
 
 
 @TRACKERS.decorator("wandb")
 class WandbTracker(Tracker):
     """One wandb run per job (see the module docstring)."""
 
-    def __init__(self, logger: LoggerGroup, config: Mapping[str, Any], out_dir: str,
-                 job_type: str = "train") -> None:  # fmt: skip
+    def __init__(
+        self, logger: LoggerGroup, config: Mapping[str, Any], out_dir: str, job_type: str = "train"
+    ) -> None:
         self.run = None
         try:
             import wandb
 
             mode = os.environ.get("WANDB_MODE", logger.mode)
             labels = run_labels(config, job_type)
-            self.run = wandb.init(project=logger.project, entity=logger.entity, mode=mode,
-                                  config=dict(config), dir=out_dir, job_type=job_type,
-                                  reinit="finish_previous", **labels)  # fmt: skip
+            self.run = wandb.init(
+                project=logger.project,
+                entity=logger.entity,
+                mode=mode,
+                config=dict(config),
+                dir=out_dir,
+                job_type=job_type,
+                reinit="finish_previous",
+                **labels,
+            )
             for metric in MINIMIZED:
                 self.run.define_metric(metric, summary="min")
         except Exception as error:  # a tracker never stops training
-            warnings.warn(f"wandb could not start ({error}); training goes on without it",
-                          stacklevel=2)  # fmt: skip
+            warnings.warn(
+                f"wandb could not start ({error}); training goes on without it", stacklevel=2
+            )
             self.run = None
             return
         if mode == "offline":
-            print(f"wandb: offline run in {self.run.dir}; upload it with: "
-                  f"{sync_command(Path(self.run.dir).parent)}")  # fmt: skip
+            print(
+                f"wandb: offline run in {self.run.dir}; upload it with: "
+                f"{sync_command(Path(self.run.dir).parent)}"
+            )
 
     def callbacks(self) -> list[Any]:
         return [] if self.run is None else [_wandb_callback(self.run)]
@@ -130,9 +146,14 @@ class WandbTracker(Tracker):
             for name, speedup in outcome.speedups().items():
                 summary[f"{prefix}speedup/{name}"] = speedup
         self.run.summary.update(summary)
-        table = wandb.Table(columns=["graph", "node", "op", "device"], data=[
-            [outcome.graph, v, op, device] for outcome in result.graphs
-            for v, (op, device) in enumerate(outcome.best_placement_by_op.items())])  # fmt: skip
+        table = wandb.Table(
+            columns=["graph", "node", "op", "device"],
+            data=[
+                [outcome.graph, v, op, device]
+                for outcome in result.graphs
+                for v, (op, device) in enumerate(outcome.best_placement_by_op.items())
+            ],
+        )
         images = {f"charts/{name}": wandb.Image(str(path)) for name, path in figures.items()}
         self.run.log({"placement": table, **images})
 
@@ -151,10 +172,14 @@ def _wandb_callback(run: Any) -> Any:
     from stable_baselines3.common.logger import KVWriter
 
     class WandbWriter(KVWriter):
-        def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any],
-                  step: int = 0) -> None:  # fmt: skip
-            metrics = {RENAMED.get(key, key): float(value) for key, value in key_values.items()
-                       if isinstance(value, int | float | np.number)}  # fmt: skip
+        def write(
+            self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0
+        ) -> None:
+            metrics = {
+                RENAMED.get(key, key): float(value)
+                for key, value in key_values.items()
+                if isinstance(value, int | float | np.number)
+            }
             try:
                 run.log(metrics, step=int(step))
             except Exception as error:  # a tracker never stops training

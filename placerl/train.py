@@ -111,8 +111,12 @@ class Envs:
         self.training.close()
 
 
-def train(config: RunConfig | Mapping[str, Any] | None = None, *, out_dir: str | None = None,
-          callbacks: Sequence[Any] = ()) -> TrainResult:  # fmt: skip
+def train(
+    config: RunConfig | Mapping[str, Any] | None = None,
+    *,
+    out_dir: str | None = None,
+    callbacks: Sequence[Any] = (),
+) -> TrainResult:
     """Train a policy as ``config`` says; see the module docstring for the steps and files.
 
     Args:
@@ -155,9 +159,20 @@ def train(config: RunConfig | Mapping[str, Any] | None = None, *, out_dir: str |
     progress.timings["torch_threads"] = threads
     trained = progress.timings["train"]
     progress.timings["steps_per_s"] = steps / trained if trained > 0 else 0.0
-    result = TrainResult(run.to_dict(), graphs, progress.curve, steps, progress.timings,
-                         progress.warm_start, None if out is None else str(out), policy_step,
-                         provenance(), progress.best_curve, calls, model=model)  # fmt: skip
+    result = TrainResult(
+        run.to_dict(),
+        graphs,
+        progress.curve,
+        steps,
+        progress.timings,
+        progress.warm_start,
+        None if out is None else str(out),
+        policy_step,
+        provenance(),
+        progress.best_curve,
+        calls,
+        model=model,
+    )
     if out is not None:
         _save_model(model, out / "model.zip")
         write_json(out / "best_placement.json", {g.graph: _placement_record(g) for g in graphs})
@@ -170,9 +185,12 @@ def build_envs(run: RunConfig) -> Envs:
     evaluation = make_env(run.env_arguments(evaluation=True), run.env.kind)
     validation = None
     if run.validation_graphs:  # padded as the training env, so the policy reads them
-        arguments = {**run.env_arguments(evaluation=True),
-                     "graph": list(run.validation_graphs), "max_nodes": evaluation.max_nodes,
-                     "max_edges": evaluation.max_edges}  # fmt: skip
+        arguments = {
+            **run.env_arguments(evaluation=True),
+            "graph": list(run.validation_graphs),
+            "max_nodes": evaluation.max_nodes,
+            "max_edges": evaluation.max_edges,
+        }
         try:
             validation = make_env(arguments, run.env.kind)
         except ConfigError as err:
@@ -193,28 +211,52 @@ def start_agent(run: RunConfig, envs: Envs, out: Path | None) -> tuple[Any, RunP
         algo = ALGORITHMS[run.agent.algo].load()
         path = out / CHECKPOINT / state["files"]["model"]
         model = in_memory_logger(_load_checkpoint(algo, path, envs.training, run.device, out))
-        progress = RunProgress(BestPlacement.from_dict(state["best"]), state["curve"],
-                               state.get("best_curve", []), dict(state["timings"]),
-                               state.get("warm_start"),
-                               state.get("simulator_calls", {}))  # fmt: skip
+        progress = RunProgress(
+            BestPlacement.from_dict(state["best"]),
+            state["curve"],
+            state.get("best_curve", []),
+            dict(state["timings"]),
+            state.get("warm_start"),
+            state.get("simulator_calls", {}),
+        )
         return model, progress, state
     agent = run.agent
-    model = make_agent(agent.algo, envs.training, agent.extractor, head=agent.head,
-                       seed=run.seed, extractor_kwargs=dict(agent.extractor_kwargs),
-                       device=run.device, **agent.hyperparams)  # fmt: skip
+    model = make_agent(
+        agent.algo,
+        envs.training,
+        agent.extractor,
+        head=agent.head,
+        seed=run.seed,
+        extractor_kwargs=dict(agent.extractor_kwargs),
+        device=run.device,
+        **agent.hyperparams,
+    )
     progress = RunProgress(BestPlacement())
     if agent.warm_start is not None:
         start = time.perf_counter()
-        report = behaviour_clone(model, envs.evaluation, agent.warm_start,
-                                 epochs=agent.warm_start_epochs, seed=run.seed,
-                                 rounds=agent.warm_start_rounds)  # fmt: skip
+        report = behaviour_clone(
+            model,
+            envs.evaluation,
+            agent.warm_start,
+            epochs=agent.warm_start_epochs,
+            seed=run.seed,
+            rounds=agent.warm_start_rounds,
+        )
         progress.warm_start = dataclasses.asdict(report)
         progress.timings["warm_start"] = time.perf_counter() - start
     return model, progress, None
 
 
-def learn(run: RunConfig, model: Any, envs: Envs, progress: RunProgress, out: Path | None,
-          state: Mapping[str, Any] | None, phases: Any, callbacks: Sequence[Any]) -> Any:
+def learn(
+    run: RunConfig,
+    model: Any,
+    envs: Envs,
+    progress: RunProgress,
+    out: Path | None,
+    state: Mapping[str, Any] | None,
+    phases: Any,
+    callbacks: Sequence[Any],
+) -> Any:
     """Train ``model`` up to ``total_steps``: ``phases`` sets torch's threads per phase, the
     rollback guard comes next, then ``callbacks`` (the caller's), then placerl's own;
     returns the :class:`~placerl.agents.callbacks.Evaluate` callback (it keeps the best
@@ -243,17 +285,30 @@ def learn(run: RunConfig, model: Any, envs: Envs, progress: RunProgress, out: Pa
         guard = [Rollback(greedy, run.agent.rollback_graphs)] if run.agent.rollback else []
         bar = [ProgressBar(remaining)] if run.progress_bar else []
         track = TrackBest(progress.best, len(envs.evaluation.graphs), progress.best_curve)
-        every = [phases, *guard, *callbacks, track, evaluate,
-                 Checkpoint(run.checkpoint_every, save), TimeBudget(run.time_limit_s, clock),
-                 *bar]  # fmt: skip
+        every = [
+            phases,
+            *guard,
+            *callbacks,
+            track,
+            evaluate,
+            Checkpoint(run.checkpoint_every, save),
+            TimeBudget(run.time_limit_s, clock),
+            *bar,
+        ]
         with unchecked_distributions():
             model.learn(remaining, callback=every, reset_num_timesteps=state is None)
     progress.timings["train"] = clock()
     return evaluate
 
 
-def final_rollouts(run: RunConfig, model: Any, envs: Envs, progress: RunProgress, evaluate: Any,
-                   save: Callable[[Any], None]) -> tuple[int, list[FinalRollout]]:
+def final_rollouts(
+    run: RunConfig,
+    model: Any,
+    envs: Envs,
+    progress: RunProgress,
+    evaluate: Any,
+    save: Callable[[Any], None],
+) -> tuple[int, list[FinalRollout]]:
     """Evaluate the last weights and ``save`` them (resuming continues from them), keep the
     best evaluation's if ``keep_best``, then run them greedily and sampled on every graph.
 
@@ -271,8 +326,9 @@ def final_rollouts(run: RunConfig, model: Any, envs: Envs, progress: RunProgress
     finals = []
     for g in range(len(envs.evaluation.graphs)):
         greedy = evaluate.episodes.rollouts(model, [g])[0]
-        final, sampled = best_rollout(model, envs.evaluation, graph=g,
-                                      samples=run.eval_samples, greedy=greedy)  # fmt: skip
+        final, sampled = best_rollout(
+            model, envs.evaluation, graph=g, samples=run.eval_samples, greedy=greedy
+        )
         for rollout in (final, sampled):
             progress.best.offer(g, rollout.runtime, rollout.feasible, rollout.placement, steps)
         finals.append(FinalRollout(final.runtime, sampled.runtime, final.placement))
@@ -290,14 +346,23 @@ def simulator_calls(envs: Envs, progress: RunProgress) -> dict[str, int]:
     warm start's episodes, the final greedy and sampled rollouts), ``validation``, and
     ``total``. Not in it: the expert a warm start clones, a placer or the refine env's
     ``best_move`` (a simulation per device for each state it labels, on a copy of the env)."""
-    now = {"training": envs.training_simulations(), "evaluation": envs.evaluation.simulations,
-           "validation": envs.validation.simulations if envs.validation is not None else 0}
+    now = {
+        "training": envs.training_simulations(),
+        "evaluation": envs.evaluation.simulations,
+        "validation": envs.validation.simulations if envs.validation is not None else 0,
+    }
     calls = {k: progress.simulator_calls.get(k, 0) + v for k, v in now.items()}
     return {**calls, "total": sum(calls.values())}
 
 
-def compare(run: RunConfig, env: Any, progress: RunProgress, finals: Sequence[FinalRollout],
-            steps: int, calls: int) -> list[GraphOutcome]:  # fmt: skip
+def compare(
+    run: RunConfig,
+    env: Any,
+    progress: RunProgress,
+    finals: Sequence[FinalRollout],
+    steps: int,
+    calls: int,
+) -> list[GraphOutcome]:
     """Each graph's outcome beside the baseline placers (``{steps}`` and ``{calls}`` filled
     in with the run's budget, from the shared reference cache) and the lower bound."""
     from placerl.baselines.references import reference, resolve_budget
@@ -306,20 +371,30 @@ def compare(run: RunConfig, env: Any, progress: RunProgress, finals: Sequence[Fi
     specs = resolve_budget(run.baselines, steps, calls)
     outcomes = []
     for g, graph in enumerate(env.graphs):
-        references = {spec: reference(graph, env.cluster, run.env.objective, resolved)
-                      for spec, resolved in zip(run.baselines, specs, strict=True)}  # fmt: skip
+        references = {
+            spec: reference(graph, env.cluster, run.env.objective, resolved)
+            for spec, resolved in zip(run.baselines, specs, strict=True)
+        }
         best, final = progress.best.by_graph[g], finals[g]
         model = env.graph_case(g).model  # the env's cost model: measured runs stay cached
         why = functools.partial(_why_infeasible, model)
-        outcomes.append(GraphOutcome(
-            graph=graph.name, final_runtime=final.runtime, sampled_runtime=final.sampled_runtime,
-            best_runtime=best["runtime"], best_placement=best["placement"],
-            best_placement_by_op=placement_by_op(graph, env.cluster, best["placement"]),
-            baselines={spec: ref.score for spec, ref in references.items()},
-            infeasible={spec: why(ref.placement) for spec, ref in references.items()
-                        if not ref.feasible},
-            final_infeasible=why(final.placement), best_infeasible=why(best["placement"]),
-            lower_bound=lower_bound(model)))  # fmt: skip
+        outcomes.append(
+            GraphOutcome(
+                graph=graph.name,
+                final_runtime=final.runtime,
+                sampled_runtime=final.sampled_runtime,
+                best_runtime=best["runtime"],
+                best_placement=best["placement"],
+                best_placement_by_op=placement_by_op(graph, env.cluster, best["placement"]),
+                baselines={spec: ref.score for spec, ref in references.items()},
+                infeasible={
+                    spec: why(ref.placement) for spec, ref in references.items() if not ref.feasible
+                },
+                final_infeasible=why(final.placement),
+                best_infeasible=why(best["placement"]),
+                lower_bound=lower_bound(model),
+            )
+        )
     progress.timings["baselines"] = time.perf_counter() - start
     return outcomes
 
@@ -331,9 +406,12 @@ def _why_infeasible(model: Any, placement: Any) -> str:
 
 def _placement_record(outcome: GraphOutcome) -> dict[str, Any]:
     """A graph's entry of ``best_placement.json``."""
-    return {"runtime": outcome.best_runtime, "feasible": not outcome.best_infeasible,
-            "placement": outcome.best_placement,
-            "placement_by_op": outcome.best_placement_by_op}
+    return {
+        "runtime": outcome.best_runtime,
+        "feasible": not outcome.best_infeasible,
+        "placement": outcome.best_placement,
+        "placement_by_op": outcome.best_placement_by_op,
+    }
 
 
 def make_env(arguments: Mapping[str, Any], kind: str) -> Any:
@@ -350,8 +428,9 @@ def _monitored(arguments: dict[str, Any], kind: str, start_from_best: bool = Fal
     return Monitor(StartFromBest(env) if start_from_best else env)
 
 
-def _worker_env(arguments: dict[str, Any], kind: str, start_from_best: bool, *,
-                environ: Mapping[str, str]) -> Any:  # fmt: skip
+def _worker_env(
+    arguments: dict[str, Any], kind: str, start_from_best: bool, *, environ: Mapping[str, str]
+) -> Any:
     from placerl._processes import adopt_environment
     from placerl.agents.threads import single_thread_worker
 
@@ -373,8 +452,15 @@ def _vector_env(run: RunConfig) -> Any:
     return PlacementVecEnv([functools.partial(_monitored, *arguments)] * run.n_envs)
 
 
-def _checkpoint(run: RunConfig, out: Path | None, progress: RunProgress, evaluate: Any,
-                envs: Envs, clock: Callable[[], float] | None, model: Any) -> None:  # fmt: skip
+def _checkpoint(
+    run: RunConfig,
+    out: Path | None,
+    progress: RunProgress,
+    evaluate: Any,
+    envs: Envs,
+    clock: Callable[[], float] | None,
+    model: Any,
+) -> None:
     """Write the checkpoint of ``model`` and ``progress`` (nothing without an ``out``)."""
     if out is None:
         return
@@ -382,20 +468,24 @@ def _checkpoint(run: RunConfig, out: Path | None, progress: RunProgress, evaluat
         progress.timings["train"] = clock()
 
     def state_of(best_file: Path) -> dict[str, Any]:
-        return {"steps": int(model.num_timesteps), "best": progress.best.to_dict(),
-                "curve": progress.curve, "best_curve": progress.best_curve,
-                "timings": progress.timings, "warm_start": progress.warm_start,
-                "simulator_calls": simulator_calls(envs, progress),
-                "keep_best": evaluate.save_best(best_file), "config": run.to_dict(),
-                "schema": RESULT_SCHEMA, "observation_version": OBSERVATION_VERSION}  # fmt: skip
+        return {
+            "steps": int(model.num_timesteps),
+            "best": progress.best.to_dict(),
+            "curve": progress.curve,
+            "best_curve": progress.best_curve,
+            "timings": progress.timings,
+            "warm_start": progress.warm_start,
+            "simulator_calls": simulator_calls(envs, progress),
+            "keep_best": evaluate.save_best(best_file),
+            "config": run.to_dict(),
+            "schema": RESULT_SCHEMA,
+            "observation_version": OBSERVATION_VERSION,
+        }
 
     _write_checkpoint(out / CHECKPOINT, model, state_of)
 
 
-
-
-def _write_checkpoint(folder: Path, model: Any,
-                      state_of: Callable[[Path], dict[str, Any]]) -> None:  # fmt: skip
+def _write_checkpoint(folder: Path, model: Any, state_of: Callable[[Path], dict[str, Any]]) -> None:
     """Write a checkpoint that a kill at any moment leaves whole.
 
     The model and the best weights go to files named by the step count, then ``state.json``
@@ -407,8 +497,11 @@ def _write_checkpoint(folder: Path, model: Any,
     _save_model(model, folder / files["model"])
     state = state_of(folder / files["best"])
     write_json(folder / "state.json", {**state, "files": files})
-    leftovers = (*folder.glob("model-*.zip"), *folder.glob("best_policy-*.pt"),
-                 *folder.glob("*.partial*"))  # fmt: skip
+    leftovers = (
+        *folder.glob("model-*.zip"),
+        *folder.glob("best_policy-*.pt"),
+        *folder.glob("*.partial*"),
+    )
     for old in leftovers:
         if old.name not in files.values():
             old.unlink(missing_ok=True)
@@ -423,13 +516,27 @@ def _save_model(model: Any, path: Path) -> None:
 
 
 #: Options a resumed run may change: the schedule, not what is learned or how.
-RESUMABLE_CHANGES = ("total_steps", "time_limit_s", "eval_every", "eval_samples", "keep_best",
-                     "checkpoint_every", "baselines", "resume", "device", "threads",
-                     "rollout_threads", "progress_bar", "force", "logger")  # fmt: skip
+RESUMABLE_CHANGES = (
+    "total_steps",
+    "time_limit_s",
+    "eval_every",
+    "eval_samples",
+    "keep_best",
+    "checkpoint_every",
+    "baselines",
+    "resume",
+    "device",
+    "threads",
+    "rollout_threads",
+    "progress_bar",
+    "force",
+    "logger",
+)
 
 
-def changed_options(saved: Mapping[str, Any], current: Mapping[str, Any],
-                    defaults: Mapping[str, Any] | None = None) -> list[str]:  # fmt: skip
+def changed_options(
+    saved: Mapping[str, Any], current: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+) -> list[str]:
     """The options (dotted: ``env.reward``) of ``current`` that ``saved`` (an earlier run's
     config) holds with another value, outside :data:`RESUMABLE_CHANGES`. An option that
     ``saved`` lacks (added by a later placerl) counts as its schema default there
@@ -441,8 +548,11 @@ def changed_options(saved: Mapping[str, Any], current: Mapping[str, Any],
         if key in RESUMABLE_CHANGES or (key not in saved and key not in defaults):
             continue
         mine, theirs = current[key], saved.get(key, defaults.get(key))
-        if isinstance(mine, Mapping) and isinstance(theirs, Mapping) and key not in (
-                "extractor_kwargs", "hyperparams"):  # fmt: skip
+        if (
+            isinstance(mine, Mapping)
+            and isinstance(theirs, Mapping)
+            and key not in ("extractor_kwargs", "hyperparams")
+        ):
             inner = changed_options(theirs, mine, defaults.get(key) or {})
             changed += [f"{key}.{name}" for name in inner]
         elif mine != theirs:
@@ -492,9 +602,11 @@ def _load_state(out: Path, run: RunConfig) -> dict[str, Any] | None:
 
 
 def _other_observations(out: Path, which: str) -> str:
-    return (f"{out} holds a checkpoint trained on observations {which}; this placerl gives "
-            f"version {OBSERVATION_VERSION} (their features changed): use another out_dir, or "
-            "resume=False to start afresh there")  # fmt: skip
+    return (
+        f"{out} holds a checkpoint trained on observations {which}; this placerl gives "
+        f"version {OBSERVATION_VERSION} (their features changed): use another out_dir, or "
+        "resume=False to start afresh there"
+    )
 
 
 def _load_checkpoint(algo_cls: Any, path: Path, venv: Any, device: str, out: Path) -> Any:

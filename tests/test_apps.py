@@ -38,9 +38,16 @@ def _compose(*overrides: str, name: str = "train") -> RunConfig:
 
 
 #: A tiny training job: 12 nodes, the MLP extractor, short rollouts.
-TINY = ["graph=layered_100", "cluster=placeto4", "agent=maskable_ppo_mlp", "eval_samples=0",
-        "n_envs=2", "progress_bar=false", "+agent.hyperparams.n_steps=32",
-        "+agent.hyperparams.batch_size=32"]  # fmt: skip
+TINY = [
+    "graph=layered_100",
+    "cluster=placeto4",
+    "agent=maskable_ppo_mlp",
+    "eval_samples=0",
+    "n_envs=2",
+    "progress_bar=false",
+    "+agent.hyperparams.n_steps=32",
+    "+agent.hyperparams.batch_size=32",
+]
 SPEC = "graph.spec='synthetic:layered?n=12&seed=0'"
 
 
@@ -57,8 +64,13 @@ def _app(cwd, app: str, *overrides: str) -> subprocess.CompletedProcess:
     handlers, level = root.handlers[:], root.level
     argv = [f"placerl-{app.removesuffix('_app')}", *overrides]
     code = 0
-    with (mock.patch.object(sys, "argv", argv), mock.patch.dict(os.environ, WANDB_MODE="disabled"),
-          contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err)):
+    with (
+        mock.patch.object(sys, "argv", argv),
+        mock.patch.dict(os.environ, WANDB_MODE="disabled"),
+        contextlib.chdir(cwd),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         GlobalHydra.instance().clear()
         try:
             getattr(placerl.apps, app)()
@@ -70,7 +82,6 @@ def _app(cwd, app: str, *overrides: str) -> subprocess.CompletedProcess:
                 handler.close()
             root.handlers[:], root.level = handlers, level
     return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
-
 
 
 CHOICES = [(group, option) for group in GROUPS for option in _options(group)]
@@ -117,8 +128,10 @@ def test_python_and_the_cli_build_the_same_main_job():
     # the defaults the old flat TrainConfig disagreed on, as the main job has them
     run = RunConfig()
     assert (run.eval_samples, run.resume, run.progress_bar) == (8, True, True)
-    assert (run.graph.spec, run.cluster.spec) == ("synthetic:cifar10?seed=0",
-                                                  "gpu8_nvlink?n_devices=4")  # fmt: skip
+    assert (run.graph.spec, run.cluster.spec) == (
+        "synthetic:cifar10?seed=0",
+        "gpu8_nvlink?n_devices=4",
+    )
 
 
 EXPERIMENTS = _options("experiment")
@@ -127,8 +140,9 @@ EXPERIMENTS = _options("experiment")
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_builds_the_same_run_through_python(experiment):
     run = _compose(f"experiment={experiment}")
-    as_python = RunConfig.from_dict(json.loads(json.dumps(run.to_dict())),
-                                    base=RunConfig.schema())  # a recorded run, rebuilt
+    as_python = RunConfig.from_dict(
+        json.loads(json.dumps(run.to_dict())), base=RunConfig.schema()
+    )  # a recorded run, rebuilt
     assert as_python == run and as_python.to_dict() == run.to_dict()
     rebuilt = RunConfig(**{f: getattr(run, f) for f in run.__dataclass_fields__})
     assert rebuilt.check().to_dict() == run.to_dict()
@@ -136,27 +150,30 @@ def test_every_experiment_builds_the_same_run_through_python(experiment):
 
 def test_a_python_mapping_overrides_as_the_cli_does():
     cli = _compose("total_steps=4000", "env.reward=normalized_delta", "order=bfs")
-    python = RunConfig.from_dict({"total_steps": 4000, "env": {"reward": "normalized_delta"},
-                                  "order": {"name": "bfs"}})  # fmt: skip
+    python = RunConfig.from_dict(
+        {"total_steps": 4000, "env": {"reward": "normalized_delta"}, "order": {"name": "bfs"}}
+    )
     assert python == cli
     tuned = _compose("agent.hyperparams.learning_rate=0.001", "+agent.hyperparams.n_steps=64")
-    keyed = RunConfig.from_dict({"agent": {"hyperparams": {"learning_rate": 0.001,
-                                                           "n_steps": 64}}})  # fmt: skip
+    keyed = RunConfig.from_dict({"agent": {"hyperparams": {"learning_rate": 0.001, "n_steps": 64}}})
     assert keyed == tuned and keyed.agent.hyperparams["n_epochs"] == 2  # merged, as Hydra does
     whole = RunConfig.from_dict({"env": EnvGroup(kind="dual")})  # a group object replaces
     assert whole.env == EnvGroup(kind="dual") == _compose("env=dual").env
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"total_step": 5}, "unknown option 'total_step'; did you mean total_steps?"),
-    ({"env": {"rewrd": "x"}}, "unknown option 'env.rewrd'; did you mean env.reward?"),
-    ({"env_kwargs": {"reward": "x"}, "total_steps": 5}, "'env_kwargs' is now env.<argument>"),
-    ({"algo": "ppo"}, "'algo' is now agent.algo"),
-    ({"out_dir": "x"}, r"'out_dir' is now train\(config, out_dir=...\)"),
-    ({"order": "bfs"}, r"order is a group: give order.name \({'order': {'name': 'bfs'}}\)"),
-    ({"env": {"initial": "heft"}}, "unknown option 'env.initial'; did you mean env.init?"),
-    (["total_steps"], "a run config is a RunConfig or a mapping"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"total_step": 5}, "unknown option 'total_step'; did you mean total_steps?"),
+        ({"env": {"rewrd": "x"}}, "unknown option 'env.rewrd'; did you mean env.reward?"),
+        ({"env_kwargs": {"reward": "x"}, "total_steps": 5}, "'env_kwargs' is now env.<argument>"),
+        ({"algo": "ppo"}, "'algo' is now agent.algo"),
+        ({"out_dir": "x"}, r"'out_dir' is now train\(config, out_dir=...\)"),
+        ({"order": "bfs"}, r"order is a group: give order.name \({'order': {'name': 'bfs'}}\)"),
+        ({"env": {"initial": "heft"}}, "unknown option 'env.initial'; did you mean env.init?"),
+        (["total_steps"], "a run config is a RunConfig or a mapping"),
+    ],
+)
 def test_a_bad_python_config_fails_before_any_work(data, message):
     with pytest.raises(ConfigError, match=message):
         RunConfig.from_dict(data)
@@ -189,15 +206,25 @@ def test_refine_env_passes_its_own_arguments():
     assert "init" not in _compose("env=construct").env_arguments()  # Placement-v1 has none
 
 
-@pytest.mark.parametrize(("override", "error", "message"), [
-    ("total_step=5", ConfigError, "unknown option 'total_step'; did you mean total_steps?"),
-    ("env.max_nodz=5", ConfigError, "unknown option 'env.max_nodz'; did you mean env.max_nodes?"),
-    ("grpah=cifar10", ConfigError, "unknown option 'grpah'; did you mean graph?"),
-    ("cluster.spec=gpu8_nvlink?n_devices=4", ConfigError,
-     "\"cluster.spec='gpu8_nvlink?n_devices=4'\""),
-    ("total_steps=many", ConfigCompositionException, "could not be converted to Integer"),
-    ("graph=imagenet", ConfigCompositionException, "Could not find 'graph/imagenet'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("override", "error", "message"),
+    [
+        ("total_step=5", ConfigError, "unknown option 'total_step'; did you mean total_steps?"),
+        (
+            "env.max_nodz=5",
+            ConfigError,
+            "unknown option 'env.max_nodz'; did you mean env.max_nodes?",
+        ),
+        ("grpah=cifar10", ConfigError, "unknown option 'grpah'; did you mean graph?"),
+        (
+            "cluster.spec=gpu8_nvlink?n_devices=4",
+            ConfigError,
+            "\"cluster.spec='gpu8_nvlink?n_devices=4'\"",
+        ),
+        ("total_steps=many", ConfigCompositionException, "could not be converted to Integer"),
+        ("graph=imagenet", ConfigCompositionException, "Could not find 'graph/imagenet'"),
+    ],
+)
 def test_bad_overrides_fail_before_any_work(override, error, message):
     with pytest.raises((error, ConfigKeyError)) as caught:
         _compose(override)
@@ -205,11 +232,14 @@ def test_bad_overrides_fail_before_any_work(override, error, message):
     assert message in text
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("+total_step=4000", "unknown option 'total_step'; did you mean total_steps?"),
-    ("+env.rewrd=x", "unknown option 'env.rewrd'; did you mean env.reward?"),
-    ("+agent.colour=red", r"unknown option 'agent.colour' \(known here: algo, extractor"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("+total_step=4000", "unknown option 'total_step'; did you mean total_steps?"),
+        ("+env.rewrd=x", "unknown option 'env.rewrd'; did you mean env.reward?"),
+        ("+agent.colour=red", r"unknown option 'agent.colour' \(known here: algo, extractor"),
+    ],
+)
 def test_added_keys_the_schema_lacks_fail_before_any_work(override, message):
     """Hydra's hint for a typo (``+key=...``) must not train the defaults without a word."""
     with pytest.raises(ConfigError, match=message):
@@ -226,8 +256,11 @@ def test_the_train_app_says_how_to_quote_a_spec_and_spell_a_key(tmp_path):
 def test_help_gives_each_field_its_meaning(tmp_path):
     done = _app(tmp_path, "train_app", "--help")
     assert done.returncode == 0, done.stderr
-    for field, meaning in (("env.kind", "construct"), ("total_steps", "Env steps to train for"),
-                           ("agent.warm_start", "A placer to clone before RL")):  # fmt: skip
+    for field, meaning in (
+        ("env.kind", "construct"),
+        ("total_steps", "Env steps to train for"),
+        ("agent.warm_start", "A placer to clone before RL"),
+    ):
         line = next(line for line in done.stdout.splitlines() if line.strip().startswith(field))
         assert meaning in line or meaning in done.stdout.split(line)[1][:400], field
 
@@ -236,8 +269,9 @@ def test_a_config_error_is_a_failed_job_the_report_lists(tmp_path):
     from placerl.report import open_jobs
 
     sweep = tmp_path / "sweep"
-    done = _app(tmp_path, "train_app", "-m", *TINY, "agent.warm_start_epochs=0",
-                f"hydra.sweep.dir={sweep}")  # fmt: skip
+    done = _app(
+        tmp_path, "train_app", "-m", *TINY, "agent.warm_start_epochs=0", f"hydra.sweep.dir={sweep}"
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     [job] = open_jobs([sweep])
     assert job.status == "failed"
@@ -269,7 +303,8 @@ def test_placerl_train_runs_and_resumes(tmp_path):
     resumed = json.loads((out / "result.json").read_text())
     assert resumed["steps"] >= 256
     assert [c["step"] for c in resumed["curve"]][: len(result["curve"])] == [
-        c["step"] for c in result["curve"]]  # the curve went on from the checkpoint
+        c["step"] for c in result["curve"]
+    ]  # the curve went on from the checkpoint
     forced = _app(tmp_path, "train_app", *job, "force=true", f"hydra.run.dir={out}")
     assert forced.returncode == 0, forced.stderr[-2000:]
     fresh = json.loads((out / "result.json").read_text())
@@ -293,8 +328,14 @@ def test_configs_are_one_copy_mapped_into_the_package():
 
 def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
     sweep = tmp_path / "sweep"
-    job = ["-m", *TINY, "graph.spec='synthetic:nope','synthetic:layered?n=12&seed=0'",
-           "total_steps=64", "eval_every=0", f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    job = [
+        "-m",
+        *TINY,
+        "graph.spec='synthetic:nope','synthetic:layered?n=12&seed=0'",
+        "total_steps=64",
+        "eval_every=0",
+        f"hydra.sweep.dir={sweep}",
+    ]
     done = _app(tmp_path, "train_app", *job)
     assert done.returncode == 0, done.stderr[-2000:]
     (failed,) = [d for d in sweep.iterdir() if "nope" in d.name]
@@ -302,7 +343,7 @@ def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
     assert "unknown graph family 'nope'" in (failed / "error.txt").read_text()
     assert (finished / "result.json").is_file() and not (finished / "error.txt").exists()
     assert not list(finished.glob("*.log"))  # logging to the console only: no empty log file
-    summary = done.stdout[done.stdout.index(f"sweep {sweep}: mean over seeds"):]
+    summary = done.stdout[done.stdout.index(f"sweep {sweep}: mean over seeds") :]
     assert f"(1 failed job(s): {failed.name})" in summary and "| layered-n12-s0 |" in summary
     before = (finished / "result.json").stat().st_mtime_ns
     again = _app(tmp_path, "train_app", *job)
@@ -319,8 +360,13 @@ def test_sweep_keeps_going_past_a_failure_and_skips_finished_jobs(tmp_path):
 
 def test_placerl_eval_writes_the_same_schema_and_skips_when_done(tmp_path):
     out = tmp_path / "eval"
-    job = [SPEC, "cluster=placeto4", "placer='random?seed=1'",
-           "baselines=[single_device,heft]", f"hydra.run.dir={out}"]
+    job = [
+        SPEC,
+        "cluster=placeto4",
+        "placer='random?seed=1'",
+        "baselines=[single_device,heft]",
+        f"hydra.run.dir={out}",
+    ]
     done = _app(tmp_path, "eval_app", *job)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "[1] random?seed=1" in done.stdout and "single device" in done.stdout
@@ -337,8 +383,9 @@ def test_placerl_bench_scores_a_tier_and_a_dataset_as_typed(tmp_path):
     from placerl.graph import load_graph
 
     out = tmp_path / "bench"
-    done = _app(tmp_path, "bench_app", "placer=heft", "tier=tiny", "split=test",
-                f"hydra.run.dir={out}")  # fmt: skip
+    done = _app(
+        tmp_path, "bench_app", "placer=heft", "tier=tiny", "split=test", f"hydra.run.dir={out}"
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| tiny " in done.stdout and (out / "leaderboard.md").is_file()
     assert len(list(out.glob("tiny__*.json"))) == 16
@@ -347,26 +394,46 @@ def test_placerl_bench_scores_a_tier_and_a_dataset_as_typed(tmp_path):
     data.mkdir()
     load_graph("synthetic:layered?n=12&seed=1").save(data / "g1.json")
     (data / "notes.json").write_text("{}")
-    done = _app(tmp_path, "bench_app", "placer=heft", f"dataset={data}",
-                "cluster.spec='homogeneous?n_devices=4'", f"hydra.run.dir={tmp_path / 'ds'}")
+    done = _app(
+        tmp_path,
+        "bench_app",
+        "placer=heft",
+        f"dataset={data}",
+        "cluster.spec='homogeneous?n_devices=4'",
+        f"hydra.run.dir={tmp_path / 'ds'}",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "FAILED data/notes" in done.stdout and "notes.json" in done.stdout
     assert json.loads((tmp_path / "ds" / "data__g1.json").read_text())["cluster"] == (
-        "homogeneous?n_devices=4")  # fmt: skip
+        "homogeneous?n_devices=4"
+    )
     bad = _app(tmp_path, "bench_app", "tier=huge", f"hydra.run.dir={tmp_path / 'bad'}")
     assert bad.returncode != 0 and "known: tiny" in (tmp_path / "bad" / "error.txt").read_text()
 
 
-@pytest.mark.parametrize(("launcher", "seeds"), [
-    (["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], [0, 1]),
-    (["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"], [0]),
-], ids=["joblib", "submitit_local"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("launcher", "seeds"),
+    [
+        (["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], [0, 1]),
+        (["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"], [0]),
+    ],
+    ids=["joblib", "submitit_local"],
+)
 def test_sweeps_run_on_the_parallel_launchers(tmp_path, launcher, seeds):
     """Joblib runs two jobs side by side; submitit one (each job is a fresh Python)."""
     sweep = tmp_path / "sweep"
-    done = _app(tmp_path, "train_app", "-m", *launcher, *TINY, SPEC, "total_steps=64",
-                "eval_every=0", f"seed={','.join(map(str, seeds))}",
-                f"hydra.sweep.dir={sweep}")  # fmt: skip
+    done = _app(
+        tmp_path,
+        "train_app",
+        "-m",
+        *launcher,
+        *TINY,
+        SPEC,
+        "total_steps=64",
+        "eval_every=0",
+        f"seed={','.join(map(str, seeds))}",
+        f"hydra.sweep.dir={sweep}",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     found = sorted(json.loads(p.read_text())["config"]["seed"] for p in sweep.rglob("result.json"))
     assert found == seeds
@@ -376,17 +443,26 @@ def test_an_optuna_search_minimizes_the_runs_objective_and_resumes(tmp_path):
     import yaml
 
     sweep = tmp_path / "search"
-    arguments = ["hparams_search=placeto_optuna", "hydra.sweeper.n_trials=2", SPEC,
-                 "agent.warm_start_epochs=5",  # the sweep is under test, not the clone
-                 "cluster=placeto4", "total_steps=128", "eval_every=64", "n_envs=2",
-                 "+agent.hyperparams.n_steps=32", "baselines=[single_device,round_robin]",
-                 f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    arguments = [
+        "hparams_search=placeto_optuna",
+        "hydra.sweeper.n_trials=2",
+        SPEC,
+        "agent.warm_start_epochs=5",  # the sweep is under test, not the clone
+        "cluster=placeto4",
+        "total_steps=128",
+        "eval_every=64",
+        "n_envs=2",
+        "+agent.hyperparams.n_steps=32",
+        "baselines=[single_device,round_robin]",
+        f"hydra.sweep.dir={sweep}",
+    ]
     done = _app(tmp_path, "train_app", *arguments)
     assert done.returncode == 0, done.stderr[-2000:]
     results = [json.loads(p.read_text()) for p in sorted(sweep.glob("trial_*/result.json"))]
     assert len(results) == 2
-    objectives = [r["graphs"][0]["final_runtime"] / min(r["graphs"][0]["baselines"].values())
-                  for r in results]  # fmt: skip
+    objectives = [
+        r["graphs"][0]["final_runtime"] / min(r["graphs"][0]["baselines"].values()) for r in results
+    ]
     best = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
     assert best["best_value"] == pytest.approx(min(objectives))
     again = _app(tmp_path, "train_app", *arguments)  # the same trials again: all skipped
@@ -396,23 +472,36 @@ def test_an_optuna_search_minimizes_the_runs_objective_and_resumes(tmp_path):
     assert other.stdout.count("holds a result of another configuration") >= 1
 
 
-@pytest.mark.parametrize(("search", "kind"), [("doppler_optuna", "dual"),
-                                             ("gdp_optuna", "one_shot")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("search", "kind"), [("doppler_optuna", "dual"), ("gdp_optuna", "one_shot")]
+)
 def test_each_recipe_has_an_optuna_search_that_runs_its_env(tmp_path, search, kind):
     import yaml
 
     sweep = tmp_path / "search"
-    done = _app(tmp_path, "train_app", f"hparams_search={search}", "hydra.sweeper.n_trials=1",
-                SPEC, "agent.warm_start_epochs=5", "total_steps=64", "eval_every=64",
-                "n_envs=2", "+agent.hyperparams.n_steps=32", "+agent.hyperparams.batch_size=32",
-                "baselines=[single_device]", f"hydra.sweep.dir={sweep}")  # fmt: skip
+    done = _app(
+        tmp_path,
+        "train_app",
+        f"hparams_search={search}",
+        "hydra.sweeper.n_trials=1",
+        SPEC,
+        "agent.warm_start_epochs=5",
+        "total_steps=64",
+        "eval_every=64",
+        "n_envs=2",
+        "+agent.hyperparams.n_steps=32",
+        "+agent.hyperparams.batch_size=32",
+        "baselines=[single_device]",
+        f"hydra.sweep.dir={sweep}",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (trial,) = sweep.glob("trial_*")
     config = json.loads((trial / "result.json").read_text())["config"]
     assert config["env"]["kind"] == kind and config["agent"]["warm_start"] == "best_of"
     assert config["agent"]["warm_start_epochs"] == 5  # a command-line value beats the search
-    sampled = dict(o.split("=", 1) for o in yaml.safe_load(
-        (trial / ".hydra" / "overrides.yaml").read_text()))  # fmt: skip
+    sampled = dict(
+        o.split("=", 1) for o in yaml.safe_load((trial / ".hydra" / "overrides.yaml").read_text())
+    )
     rate = float(sampled["++agent.hyperparams.learning_rate"])
     assert config["agent"]["hyperparams"]["learning_rate"] == pytest.approx(rate)
     hidden = int(sampled["++agent.extractor_kwargs.hidden"])
@@ -437,12 +526,25 @@ def test_a_sweep_with_many_overrides_runs_in_short_job_folders(tmp_path):
     """Seven long overrides (an Optuna search's parameters) made a folder name over the file
     system's 255 bytes, and the job failed before training."""
     sweep = tmp_path / "sweep"
-    long = ["++agent.hyperparams.learning_rate=0.00018646436842137198",
-            "++agent.hyperparams.clip_range=0.2", "++agent.hyperparams.ent_coef=0.001",
-            "++agent.hyperparams.gae_lambda=0.95", "++agent.hyperparams.vf_coef=0.5",
-            "++agent.hyperparams.max_grad_norm=0.5", "++agent.hyperparams.gamma=1.0"]
-    job = ["-m", *TINY, SPEC, "total_steps=64", "eval_every=0", "seed=0,1", *long,
-           f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    long = [
+        "++agent.hyperparams.learning_rate=0.00018646436842137198",
+        "++agent.hyperparams.clip_range=0.2",
+        "++agent.hyperparams.ent_coef=0.001",
+        "++agent.hyperparams.gae_lambda=0.95",
+        "++agent.hyperparams.vf_coef=0.5",
+        "++agent.hyperparams.max_grad_norm=0.5",
+        "++agent.hyperparams.gamma=1.0",
+    ]
+    job = [
+        "-m",
+        *TINY,
+        SPEC,
+        "total_steps=64",
+        "eval_every=0",
+        "seed=0,1",
+        *long,
+        f"hydra.sweep.dir={sweep}",
+    ]
     done = _app(tmp_path, "train_app", *job)
     assert done.returncode == 0, done.stderr[-2000:]
     folders = sorted(d for d in sweep.iterdir() if d.is_dir())
@@ -454,8 +556,9 @@ def test_a_sweep_with_many_overrides_runs_in_short_job_folders(tmp_path):
 
 def test_the_slurm_launcher_config_extends_submitit():
     with initialize_config_module(config_module="placerl.configs", version_base=None):
-        cfg = compose(config_name="train", overrides=["hydra/launcher=slurm"],
-                      return_hydra_config=True)  # fmt: skip
+        cfg = compose(
+            config_name="train", overrides=["hydra/launcher=slurm"], return_hydra_config=True
+        )
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
     assert launcher.gpus_per_node == 1 and launcher.timeout_min == 240
@@ -466,12 +569,24 @@ def test_a_sweep_of_placers_shows_placers_not_orders():
 
     from placerl.apps import sweep_table
 
-    row = {"graph": "g", "seeds": 1, "runtime_ms": 1.0, "runtime_ci95_low": float("nan"),
-           "runtime_ci95_high": float("nan"), "speedup_vs_best": 1.0}  # fmt: skip
+    row = {
+        "graph": "g",
+        "seeds": 1,
+        "runtime_ms": 1.0,
+        "runtime_ci95_low": float("nan"),
+        "runtime_ci95_high": float("nan"),
+        "speedup_vs_best": 1.0,
+    }
     placers = pd.DataFrame([{**row, "order": "none", "agent": "m_etf"}])
-    assert list(sweep_table(placers).columns) == ["graph", "placer", "seeds", "runtime_ms",
-                                                  "runtime_ci95_low", "runtime_ci95_high",
-                                                  "speedup_vs_best"]  # fmt: skip
+    assert list(sweep_table(placers).columns) == [
+        "graph",
+        "placer",
+        "seeds",
+        "runtime_ms",
+        "runtime_ci95_low",
+        "runtime_ci95_high",
+        "speedup_vs_best",
+    ]
     trained = pd.DataFrame([{**row, "order": "bfs", "agent": "gnn"}])
     assert list(sweep_table(trained).columns)[:3] == ["graph", "order", "agent"]
 
@@ -494,9 +609,15 @@ def test_a_hyperparameter_search_on_a_test_case_fails_naming_it(tmp_path):
     from placerl.report import open_jobs
 
     sweep = tmp_path / "search"
-    done = _app(tmp_path, "train_app", "hparams_search=placeto_optuna", "hydra.sweeper.n_trials=1",
-                "graph.spec='synthetic:layered?n=80&seed=24'", "total_steps=64",
-                f"hydra.sweep.dir={sweep}")  # fmt: skip
+    done = _app(
+        tmp_path,
+        "train_app",
+        "hparams_search=placeto_optuna",
+        "hydra.sweeper.n_trials=1",
+        "graph.spec='synthetic:layered?n=80&seed=24'",
+        "total_steps=64",
+        f"hydra.sweep.dir={sweep}",
+    )
     assert "test case 'families/layered-n80-s24': tuning may not read it" in done.stdout
     [job] = open_jobs([sweep])
     assert job.status == "failed" and "tuning may not read it" in job.detail
@@ -509,11 +630,18 @@ def test_placerl_bench_sweeps_a_recipe_over_seeds_as_typed(tmp_path):
     from placerl.bench.leaderboard import leaderboard
 
     sweep = tmp_path / "sweep"
-    done = _app(tmp_path, "bench_app", "-m", "recipe=placeto", "tier=tiny",
-                "family=tiny/chain-n12", "seed=0,1",
-                "recipe_overrides=['total_steps=128','n_envs=2','eval_every=64',"
-                "'eval_samples=0','progress_bar=false']",
-                f"hydra.sweep.dir={sweep}")  # fmt: skip
+    done = _app(
+        tmp_path,
+        "bench_app",
+        "-m",
+        "recipe=placeto",
+        "tier=tiny",
+        "family=tiny/chain-n12",
+        "seed=0,1",
+        "recipe_overrides=['total_steps=128','n_envs=2','eval_every=64',"
+        "'eval_samples=0','progress_bar=false']",
+        f"hydra.sweep.dir={sweep}",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     records = sorted(sweep.rglob("tiny__chain-n12-s*@seed*.json"))
     assert [r.name.split("@")[1] for r in records] == ["seed0.json"] * 2 + ["seed1.json"] * 2
@@ -521,10 +649,18 @@ def test_placerl_bench_sweeps_a_recipe_over_seeds_as_typed(tmp_path):
     assert (row["cases"], row["seeds"]) == (4, 2) and row["placer"].startswith("recipe:placeto[")
     bad = _app(tmp_path, "bench_app", "recipe=placetoo", f"hydra.run.dir={tmp_path / 'bad'}")
     assert bad.returncode != 0
-    assert "unknown recipe 'placetoo'; known: doppler" in (
-        tmp_path / "bad" / "error.txt").read_text()  # fmt: skip
-    bad = _app(tmp_path, "bench_app", "recipe=placeto", "learn_on=graph",
-               f"hydra.run.dir={tmp_path / 'bad_learn_on'}")  # fmt: skip
+    assert (
+        "unknown recipe 'placetoo'; known: doppler" in (tmp_path / "bad" / "error.txt").read_text()
+    )
+    bad = _app(
+        tmp_path,
+        "bench_app",
+        "recipe=placeto",
+        "learn_on=graph",
+        f"hydra.run.dir={tmp_path / 'bad_learn_on'}",
+    )
     assert bad.returncode != 0
-    assert "learn_on must be one of family, case, got 'graph'" in (
-        tmp_path / "bad_learn_on" / "error.txt").read_text()  # fmt: skip
+    assert (
+        "learn_on must be one of family, case, got 'graph'"
+        in (tmp_path / "bad_learn_on" / "error.txt").read_text()
+    )

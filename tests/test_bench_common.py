@@ -14,8 +14,9 @@ PROVENANCE = ("python", "numpy", "git_revision", "command", "machine", "date")
 
 def test_a_written_result_has_its_provenance_config_and_rows(common, tmp_path):
     rows = [{"nodes": 100, "steps/s": 2.5}]
-    path = common.write_results("speed", rows, tmp_path / "out", config={"quick": True,
-                                                                         "out": tmp_path})
+    path = common.write_results(
+        "speed", rows, tmp_path / "out", config={"quick": True, "out": tmp_path}
+    )
     record = json.loads(path.read_text())
     assert set(record) == {"provenance", "config", "rows"}
     assert all(field in record["provenance"] for field in PROVENANCE)
@@ -26,8 +27,9 @@ def test_a_written_result_has_its_provenance_config_and_rows(common, tmp_path):
 
 
 def test_the_markdown_beside_names_the_same_commit_date_and_machine(common, tmp_path):
-    path = common.write_results("speed", [{"a": 1}], tmp_path, config={}, markdown="Table.\n",
-                                extra={"points": [1, 2]})  # fmt: skip
+    path = common.write_results(
+        "speed", [{"a": 1}], tmp_path, config={}, markdown="Table.\n", extra={"points": [1, 2]}
+    )
     record = json.loads(path.read_text())
     assert record["points"] == [1, 2]
     head, _, rest = (tmp_path / "speed.md").read_text().partition("\n\n")
@@ -46,19 +48,26 @@ def test_a_title_stays_on_top_of_the_provenance_line(common):
 
 @pytest.mark.parametrize("dirty, words", [(False, ""), (True, " with uncommitted changes")])
 def test_the_provenance_line_says_whether_the_checkout_had_changes(common, dirty, words):
-    record = {"git_revision": "0123456789abcdef" + "+dirty" * dirty, "date": "2026-12-01",
-              "command": "bench_sim.py --quick",
-              "machine": {"cpu": "Some CPU", "cores": 2, "gpus": []}}  # fmt: skip
+    record = {
+        "git_revision": "0123456789abcdef" + "+dirty" * dirty,
+        "date": "2026-12-01",
+        "command": "bench_sim.py --quick",
+        "machine": {"cpu": "Some CPU", "cores": 2, "gpus": []},
+    }
     assert common.provenance_line(record) == (
         f"_Commit `0123456789ab`{words}, 2026-12-01, on Some CPU (2 cores, no GPU): "
-        "`bench_sim.py --quick`._")
+        "`bench_sim.py --quick`._"
+    )
 
 
 def test_an_archived_result_reads_as_rows_without_provenance(common, tmp_path):
     path = tmp_path / "old.json"
     path.write_text(json.dumps([{"a": 1}, {"a": 2}]))
-    assert common.read_results(path) == {"provenance": None, "config": None,
-                                         "rows": [{"a": 1}, {"a": 2}]}  # fmt: skip
+    assert common.read_results(path) == {
+        "provenance": None,
+        "config": None,
+        "rows": [{"a": 1}, {"a": 2}],
+    }
 
 
 def test_the_load_note_gives_the_load_in_words_and_as_a_field(common):

@@ -10,19 +10,48 @@ from tests.bench_modules import module_fixture
 bench = module_fixture("bench_hierarchical_scale")
 
 #: A family of 12-node graphs on two devices, and a "scale" case of 40 nodes on three.
-TINY = Suite("tinyscale", 1, (
-    Case("fam/layered-n12-s0", "fam", "train", "synthetic:layered?n=12&seed=0",
-         "placeto?n_devices=2"),
-    Case("fam/layered-n12-s1", "fam", "validation", "synthetic:layered?n=12&seed=1",
-         "placeto?n_devices=2"),
-    Case("big/layered-n40-s0", "big", "test", "synthetic:layered?n=40&seed=0",
-         "gpu8_nvlink?n_devices=3"),
-), {"big/layered-n40": ("fam/layered-n12",)})  # fmt: skip
+TINY = Suite(
+    "tinyscale",
+    1,
+    (
+        Case(
+            "fam/layered-n12-s0",
+            "fam",
+            "train",
+            "synthetic:layered?n=12&seed=0",
+            "placeto?n_devices=2",
+        ),
+        Case(
+            "fam/layered-n12-s1",
+            "fam",
+            "validation",
+            "synthetic:layered?n=12&seed=1",
+            "placeto?n_devices=2",
+        ),
+        Case(
+            "big/layered-n40-s0",
+            "big",
+            "test",
+            "synthetic:layered?n=40&seed=0",
+            "gpu8_nvlink?n_devices=3",
+        ),
+    ),
+    {"big/layered-n40": ("fam/layered-n12",)},
+)
 #: The recipe at a test's budget: 64 steps, no clone of best_of, four groups.
-OVERRIDES = ["total_steps=64", "n_envs=1", "eval_every=32", "eval_samples=0",
-             "agent.warm_start=null", "env.groups=4", "+agent.hyperparams.n_steps=32",
-             "+agent.hyperparams.batch_size=32", "agent.hyperparams.n_epochs=1",
-             "threads=1", "progress_bar=false"]  # fmt: skip
+OVERRIDES = [
+    "total_steps=64",
+    "n_envs=1",
+    "eval_every=32",
+    "eval_samples=0",
+    "agent.warm_start=null",
+    "env.groups=4",
+    "+agent.hyperparams.n_steps=32",
+    "+agent.hyperparams.batch_size=32",
+    "agent.hyperparams.n_epochs=1",
+    "threads=1",
+    "progress_bar=false",
+]
 
 
 def test_the_scale_cases_train_on_their_family_moved_onto_their_cluster(bench):
@@ -45,16 +74,19 @@ def test_a_run_trains_per_cluster_places_beyond_its_padding_and_writes_records(b
     assert row["place_s"] > 0 and row["runtime_ms"] > 0 and row["vs_heft"] > 0
     assert row["train_steps"] == 64
     record = json.loads((out / "big__layered-n40-s0@seed0.json").read_text())
-    assert record["placer"] == "recipe:hierarchical[total_steps=64,n_envs=1,eval_every=32," \
-                               "eval_samples=0,agent.warm_start=null,env.groups=4," \
-                               "+agent.hyperparams.n_steps=32,+agent.hyperparams.batch_size=32," \
-                               "agent.hyperparams.n_epochs=1]"  # fmt: skip
+    assert (
+        record["placer"] == "recipe:hierarchical[total_steps=64,n_envs=1,eval_every=32,"
+        "eval_samples=0,agent.warm_start=null,env.groups=4,"
+        "+agent.hyperparams.n_steps=32,+agent.hyperparams.batch_size=32,"
+        "agent.hyperparams.n_epochs=1]"
+    )
     training = record["training"]
     assert training["cluster"] == "gpu8_nvlink?n_devices=3"
     assert training["cases"] == ["fam/layered-n12-s0"]
     assert training["validation"] == ["fam/layered-n12-s1"]
-    config = json.loads((out / "training" / "big__layered-n40-d3-seed0" / "training.json")
-                        .read_text())["config"]  # fmt: skip
+    config = json.loads(
+        (out / "training" / "big__layered-n40-d3-seed0" / "training.json").read_text()
+    )["config"]
     assert config["env"]["max_nodes"] == 12  # the padding it trained with: 40 nodes placed
     saved = json.loads((summary / "hierarchical_scale.json").read_text())
     assert saved["rows"] == rows and saved["provenance"]["git_revision"]
@@ -64,6 +96,7 @@ def test_a_run_trains_per_cluster_places_beyond_its_padding_and_writes_records(b
     assert "| big/layered-n40-s0 |" in text and "_Commit `" in text
     # a second run reads the record and the training back
     before = (out / "big__layered-n40-s0@seed0.json").stat().st_mtime_ns
-    assert bench.run(TINY, [case], OVERRIDES, 0, out, None, {})[0]["runtime_ms"] == \
-        row["runtime_ms"]  # fmt: skip
+    assert (
+        bench.run(TINY, [case], OVERRIDES, 0, out, None, {})[0]["runtime_ms"] == row["runtime_ms"]
+    )
     assert (out / "big__layered-n40-s0@seed0.json").stat().st_mtime_ns == before

@@ -12,8 +12,15 @@ bench = module_fixture("bench_learning_per_step")
 
 
 def _run(variant, graph, seed, ratio, extractor="gnn", steps=(0, 1000, 2000)):
-    return {"variant": variant, "extractor": extractor, "graph": f"synthetic:{graph}",
-            "seed": seed, "steps": list(steps), "ratio": ratio, "train_s": 1.0}
+    return {
+        "variant": variant,
+        "extractor": extractor,
+        "graph": f"synthetic:{graph}",
+        "seed": seed,
+        "steps": list(steps),
+        "ratio": ratio,
+        "train_s": 1.0,
+    }
 
 
 def _geomean(values):
@@ -45,7 +52,10 @@ def test_pairs_stay_within_their_graph_and_pool_over_all(bench):
             runs.append(_run("16x64", graph, seed, [9.0, 9.0, 9.0], extractor="lstm"))
     rows = bench.paired(runs)
     assert [(r["extractor"], r["graph"], r["pairs"]) for r in rows] == [
-        ("gnn", "g1", 3), ("gnn", "g2", 3), ("gnn", "all graphs", 6)]
+        ("gnn", "g1", 3),
+        ("gnn", "g2", 3),
+        ("gnn", "all graphs", 6),
+    ]
     assert [r["curve mean ratio"].split()[0] for r in rows] == ["1.000", "0.250", "0.500"]
     assert "3 pairs are too few to confirm it" in rows[1]["verdict (curve mean)"]
 
@@ -54,8 +64,10 @@ def test_duplicate_runs_and_unequal_evaluation_steps_are_refused(bench):
     twice = [_run("8x128", "g1", 0, [1.0, 1.0, 1.0])] * 2
     with pytest.raises(ValueError, match="two runs of variant, extractor, graph and seed"):
         bench.paired(twice)
-    runs = [_run("8x128", "g1", 0, [1.0, 1.0, 1.0]),
-            _run("16x64", "g1", 0, [1.0, 1.0, 1.0], steps=(0, 500, 1000))]
+    runs = [
+        _run("8x128", "g1", 0, [1.0, 1.0, 1.0]),
+        _run("16x64", "g1", 0, [1.0, 1.0, 1.0], steps=(0, 500, 1000)),
+    ]
     with pytest.raises(ValueError, match="evaluated at different steps"):
         bench.paired(runs)
 
@@ -70,8 +82,12 @@ def test_a_run_trains_the_bare_construct_setting_with_the_variants_layout(bench,
     layered = bench.config("16x64", "synthetic:layered?n=100&seed=0", 3, 1_000, 100, "lstm")
     run = RunConfig.from_dict(layered).check()
     assert (run.order, run.env) == (OrderGroup(), EnvGroup())
-    assert run.agent == AgentGroup(extractor="lstm", warm_start=None, rollback=False,
-                                   hyperparams=bench.VARIANTS["16x64"]["hyperparams"])  # fmt: skip
+    assert run.agent == AgentGroup(
+        extractor="lstm",
+        warm_start=None,
+        rollback=False,
+        hyperparams=bench.VARIANTS["16x64"]["hyperparams"],
+    )
     assert (run.graph.spec, run.cluster.spec) == ("synthetic:layered?n=100&seed=0", bench.CLUSTER)
     assert (run.n_envs, run.total_steps, run.eval_every, run.seed) == (16, 1_000, 100, 3)
     assert (run.eval_samples, run.checkpoint_every, run.baselines) == (0, 0, ["heft"])
@@ -86,8 +102,9 @@ def test_a_run_trains_the_bare_construct_setting_with_the_variants_layout(bench,
         configs.append(config)
         return real(config, **kwargs)
 
-    monkeypatch.setitem(bench.VARIANTS, "tiny", {"n_envs": 2, "hyperparams": {
-        "n_steps": 16, "batch_size": 32}})  # fmt: skip
+    monkeypatch.setitem(
+        bench.VARIANTS, "tiny", {"n_envs": 2, "hyperparams": {"n_steps": 16, "batch_size": 32}}
+    )
     monkeypatch.setattr(bench, "train", recording)
     row = bench.run("tiny", "synthetic:layered?n=10&seed=0", 0, 64, 32, "mlp", " (t)")
     assert (row["variant"], row["extractor"], row["seed"]) == ("tiny (t)", "mlp", 0)

@@ -28,13 +28,25 @@ def test_a_row_orders_the_bound_and_the_searches(bench):
 
 def test_families_are_summarized_by_geometric_means_and_the_bar(bench):
     rows = [
-        {"graph": "synthetic:ptb?seed=1", "bound / constructive": 0.8,
-         "climb / constructive": 0.99, "ils / constructive": 0.9},
-        {"graph": "synthetic:ptb?seed=24", "bound / constructive": 0.98,
-         "climb / constructive": 1.0, "ils / constructive": 0.8},
-        {"graph": "zoo:resnet50", "bound / constructive": 0.9,
-         "climb / constructive": 1.0, "ils / constructive": 0.99},
-    ]  # fmt: skip
+        {
+            "graph": "synthetic:ptb?seed=1",
+            "bound / constructive": 0.8,
+            "climb / constructive": 0.99,
+            "ils / constructive": 0.9,
+        },
+        {
+            "graph": "synthetic:ptb?seed=24",
+            "bound / constructive": 0.98,
+            "climb / constructive": 1.0,
+            "ils / constructive": 0.8,
+        },
+        {
+            "graph": "zoo:resnet50",
+            "bound / constructive": 0.9,
+            "climb / constructive": 1.0,
+            "ils / constructive": 0.99,
+        },
+    ]
     ptb, zoo = bench.family_summary(rows)
     assert (ptb["family"], ptb["graphs"], zoo["family"], zoo["graphs"]) == ("ptb", 2, "zoo", 1)
     assert ptb["bound / constructive"] == round(math.sqrt(0.8 * 0.98), 3)
@@ -52,10 +64,13 @@ def test_the_held_out_cases_are_the_recipes_benchmarks(bench):
     assert len(cases) == 3 * 4 + len(bench.ZOO_HELD_OUT)
 
 
-@pytest.mark.parametrize(("option", "message"), [
-    (["--evaluations", "0"], "--evaluations must be at least 1, got 0"),
-    (["--ils-seconds", "0"], "--ils-seconds must be above 0, got 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--evaluations", "0"], "--evaluations must be at least 1, got 0"),
+        (["--ils-seconds", "0"], "--ils-seconds must be above 0, got 0"),
+    ],
+)
 def test_bad_budgets_are_refused_before_any_graph(bench, monkeypatch, capsys, option, message):
     monkeypatch.setattr("sys.argv", ["bench_lower_bounds.py", *option])
     with pytest.raises(SystemExit):

@@ -15,8 +15,11 @@ def test_every_classic_row_runs_on_its_tiers_and_only_constructive_ones_at_scale
     assert at_scale == {"single_device", "heft", "m_etf", "m_sct"}
     assert {tier for placer, tier in pairs if placer.startswith("milp")} == {"tiny"}
     ils = [p for p, t in pairs if t == "families" and "max_evaluations" in p]
-    assert [p.split("max_evaluations=")[1].split("&")[0] for p in ils] == ["1000", "10000",
-                                                                           "100000"]
+    assert [p.split("max_evaluations=")[1].split("&")[0] for p in ils] == [
+        "1000",
+        "10000",
+        "100000",
+    ]
     assert bench.folder_name("local_search?init=best_of") == "local_search_init_best_of"
 
 

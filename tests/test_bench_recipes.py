@@ -23,8 +23,17 @@ def case():
 
 
 def _climb(graph, cluster, start, budget, seed=0):
-    return solve("local_search", graph, cluster, "step_time", max_rounds=10**6, time_limit=1e6,
-                 max_evaluations=budget, init=start, seed=seed).runtime  # fmt: skip
+    return solve(
+        "local_search",
+        graph,
+        cluster,
+        "step_time",
+        max_rounds=10**6,
+        time_limit=1e6,
+        max_evaluations=budget,
+        init=start,
+        seed=seed,
+    ).runtime
 
 
 def test_evaluations_to_reach_is_the_fewest_that_reach_the_target(bench, case):
@@ -70,13 +79,23 @@ def test_break_even_is_the_evaluation_cost_that_pays_for_the_policy(bench):
 
 def test_budgets_pairs_each_run_with_its_own_search(bench):
     def row(needed, evaluations, seconds):
-        return {"recipe": "improve", "method": "zero-shot", "evaluations": evaluations,
-                "wall_s": seconds + 0.25, "policy_own_s": seconds,
-                "iterated_local_search_evaluations": 900, "local_search_to_match": needed,
-                "break_even_ms": 1e3 * bench.break_even(seconds, evaluations, needed)}  # fmt: skip
+        return {
+            "recipe": "improve",
+            "method": "zero-shot",
+            "evaluations": evaluations,
+            "wall_s": seconds + 0.25,
+            "policy_own_s": seconds,
+            "iterated_local_search_evaluations": 900,
+            "local_search_to_match": needed,
+            "break_even_ms": 1e3 * bench.break_even(seconds, evaluations, needed),
+        }
 
-    rows = [row(40.0, 10, 0.3), row(50.0, 100, 0.2), row(float("inf"), 20, 0.4),
-            {"recipe": "improve", "method": "local"}]  # fmt: skip
+    rows = [
+        row(40.0, 10, 0.3),
+        row(50.0, 100, 0.2),
+        row(float("inf"), 20, 0.4),
+        {"recipe": "improve", "method": "local"},
+    ]
     (summary,) = bench.budgets(rows)
     assert summary["runs"] == 3 and summary["policy_evaluations"] == 20  # the median
     assert summary["policy_s"] == 0.3  # the seconds search was given, not wall_s
@@ -99,7 +118,8 @@ def test_equal_cost_references_give_search_the_policys_seconds(bench, case):
     assert refs["policy_own_s"] == 0.0
     assert refs["iterated_local_search_evaluations"] == 1  # no time: the start alone
     assert refs["vs_iterated_local_search_time"] == pytest.approx(
-        optimum * 1.5 / _climb(graph, cluster, start, 1))
+        optimum * 1.5 / _climb(graph, cluster, start, 1)
+    )
     assert refs["local_search_to_match"] == 1  # the start is already faster than the target
     assert refs["break_even_ms"] == np.inf  # search needs fewer evaluations
 
@@ -121,22 +141,32 @@ def test_a_negative_budget_is_refused_and_zero_means_no_limit(bench, monkeypatch
     with pytest.raises(SystemExit):
         bench.main()
     assert "--budget must be at least 0 (0: the local searches run to their optima), got -1" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
     assert bench._budget_words(0).startswith("to its local optimum")
     assert bench._budget_words(240) == "at 240 simulator evaluations"
 
 
 def test_a_recipe_config_trains_on_the_family_and_its_policy_places_held_out_graphs(
-        bench, tmp_path):  # fmt: skip
+    bench, tmp_path
+):
     """The composed recipe with the benchmark's settings over it (``recipe_config``), trained
     (a clone, no PPO steps) and placing a held-out graph in every method."""
     from placerl.agents.placer import load_model
     from placerl.train import train
 
-    family = bench.Family("synthetic:layered?n=10&seed={seed}", range(2), (5,),
-                          "placeto?n_devices=2", validation=(7,))  # fmt: skip
-    config = bench.recipe_config("improve", family, 1, 0, rollback_graphs=1,
-                                 overrides=("env.passes=1",), select_on_validation=True)
+    family = bench.Family(
+        "synthetic:layered?n=10&seed={seed}", range(2), (5,), "placeto?n_devices=2", validation=(7,)
+    )
+    config = bench.recipe_config(
+        "improve",
+        family,
+        1,
+        0,
+        rollback_graphs=1,
+        overrides=("env.passes=1",),
+        select_on_validation=True,
+    )
     assert config.graph.spec == family.graphs(range(2))
     assert config.cluster.spec == family.cluster and config.env.objective == bench.OBJECTIVE
     assert config.env.kind == "refine" and config.env.passes == 1  # the recipe, overridden

@@ -17,7 +17,8 @@ def test_the_epoch_switch_keeps_the_epochs_total_step(bench):
     switch = bench.epoch_switch(4)
     assert switch == {"n_epochs": 4, "learning_rate": pytest.approx(1e-3)}
     assert switch["n_epochs"] * switch["learning_rate"] == pytest.approx(
-        PPO_DEFAULTS["n_epochs"] * PPO_DEFAULTS["learning_rate"])
+        PPO_DEFAULTS["n_epochs"] * PPO_DEFAULTS["learning_rate"]
+    )
 
 
 def test_each_row_trains_with_its_epochs(bench, monkeypatch):
@@ -49,8 +50,7 @@ def test_a_throughput_run_trains_the_bare_construct_setting(bench, monkeypatch):
         return real(config, **kwargs)
 
     monkeypatch.setattr(bench, "train", recording)
-    speed, update_share, threads = bench.throughput("mlp", 12, "dummy", 64, "cpu", 2,
-                                                    epochs=4)  # fmt: skip
+    speed, update_share, threads = bench.throughput("mlp", 12, "dummy", 64, "cpu", 2, epochs=4)
     assert speed > 0 and 0 < update_share < 1 and threads >= 1
     run = RunConfig.from_dict(configs[0])
     assert run.env.kind == "construct" and run.agent.warm_start is None

@@ -96,8 +96,9 @@ def test_fingerprints_follow_costs_not_labels():
     a = Cluster.preset("placeto", n_devices=3)
     assert a.fingerprint() == Cluster.preset("placeto", n_devices=3).fingerprint()
     assert a.fingerprint() != Cluster.preset("placeto", n_devices=4).fingerprint()
-    relabelled = Cluster(a.devices, a.bandwidth, a.latency, a.comm_model, a.transfer_gap,
-                         a.op_gap, name="mine")  # fmt: skip
+    relabelled = Cluster(
+        a.devices, a.bandwidth, a.latency, a.comm_model, a.transfer_gap, a.op_gap, name="mine"
+    )
     assert relabelled.fingerprint() == a.fingerprint()
     slower = load_cluster("homogeneous?n_devices=2&bandwidth=1e9")
     assert (

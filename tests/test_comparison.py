@@ -24,8 +24,10 @@ def test_a_clear_difference_is_stated_with_its_interval_and_wins():
 
 def test_a_several_times_slower_candidate_is_given_as_a_factor():
     verdict = compare_pairs(3.0 * REFERENCE, REFERENCE).verdict("alpha", "topo")
-    assert verdict.startswith("alpha's placements take 3.00x topo's runtime, 95% CI [3.00x, "
-                              "3.00x], slower in 10 of 10 pairs")  # fmt: skip
+    assert verdict.startswith(
+        "alpha's placements take 3.00x topo's runtime, 95% CI [3.00x, "
+        "3.00x], slower in 10 of 10 pairs"
+    )
 
 
 def test_a_slower_candidate_is_called_slower():
@@ -40,9 +42,11 @@ def test_noise_is_not_called_a_difference_and_the_pairs_needed_are_given():
     assert not result.significant and result.ci_low < 1 < result.ci_high
     assert result.pairs_needed is not None and result.pairs_needed > 10
     assert result.verdict("bfs", "topo").startswith(
-        "no difference between bfs and topo detectable with 10 pairs (ratio 1.000, 95% CI [0.98")
+        "no difference between bfs and topo detectable with 10 pairs (ratio 1.000, 95% CI [0.98"
+    )
     assert result.verdict("bfs", "topo").endswith(
-        f"; about {result.pairs_needed} pairs would detect a 1% difference")
+        f"; about {result.pairs_needed} pairs would detect a 1% difference"
+    )
 
 
 def test_an_interval_the_test_does_not_confirm_is_named():
@@ -51,43 +55,52 @@ def test_an_interval_the_test_does_not_confirm_is_named():
     result = compare_pairs(candidate, REFERENCE)
     assert result.ci_high < 1 and result.p_value >= 0.05 and not result.significant
     assert "; the interval excludes 1 but the signed-rank test does not confirm it (p = " in (
-        result.verdict("bfs", "topo"))
+        result.verdict("bfs", "topo")
+    )
 
 
 def test_an_interval_alone_does_not_decide_under_six_pairs():
     result = compare_pairs(0.5 * REFERENCE[:5], REFERENCE[:5])
     assert result.ci_high < 1 and math.isnan(result.p_value) and not result.significant
     assert result.p_note == "5 pairs: the signed-rank test needs 6 to reach p < 0.05"
-    assert result.verdict("bfs", "topo") == ("bfs looks 50.0% faster than topo (95% CI [0.500, "
-                                             "0.500]), but 5 pairs are too few to confirm it "
-                                             "(the signed-rank test needs 6)")  # fmt: skip
+    assert result.verdict("bfs", "topo") == (
+        "bfs looks 50.0% faster than topo (95% CI [0.500, "
+        "0.500]), but 5 pairs are too few to confirm it "
+        "(the signed-rank test needs 6)"
+    )
 
 
 def test_one_pair_has_no_interval_and_says_so():
     result = compare_pairs([1.0], [2.0])
     assert math.isnan(result.ci_low) and result.ci_note == "one pair: no interval"
     assert result.pairs_needed is None
-    assert result.verdict("bfs", "topo") == ("no difference between bfs and topo detectable "
-                                             "with 1 pair (ratio 0.500); more pairs are needed "
-                                             "to estimate the spread")  # fmt: skip
+    assert result.verdict("bfs", "topo") == (
+        "no difference between bfs and topo detectable "
+        "with 1 pair (ratio 0.500); more pairs are needed "
+        "to estimate the spread"
+    )
 
 
 def test_ties_and_no_pairs_have_their_own_verdicts():
     ties = compare_pairs(REFERENCE, REFERENCE)
     assert ties.p_note == "every pair ties" and ties.ties == 10
-    assert ties.verdict("bfs", "topo") == ("bfs and topo give the same runtime in all 10 pairs: "
-                                           "the order does not matter here")  # fmt: skip
+    assert ties.verdict("bfs", "topo") == (
+        "bfs and topo give the same runtime in all 10 pairs: the order does not matter here"
+    )
     empty = compare_pairs([], [])
     assert empty.pairs == 0 and empty.p_note == "no pairs"
     assert empty.verdict("bfs", "topo") == "bfs and topo never ran on the same graph and seed"
 
 
-@pytest.mark.parametrize(("candidate", "reference", "message"), [
-    ([1.0, 2.0], [1.0], r"one length; got shapes \(2,\) and \(1,\)"),
-    ([[1.0]], [[1.0]], r"two 1-D arrays"),
-    ([1.0, -1.0], [1.0, 1.0], "must be positive and finite"),
-    ([1.0, math.nan], [1.0, 1.0], "must be positive and finite"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("candidate", "reference", "message"),
+    [
+        ([1.0, 2.0], [1.0], r"one length; got shapes \(2,\) and \(1,\)"),
+        ([[1.0]], [[1.0]], r"two 1-D arrays"),
+        ([1.0, -1.0], [1.0, 1.0], "must be positive and finite"),
+        ([1.0, math.nan], [1.0, 1.0], "must be positive and finite"),
+    ],
+)
 def test_bad_runtimes_are_refused(candidate, reference, message):
     with pytest.raises(ValueError, match=message):
         compare_pairs(candidate, reference)
@@ -99,8 +112,9 @@ runtimes = st.lists(st.floats(0.01, 100.0), min_size=2, max_size=12)
 @settings(max_examples=30)  # drawn ties take scipy's exact permutation test
 @given(runtimes, st.data())
 def test_swapping_the_sides_inverts_the_ratio_and_its_interval(reference, data):
-    candidate = data.draw(st.lists(st.floats(0.01, 100.0), min_size=len(reference),
-                                   max_size=len(reference)))  # fmt: skip
+    candidate = data.draw(
+        st.lists(st.floats(0.01, 100.0), min_size=len(reference), max_size=len(reference))
+    )
     forward, backward = compare_pairs(candidate, reference), compare_pairs(reference, candidate)
     assert forward.ratio * backward.ratio == pytest.approx(1.0)
     assert forward.ci_low * backward.ci_high == pytest.approx(1.0)

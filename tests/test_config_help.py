@@ -107,21 +107,27 @@ def test_fields_are_listed_by_dotted_path_with_type_default_and_meaning():
     assert field_docs(Outer) == [
         FieldDoc("required", "int", "(required)", "Has no default."),
         FieldDoc("inner", "Inner", "", "The group."),
-        FieldDoc("inner.spec", "str", "'placeto?n_devices=2&bandwidth=1e9'",
-                 "A spec (placerl.cluster.load_cluster); quote a?b=1 when it holds options."),
+        FieldDoc(
+            "inner.spec",
+            "str",
+            "'placeto?n_devices=2&bandwidth=1e9'",
+            "A spec (placerl.cluster.load_cluster); quote a?b=1 when it holds options.",
+        ),
         FieldDoc("inner.size", "int | None", "None", "Sized, with the type in the entry."),
         FieldDoc("inner.after_blank", "bool", "False", "Still an attribute after a blank line."),
         FieldDoc("steps", "int", "3", "Env steps; costs $5 or ${oc.env:HOME} as written."),
         FieldDoc("names", "list[str]", "[]", "Names."),
         FieldDoc("made", "list[str]", "(computed)", "Made by a factory that may be costly."),
         FieldDoc("undocumented", "dict[str, float]", "{}", ""),
-    ]  # fmt: skip
+    ]
 
 
 def test_field_help_shows_each_field_with_its_meaning_under_it():
     text = field_help(Outer)
-    assert text.startswith("required: int = (required)\n    Has no default.\ninner: Inner\n"
-                           "    The group.\ninner.spec: str = ")  # fmt: skip
+    assert text.startswith(
+        "required: int = (required)\n    Has no default.\ninner: Inner\n"
+        "    The group.\ninner.spec: str = "
+    )
     assert "inner.size: int | None = None\n    Sized, with the type in the entry.\n" in text
     assert text.endswith("undocumented: dict[str, float] = {}\n    (no description)")
 
@@ -194,7 +200,7 @@ def test_the_help_template_of_the_train_app_renders():
     assert "placerl-train \"cluster.spec='" in text
 
 
-APP = '''
+APP = """
 import hydra
 from hydra.core.config_store import ConfigStore
 
@@ -217,15 +223,21 @@ def main(cfg):
 
 
 main()
-'''
+"""
 
 
 def test_hydra_prints_the_template_as_the_apps_help(tmp_path):
     pytest.importorskip("hydra", reason="the experiments extra is not installed")
     (tmp_path / "app.py").write_text(APP)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, str(tmp_path / "app.py"), "--help"], text=True,
-                         capture_output=True, check=True, cwd=tmp_path, env=env).stdout
+    out = subprocess.run(
+        [sys.executable, str(tmp_path / "app.py"), "--help"],
+        text=True,
+        capture_output=True,
+        check=True,
+        cwd=tmp_path,
+        env=env,
+    ).stdout
     assert "== Config groups ==" in out and "inner: large, small" in out
     assert field_help(Outer) in out
     assert "tiny \"inner.spec='placeto?n_devices=2&bandwidth=1e9'\"" in out

@@ -14,13 +14,24 @@ from placerl._processes import adopt_environment, start_method
 from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
 
 #: The groups' bare defaults (the construct env, no warm start), not the main job's recipe.
-CONFIG = {"graph": {"spec": "synthetic:layered?n=12&seed=0"},
-          "cluster": {"spec": "placeto?n_devices=2"}, "order": OrderGroup(), "env": EnvGroup(),
-          "agent": AgentGroup(extractor="mlp", warm_start=None,
-                              hyperparams={"n_steps": 32, "batch_size": 32}),
-          "n_envs": 1, "total_steps": 640, "eval_every": 32, "eval_samples": 0,
-          "checkpoint_every": 32, "baselines": [], "progress_bar": False, "threads": 1,
-          "seed": 3}  # fmt: skip
+CONFIG = {
+    "graph": {"spec": "synthetic:layered?n=12&seed=0"},
+    "cluster": {"spec": "placeto?n_devices=2"},
+    "order": OrderGroup(),
+    "env": EnvGroup(),
+    "agent": AgentGroup(
+        extractor="mlp", warm_start=None, hyperparams={"n_steps": 32, "batch_size": 32}
+    ),
+    "n_envs": 1,
+    "total_steps": 640,
+    "eval_every": 32,
+    "eval_samples": 0,
+    "checkpoint_every": 32,
+    "baselines": [],
+    "progress_bar": False,
+    "threads": 1,
+    "seed": 3,
+}
 
 
 def _train(config: dict, out_dir: str, environ: dict) -> None:
@@ -34,9 +45,9 @@ def _start(out_dir) -> multiprocessing.Process:
     """A training process of its own (forked from a server that imported torch once)."""
     config = {**CONFIG, "resume": True}
     environ = {**os.environ, "WANDB_MODE": "disabled"}
-    job = multiprocessing.get_context(start_method()).Process(target=_train,
-                                                              args=(config, str(out_dir),
-                                                                    environ))  # fmt: skip
+    job = multiprocessing.get_context(start_method()).Process(
+        target=_train, args=(config, str(out_dir), environ)
+    )
     job.start()
     return job
 
@@ -78,8 +89,13 @@ def test_a_run_killed_several_times_resumes_to_the_uninterrupted_result(tmp_path
     steps = [c["step"] for c in result["curve"]]
     assert steps == sorted(steps) and steps[-1] == 640
     same = [c for c in reference["curve"] if c["step"] <= first_checkpoint]
-    assert result["curve"][: len(same)] == [dict(c, wall_s=r["wall_s"]) for c, r in
-                                             zip(same, result["curve"], strict=False)]
+    assert result["curve"][: len(same)] == [
+        dict(c, wall_s=r["wall_s"]) for c, r in zip(same, result["curve"], strict=False)
+    ]
     leftovers = sorted(p.name for p in (out / "checkpoint").iterdir())
-    assert leftovers == sorted([*json.loads((out / "checkpoint" / "state.json").read_text())
-                                ["files"].values(), "state.json"])  # fmt: skip
+    assert leftovers == sorted(
+        [
+            *json.loads((out / "checkpoint" / "state.json").read_text())["files"].values(),
+            "state.json",
+        ]
+    )

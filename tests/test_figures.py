@@ -13,14 +13,19 @@ from placerl.results import GraphOutcome, TrainResult
 
 
 def _result(curve_ms: list[float], baselines_ms: dict[str, float]) -> TrainResult:
-    outcome = GraphOutcome(graph="layered_100", final_runtime=curve_ms[-1] / 1e3,
-                           sampled_runtime=curve_ms[-1] / 1e3,
-                           best_runtime=min(curve_ms) / 1e3, best_placement=[0],
-                           baselines={k: v / 1e3 for k, v in baselines_ms.items()})  # fmt: skip
-    curve = [{"step": 512 * i, "runtimes": [ms / 1e3], "wall_s": float(i)}
-             for i, ms in enumerate(curve_ms)]  # fmt: skip
-    return TrainResult(config={}, graphs=[outcome], curve=curve, steps=512 * len(curve),
-                       timings={})  # fmt: skip
+    outcome = GraphOutcome(
+        graph="layered_100",
+        final_runtime=curve_ms[-1] / 1e3,
+        sampled_runtime=curve_ms[-1] / 1e3,
+        best_runtime=min(curve_ms) / 1e3,
+        best_placement=[0],
+        baselines={k: v / 1e3 for k, v in baselines_ms.items()},
+    )
+    curve = [
+        {"step": 512 * i, "runtimes": [ms / 1e3], "wall_s": float(i)}
+        for i, ms in enumerate(curve_ms)
+    ]
+    return TrainResult(config={}, graphs=[outcome], curve=curve, steps=512 * len(curve), timings={})
 
 
 @pytest.fixture
@@ -39,8 +44,9 @@ def saved_axes(monkeypatch):
 
 def test_learning_curve_shows_baselines_below_and_above_the_curve(tmp_path, saved_axes):
     # HEFT far below the policy's curve and single device far above it: both must be visible.
-    path = plot_learning_curve(_result([5.0, 5.1, 5.05], {"heft": 3.0, "single_device": 9.0}),
-                               tmp_path / "curve.png")  # fmt: skip
+    path = plot_learning_curve(
+        _result([5.0, 5.1, 5.05], {"heft": 3.0, "single_device": 9.0}), tmp_path / "curve.png"
+    )
     assert path.stat().st_size > 0
     low, high = saved_axes[0].get_ylim()
     assert low < 3.0 and high > 9.0

@@ -12,9 +12,20 @@ PACKAGE = Path(__file__).resolve().parents[1] / "placerl"
 
 #: Layers from the bottom up; a module may import from its own layer and the ones below.
 LAYERS = [
-    {"errors", "_registry", "_version", "_io", "_spec", "_options", "_extras", "_env_ids",
-     "_provenance", "_processes",
-     "devices", "msr_format"},
+    {
+        "errors",
+        "_registry",
+        "_version",
+        "_io",
+        "_spec",
+        "_options",
+        "_extras",
+        "_env_ids",
+        "_provenance",
+        "_processes",
+        "devices",
+        "msr_format",
+    },
     {"graph"},
     {"cluster"},
     {"sim"},
@@ -32,7 +43,7 @@ LAYERS = [
     {"tracking"},
     {"apps"},
     {"cli", "__main__", "__init__"},
-]  # fmt: skip
+]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
 

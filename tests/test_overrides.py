@@ -65,20 +65,16 @@ REFUSED = {
     "~placer=policy?path=m.zip": "~placer='policy?path=m.zip'",
     "baselines=[heft,local_search?init=best_of]": "baselines=[heft,'local_search?init=best_of']",
     "baselines=[heft, local_search?init=best_of ]": "baselines=[heft,'local_search?init=best_of']",
-    "cluster.spec=placeto?n_devices=2,placeto?n_devices=4":
-        "cluster.spec='placeto?n_devices=2','placeto?n_devices=4'",
-    "cluster.spec=placeto,gpu8_nvlink?n_devices=4":
-        "cluster.spec=placeto,'gpu8_nvlink?n_devices=4'",
-    "agent.hyperparams={spec:placeto?n_devices=2}":
-        "agent.hyperparams={spec:'placeto?n_devices=2'}",
-    "cluster.spec=choice(placeto,gpu8_nvlink?n_devices=4)":
-        "cluster.spec=choice(placeto,'gpu8_nvlink?n_devices=4')",
+    "cluster.spec=placeto?n_devices=2,placeto?n_devices=4": "cluster.spec='placeto?n_devices=2','placeto?n_devices=4'",  # noqa: E501
+    "cluster.spec=placeto,gpu8_nvlink?n_devices=4": "cluster.spec=placeto,'gpu8_nvlink?n_devices=4'",  # noqa: E501
+    "agent.hyperparams={spec:placeto?n_devices=2}": "agent.hyperparams={spec:'placeto?n_devices=2'}",  # noqa: E501
+    "cluster.spec=choice(placeto,gpu8_nvlink?n_devices=4)": "cluster.spec=choice(placeto,'gpu8_nvlink?n_devices=4')",  # noqa: E501
     "x=a&b": "x='a&b'",
     "x='a'=b": "x='a=b'",
-    "x=it's=1": "x=\"it's=1\"",
+    "x=it's=1": 'x="it\'s=1"',
     "x=a\\\\=b": "x='a\\=b'",  # an escaped backslash, then a bare '='
     "x= a=b ": "x='a=b'",
-}  # fmt: skip
+}
 
 
 def _parses(override: str) -> bool:
@@ -103,15 +99,24 @@ def test_unquoted_reserved_characters_are_refused_with_the_quoted_form(override,
     assert _parses(quoted)
     with pytest.raises(ConfigError) as error:
         check_overrides([override])
-    (word,) = [line.split("  ->  ")[1] for line in str(error.value).splitlines()
-               if line.startswith(f"  {override}  ->  ")]  # fmt: skip
+    (word,) = [
+        line.split("  ->  ")[1]
+        for line in str(error.value).splitlines()
+        if line.startswith(f"  {override}  ->  ")
+    ]
     assert shlex.split(word) == [quoted]  # what the shell hands the program
 
 
 def test_the_message_says_what_to_type_in_the_shell():
     with pytest.raises(ConfigError) as error:
-        check_overrides(["-m", "cluster.spec=gpu8_nvlink?n_devices=4", "seed=0,1",
-                         "graph.spec=synthetic:layered?n=6&seed=3"])  # fmt: skip
+        check_overrides(
+            [
+                "-m",
+                "cluster.spec=gpu8_nvlink?n_devices=4",
+                "seed=0,1",
+                "graph.spec=synthetic:layered?n=6&seed=3",
+            ]
+        )
     assert str(error.value) == (
         "Hydra reserves '=' and '&' in an override's value unless quoted (its parser fails "
         "with \"mismatched input '='\" or a LexerNoViableAltException); quote the value for "
@@ -128,10 +133,13 @@ def test_the_quoted_value_reads_back_as_the_spec():
     assert override.value() == "gpu8_nvlink?n_devices=4"
 
 
-@pytest.mark.parametrize(("arg", "word"), [
-    ("x=a=$HOME", "'x='\"'\"'a=$HOME'\"'\"''"),  # '$' would expand inside double quotes
-    ("x=it's=1", "'x=\"it'\"'\"'s=1\"'"),  # a double quote for Hydra
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("arg", "word"),
+    [
+        ("x=a=$HOME", "'x='\"'\"'a=$HOME'\"'\"''"),  # '$' would expand inside double quotes
+        ("x=it's=1", "'x=\"it'\"'\"'s=1\"'"),  # a double quote for Hydra
+    ],
+)
 def test_a_shell_word_with_what_double_quotes_expand_is_single_quoted(arg, word):
     with pytest.raises(ConfigError) as error:
         check_overrides([arg])
@@ -139,13 +147,28 @@ def test_a_shell_word_with_what_double_quotes_expand_is_single_quoted(arg, word)
     assert shlex.split(word) == [quoted_override(arg)]
 
 
-@pytest.mark.parametrize("args", [
-    ["--help"], ["--hydra-help"], ["-m", "seed=0,1"], ["--multirun"], ["--cfg", "job"],
-    ["-c", "all", "--resolve"], ["--info", "defaults"], ["-cn", "eval"], ["--config-name=eval"],
-    ["-cp", "/tmp/a=b"], ["--config-dir", "conf?x=1"], ["-p", "hydra.job"],
-    ["--experimental-rerun", "/tmp/x=1.pickle"], ["-sc", "install=bash"], ["positional=?"],
-    ["not an override"], ["a b=c=d"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["--hydra-help"],
+        ["-m", "seed=0,1"],
+        ["--multirun"],
+        ["--cfg", "job"],
+        ["-c", "all", "--resolve"],
+        ["--info", "defaults"],
+        ["-cn", "eval"],
+        ["--config-name=eval"],
+        ["-cp", "/tmp/a=b"],
+        ["--config-dir", "conf?x=1"],
+        ["-p", "hydra.job"],
+        ["--experimental-rerun", "/tmp/x=1.pickle"],
+        ["-sc", "install=bash"],
+        ["positional=?"],
+        ["not an override"],
+        ["a b=c=d"],
+    ],
+)
 def test_flags_their_values_and_non_overrides_are_left_to_hydra(args):
     check_overrides(args)
 

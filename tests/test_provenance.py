@@ -23,8 +23,12 @@ def test_a_result_records_the_command_machine_date_and_versions(monkeypatch):
 
 def test_the_revision_says_when_the_checkout_has_uncommitted_changes(tmp_path):
     def git(*args):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
 
     assert _git_revision(tmp_path) is None  # not a checkout
     git("init", "-q")

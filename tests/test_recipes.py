@@ -18,9 +18,18 @@ from placerl.train import train
 from tests.test_apps import _compose
 
 GRAPH, CLUSTER = "synthetic:layered?n=16&seed=2", "placeto?n_devices=3"
-SMALL = [f"graph.spec='{GRAPH}'", f"cluster.spec='{CLUSTER}'", "n_envs=2", "eval_every=256",
-         "eval_samples=0", "progress_bar=false", "total_steps=1536", "baselines=[single_device]",
-         "+agent.hyperparams.n_steps=64", "+agent.hyperparams.batch_size=64"]  # fmt: skip
+SMALL = [
+    f"graph.spec='{GRAPH}'",
+    f"cluster.spec='{CLUSTER}'",
+    "n_envs=2",
+    "eval_every=256",
+    "eval_samples=0",
+    "progress_bar=false",
+    "total_steps=1536",
+    "baselines=[single_device]",
+    "+agent.hyperparams.n_steps=64",
+    "+agent.hyperparams.batch_size=64",
+]
 
 
 def test_placeto_refines_from_the_best_so_far_with_its_reward():
@@ -34,8 +43,7 @@ def test_placeto_refines_from_the_best_so_far_with_its_reward():
 def test_placeto_learns_to_improve_a_poor_start():
     """From single-device starts, the refining policy learns moves worth 30% more than its
     untrained self's in 1.5k steps (measured: 0.231 ms at step 0, 0.134 ms at the end)."""
-    run = _compose("experiment=placeto", *SMALL, "env.init=single_device",
-                   "agent.warm_start=null")  # fmt: skip
+    run = _compose("experiment=placeto", *SMALL, "env.init=single_device", "agent.warm_start=null")
     result = train(run)
     single = solve("single_device", GRAPH, CLUSTER).runtime
     curve = [c["runtimes"][0] for c in result.curve]
@@ -74,8 +82,15 @@ def test_excursions_find_placements_beyond_local_searchs_optimum():
     best placements were 0.936, 0.936, 0.963 and 0.926 of best_of (with the ``devices``
     features before HEFT's schedule and the rank column, 0.912, 0.877, 0.939 and 0.950)."""
     graph = "synthetic:layered?n=26&seed=2"
-    run = _compose("experiment=excursions", f"graph.spec='{graph}'", *SMALL[1:], "seed=3",
-                   "total_steps=768", "eval_every=512", "baselines=[best_of]")  # fmt: skip
+    run = _compose(
+        "experiment=excursions",
+        f"graph.spec='{graph}'",
+        *SMALL[1:],
+        "seed=3",
+        "total_steps=768",
+        "eval_every=512",
+        "baselines=[best_of]",
+    )
     result = train(run)
     start = reference(graph, CLUSTER, placer="best_of")  # cached: the run computed it
     climbed = solve("local_search", graph, CLUSTER, init=start.placement).runtime
@@ -105,9 +120,18 @@ def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_p
     on seed 0); ``bench_recipes.py`` measures the three passes at 80 nodes."""
     family = "synthetic:layered?n=24&seed={}"
     training = ",".join(f"'{family.format(s)}'" for s in range(6))
-    run = _compose("experiment=improve", f"graph.spec=[{training}]", f"cluster.spec='{CLUSTER}'",
-                   "total_steps=0", "eval_every=0", "progress_bar=false", "baselines=[]",
-                   "env.max_nodes=24", "env.max_edges=80", "env.passes=1")  # fmt: skip
+    run = _compose(
+        "experiment=improve",
+        f"graph.spec=[{training}]",
+        f"cluster.spec='{CLUSTER}'",
+        "total_steps=0",
+        "eval_every=0",
+        "progress_bar=false",
+        "baselines=[]",
+        "env.max_nodes=24",
+        "env.max_edges=80",
+        "env.passes=1",
+    )
     train(run, out_dir=str(tmp_path))
     model = load_model(str(tmp_path / "model.zip"))
     ratios, searched = [], []
@@ -117,9 +141,22 @@ def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_p
         best_of = reference(spec, CLUSTER, placer="best_of").runtime  # cached: the env's start
         ratios.append(found.runtime / best_of)
         budget = int(found.evaluations)
-        searched.append(_geomean([solve("local_search", spec, CLUSTER, init="best_of", seed=s,
-                                        max_evaluations=budget).runtime for s in range(3)])
-                        / best_of)  # fmt: skip
+        searched.append(
+            _geomean(
+                [
+                    solve(
+                        "local_search",
+                        spec,
+                        CLUSTER,
+                        init="best_of",
+                        seed=s,
+                        max_evaluations=budget,
+                    ).runtime
+                    for s in range(3)
+                ]
+            )
+            / best_of
+        )
         assert found.runtime <= best_of  # a pass with undo_worse never ends slower
     assert _geomean(ratios) < 0.95
     assert _geomean(ratios) < _geomean(searched)
@@ -127,8 +164,10 @@ def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_p
     larger = []
     for spec in (f"synthetic:layered?n=48&seed={s}" for s in range(10, 13)):
         problem = Problem(load_graph(spec), load_cluster(CLUSTER), "step_time")
-        larger.append(run_search(model, env_for(model, problem), "greedy").runtime
-                      / reference(spec, CLUSTER, placer="best_of").runtime)  # fmt: skip
+        larger.append(
+            run_search(model, env_for(model, problem), "greedy").runtime
+            / reference(spec, CLUSTER, placer="best_of").runtime
+        )
     assert _geomean(larger) < 0.97  # measured: 0.90, 0.96 and 0.90
 
 
@@ -166,8 +205,16 @@ def test_gdp_learns_one_shot_placements_from_scratch():
     nodes 1.5k episodes took twice the time for the same gain. The rows fit the graph, not the
     family's 80 nodes: padding made the test 3x slower and learns the same."""
     small = "synthetic:layered?n=10&seed=2"
-    run = _compose("experiment=gdp", *SMALL, "seed=0", f"graph.spec='{small}'", "total_steps=1024",
-                   "env.max_nodes=10", "env.max_edges=16", "agent.warm_start=null")  # fmt: skip
+    run = _compose(
+        "experiment=gdp",
+        *SMALL,
+        "seed=0",
+        f"graph.spec='{small}'",
+        "total_steps=1024",
+        "env.max_nodes=10",
+        "env.max_edges=16",
+        "agent.warm_start=null",
+    )
     result = train(run)
     curve = [c["runtimes"][0] for c in result.curve]
     final = result.graphs[0].final_runtime
@@ -190,8 +237,14 @@ def test_hierarchical_learns_groups_and_their_devices_from_scratch():
     elsewhere); at 2k steps that machine ended at 0.119 and 0.121 ms (seeds 0 and 1). With the
     rank column seeds 0-3 ended at 0.137, 0.123, 0.115 and 0.115 ms (0.70-0.84 of the start)."""
     small = "synthetic:layered?n=10&seed=2"
-    run = _compose("experiment=hierarchical", *SMALL, f"graph.spec='{small}'",
-                   "total_steps=2048", "env.groups=3", "agent.warm_start=null")  # fmt: skip
+    run = _compose(
+        "experiment=hierarchical",
+        *SMALL,
+        f"graph.spec='{small}'",
+        "total_steps=2048",
+        "env.groups=3",
+        "agent.warm_start=null",
+    )
     result = train(run)
     curve = [c["runtimes"][0] for c in result.curve]
     final = result.graphs[0].final_runtime

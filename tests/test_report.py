@@ -30,20 +30,37 @@ BFS = [1.0, 1.2, 0.8, 1.1, 0.9, 1.0]  # half of topo's, seed by seed
 
 def _train_config(order, seed, **settings):
     """A training result's nested config (``RunConfig.to_dict``'s shape)."""
-    return {"order": {"name": order, "seed": 0}, "seed": seed,
-            "agent": {"algo": "maskable_ppo", "extractor": "gnn"}, "cluster": {"spec": "placeto"},
-            "env": {"objective": "step_time"}, **settings}  # fmt: skip
+    return {
+        "order": {"name": order, "seed": 0},
+        "seed": seed,
+        "agent": {"algo": "maskable_ppo", "extractor": "gnn"},
+        "cluster": {"spec": "placeto"},
+        "env": {"objective": "step_time"},
+        **settings,
+    }
 
 
 def _write(folder, order, seed, runtime, placer=None, graph="g", **settings):
     evaluation = {"placer": placer, "cluster": {"spec": "placeto"}, "objective": "step_time"}
     config = evaluation if placer else _train_config(order, seed, **settings)
-    result = {"kind": "eval" if placer else "train", "schema": RESULT_SCHEMA,
-              "config": config, "steps": 0 if placer else 100,
-              "timings": {"train": 1.0}, "curve": [] if placer else [
-                  {"step": 50, "runtimes": [2 * runtime]}, {"step": 100, "runtimes": [runtime]}],
-              "graphs": [{"graph": graph, "final_runtime": runtime, "best_runtime": runtime,
-                          "baselines": {"heft": 1.5, "single_device": 3.0}}]}  # fmt: skip
+    result = {
+        "kind": "eval" if placer else "train",
+        "schema": RESULT_SCHEMA,
+        "config": config,
+        "steps": 0 if placer else 100,
+        "timings": {"train": 1.0},
+        "curve": []
+        if placer
+        else [{"step": 50, "runtimes": [2 * runtime]}, {"step": 100, "runtimes": [runtime]}],
+        "graphs": [
+            {
+                "graph": graph,
+                "final_runtime": runtime,
+                "best_runtime": runtime,
+                "baselines": {"heft": 1.5, "single_device": 3.0},
+            }
+        ],
+    }
     run = folder / f"{graph}-{order}-{seed}-{placer}"
     run.mkdir(parents=True)
     (run / "result.json").write_text(json.dumps(result))
@@ -75,11 +92,18 @@ def test_summary_has_means_and_confidence_intervals(sweep):
 
 def test_multi_graph_runs_give_one_curve_per_graph_and_no_interval_for_one_seed(tmp_path):
     config = _train_config("bfs", 0, agent={"algo": "a2c", "extractor": "mlp"})
-    result = {"kind": "train", "schema": RESULT_SCHEMA, "config": config, "steps": 10,
-              "timings": {"train": 1.0},
-              "curve": [{"step": 10, "runtimes": [1.0, 3.0]}],
-              "graphs": [{"graph": name, "final_runtime": r, "best_runtime": r,
-                          "baselines": {"heft": 2.0}} for name, r in (("a", 1.0), ("b", 3.0))]}
+    result = {
+        "kind": "train",
+        "schema": RESULT_SCHEMA,
+        "config": config,
+        "steps": 10,
+        "timings": {"train": 1.0},
+        "curve": [{"step": 10, "runtimes": [1.0, 3.0]}],
+        "graphs": [
+            {"graph": name, "final_runtime": r, "best_runtime": r, "baselines": {"heft": 2.0}}
+            for name, r in (("a", 1.0), ("b", 3.0))
+        ],
+    }
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "result.json").write_text(json.dumps(result))
     runs = load_runs([tmp_path]).set_index("graph")
@@ -118,8 +142,10 @@ def test_two_seeds_cannot_decide_and_the_report_says_so(tmp_path):
     (row,) = compare_orders(load_runs([tmp_path])).to_dict("records")
     assert np.isnan(row["p_value"])
     assert row["p_value_note"] == "2 pairs: the signed-rank test needs 6 to reach p < 0.05"
-    assert row["verdict"] == ("bfs looks 47.8% faster than topo (95% CI [0.500, 0.545]), but 2 "
-                              "pairs are too few to confirm it (the signed-rank test needs 6)")
+    assert row["verdict"] == (
+        "bfs looks 47.8% faster than topo (95% CI [0.500, 0.545]), but 2 "
+        "pairs are too few to confirm it (the signed-rank test needs 6)"
+    )
 
 
 def test_a_family_s_graphs_are_paired_within_their_group(tmp_path):
@@ -165,7 +191,8 @@ def _job(sweep, name, error=None, steps=None, hydra=True):
     if steps is not None:
         (job / "checkpoint").mkdir()
         (job / "checkpoint" / "state.json").write_text(
-            json.dumps({"steps": steps, "config": {"total_steps": 20_000}}))
+            json.dumps({"steps": steps, "config": {"total_steps": 20_000}})
+        )
     return job
 
 
@@ -177,13 +204,19 @@ def test_failed_jobs_are_listed_with_their_error_apart_from_unfinished_ones(swee
     plain = _job(sweep, "11", steps=10_000, hydra=False)  # train(config) with an out_dir
     error = "placerl.errors.ConfigError: unknown option 'total_step'; did you mean total_steps?"
     assert [(j.folder, j.status) for j in open_jobs([sweep])] == [
-        (failed_late, "failed"), (plain, "unfinished"), (failed, "failed"),
-        (resumable, "unfinished"), (silent, "no result")]  # fmt: skip
+        (failed_late, "failed"),
+        (plain, "unfinished"),
+        (failed, "failed"),
+        (resumable, "unfinished"),
+        (silent, "no result"),
+    ]
     lines = unfinished_jobs([sweep])
     assert lines[2] == f"{failed}: failed: {error} (traceback in {failed / 'error.txt'})"
     assert lines[0].startswith(f"{failed_late}: failed: ValueError: cycle (traceback in ")
-    assert lines[3] == (f"{resumable}: unfinished: checkpoint at step 5,000 of 20,000; "
-                        "re-running the same command resumes it")  # fmt: skip
+    assert lines[3] == (
+        f"{resumable}: unfinished: checkpoint at step 5,000 of 20,000; "
+        "re-running the same command resumes it"
+    )
     assert lines[4].startswith(f"{silent}: no result: no result.json, checkpoint or error.txt")
     text = write_report([sweep], sweep / "report").read_text()
     failed_part = text.split("## Failed jobs")[1].split("## Unfinished jobs")[0]
@@ -201,15 +234,23 @@ def test_finished_jobs_and_sweep_folders_are_not_listed(sweep):
     assert open_jobs([sweep]) == []
 
 
-@pytest.mark.parametrize(("text", "summary"), [
-    (TRACEBACK, "placerl.errors.ConfigError: unknown option 'total_step'; did you mean "
-                "total_steps?"),
-    ("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    f()\n"
-     "    ^^^\nValueError: two\nlines\n\n", "ValueError: two lines"),
-    ("killed by the scheduler\n", "killed by the scheduler"),
-    ("Traceback:\n    indented to the end\n", "indented to the end"),
-    ("  \n", "(empty error.txt)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "summary"),
+    [
+        (
+            TRACEBACK,
+            "placerl.errors.ConfigError: unknown option 'total_step'; did you mean total_steps?",
+        ),
+        (
+            'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()\n'
+            "    ^^^\nValueError: two\nlines\n\n",
+            "ValueError: two lines",
+        ),
+        ("killed by the scheduler\n", "killed by the scheduler"),
+        ("Traceback:\n    indented to the end\n", "indented to the end"),
+        ("  \n", "(empty error.txt)"),
+    ],
+)
 def test_error_summary_is_the_exception_the_traceback_ends_with(text, summary):
     assert error_summary(text) == summary
 
@@ -218,14 +259,24 @@ def test_an_unreadable_checkpoint_state_is_said(sweep):
     job = _job(sweep, "7", steps=1)
     (job / "checkpoint" / "state.json").write_text("{not json")
     (line,) = unfinished_jobs([sweep])
-    assert line == (f"{job}: unfinished: a checkpoint ({job / 'checkpoint' / 'state.json'} is "
-                    "unreadable); re-running the same command resumes it")  # fmt: skip
+    assert line == (
+        f"{job}: unfinished: a checkpoint ({job / 'checkpoint' / 'state.json'} is "
+        "unreadable); re-running the same command resumes it"
+    )
 
 
 def test_report_writes_tables_and_plots(sweep, capsys):
     assert main([str(sweep), "--out", str(sweep / "report")]) == 0
-    files = ("report.md", "runs.csv", "summary.csv", "orders.csv", "runtime_per_order.png",
-             "speedup_vs_best.png", "learning_curves.png", "order_ratios.png")
+    files = (
+        "report.md",
+        "runs.csv",
+        "summary.csv",
+        "orders.csv",
+        "runtime_per_order.png",
+        "speedup_vs_best.png",
+        "learning_curves.png",
+        "order_ratios.png",
+    )
     for name in files:
         assert (sweep / "report" / name).is_file(), name
     text = (sweep / "report" / "report.md").read_text()
@@ -261,8 +312,9 @@ def test_unreadable_results_are_skipped_with_a_warning_and_listed(sweep):
 
 
 def test_a_reference_order_no_run_used_is_named(sweep, capsys):
-    with pytest.raises(ConfigError, match="reference order 'bfz' is none of the runs' orders: "
-                                          "bfs, topo"):  # fmt: skip
+    with pytest.raises(
+        ConfigError, match="reference order 'bfz' is none of the runs' orders: bfs, topo"
+    ):
         write_report([sweep], sweep / "report", reference_order="bfz")
     with pytest.raises(SystemExit):
         main([str(sweep), "--out", str(sweep / "report"), "--reference-order", "bfz"])
@@ -281,24 +333,36 @@ def test_a_report_without_the_default_reference_order_says_so(sweep):
         if json.loads(path.read_text())["config"].get("order") != {"name": "bfs", "seed": 0}:
             path.unlink()
     text = write_report([sweep], sweep / "report").read_text()
-    assert ("(no pairs: no run used topo; the runs' orders: bfs; pick one with "
-            "--reference-order)") in text
+    assert (
+        "(no pairs: no run used topo; the runs' orders: bfs; pick one with --reference-order)"
+    ) in text
 
 
-@pytest.mark.parametrize(("name", "group"), [("cifar10-s3", "cifar10"),
-                                             ("layered-n80-s12", "layered-n80"),
-                                             ("inception_v3", "inception_v3"),
-                                             ("bert-s1x", "bert-s1x")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "group"),
+    [
+        ("cifar10-s3", "cifar10"),
+        ("layered-n80-s12", "layered-n80"),
+        ("inception_v3", "inception_v3"),
+        ("bert-s1x", "bert-s1x"),
+    ],
+)
 def test_graph_groups_drop_the_seed_suffix(name, group):
     assert graph_group(name) == group
 
 
 def _write_learning_run(folder, order, seed, final, best, curve):
-    result = {"kind": "train", "schema": RESULT_SCHEMA, "config": _train_config(order, seed),
-              "steps": 300, "timings": {"train": 1.0},
-              "curve": [{"step": s, "runtimes": [r], "best": [b]} for s, r, b in curve],
-              "graphs": [{"graph": "g", "final_runtime": final, "best_runtime": best,
-                          "baselines": {"heft": 1.5}}]}  # fmt: skip
+    result = {
+        "kind": "train",
+        "schema": RESULT_SCHEMA,
+        "config": _train_config(order, seed),
+        "steps": 300,
+        "timings": {"train": 1.0},
+        "curve": [{"step": s, "runtimes": [r], "best": [b]} for s, r, b in curve],
+        "graphs": [
+            {"graph": "g", "final_runtime": final, "best_runtime": best, "baselines": {"heft": 1.5}}
+        ],
+    }
     run = folder / f"{order}-{seed}"
     run.mkdir(parents=True)
     (run / "result.json").write_text(json.dumps(result))
@@ -351,8 +415,13 @@ def test_error_bars_stop_at_zero_and_are_the_tables_intervals():
     from placerl.comparison import t_interval
     from placerl.report_figures import error_bars
 
-    runs = pd.DataFrame({"group": ["g"] * 5, "series": ["topo", "topo", "bfs", "bfs", "dfs"],
-                         "runtime_ms": [0.7, 4.0, 2.0, 2.2, 3.0]})  # fmt: skip
+    runs = pd.DataFrame(
+        {
+            "group": ["g"] * 5,
+            "series": ["topo", "topo", "bfs", "bfs", "dfs"],
+            "runtime_ms": [0.7, 4.0, 2.0, 2.2, 3.0],
+        }
+    )
     means, errors = error_bars(runs, "runtime_ms")
     assert errors.shape == (3, 2, 1)  # series, below and above, groups
     column = list(means.columns).index("topo")

@@ -15,28 +15,55 @@ from placerl.run_config import LoggerGroup
 from placerl.tracking import Tracker, WandbTracker, open_tracker, run_labels
 from tests.wandb_records import read_records
 
-CONFIG = {"graph": {"spec": "synthetic:layered?n=12&seed=0"}, "cluster": {"spec": "placeto"},
-          "order": {"name": "bfs"}, "env": {"objective": "step_time"},
-          "agent": {"algo": "maskable_ppo", "extractor": "gnn"}, "seed": 2}  # fmt: skip
+CONFIG = {
+    "graph": {"spec": "synthetic:layered?n=12&seed=0"},
+    "cluster": {"spec": "placeto"},
+    "order": {"name": "bfs"},
+    "env": {"objective": "step_time"},
+    "agent": {"algo": "maskable_ppo", "extractor": "gnn"},
+    "seed": 2,
+}
 
 
 def _history_keys(records) -> set[str]:
-    return {item.key or "/".join(item.nested_key)
-            for r in records if r.WhichOneof("record_type") == "history"
-            for item in r.history.item}  # fmt: skip
+    return {
+        item.key or "/".join(item.nested_key)
+        for r in records
+        if r.WhichOneof("record_type") == "history"
+        for item in r.history.item
+    }
 
 
 def test_offline_run_holds_config_metrics_summaries_and_media(tmp_path):
     out = tmp_path / "run"
-    command = [sys.executable, "-c", "from placerl.apps import train_app; train_app()",
-               "graph=layered_100", "graph.spec='synthetic:layered?n=12&seed=0'",
-               "cluster=placeto4", "order=bfs", "agent=maskable_ppo_mlp", "logger=wandb",
-               "total_steps=128", "eval_every=64", "eval_samples=0", "n_envs=2",
-               "progress_bar=false", "+agent.hyperparams.n_steps=32",
-               "+agent.hyperparams.batch_size=32", f"hydra.run.dir={out}"]  # fmt: skip
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true",
-           **{f"WANDB_{kind}_DIR": str(tmp_path / kind.lower())
-              for kind in ("CACHE", "CONFIG", "DATA", "ARTIFACT")}}  # fmt: skip
+    command = [
+        sys.executable,
+        "-c",
+        "from placerl.apps import train_app; train_app()",
+        "graph=layered_100",
+        "graph.spec='synthetic:layered?n=12&seed=0'",
+        "cluster=placeto4",
+        "order=bfs",
+        "agent=maskable_ppo_mlp",
+        "logger=wandb",
+        "total_steps=128",
+        "eval_every=64",
+        "eval_samples=0",
+        "n_envs=2",
+        "progress_bar=false",
+        "+agent.hyperparams.n_steps=32",
+        "+agent.hyperparams.batch_size=32",
+        f"hydra.run.dir={out}",
+    ]
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        **{
+            f"WANDB_{kind}_DIR": str(tmp_path / kind.lower())
+            for kind in ("CACHE", "CONFIG", "DATA", "ARTIFACT")
+        },
+    }
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "wandb sync" in done.stdout
@@ -49,19 +76,36 @@ def test_offline_run_holds_config_metrics_summaries_and_media(tmp_path):
     config = {item.key: json.loads(item.value_json) for item in run.config.update}
     assert config["order"] == {"name": "bfs", "seed": 0} and config["total_steps"] == 128
     keys = _history_keys(records)
-    expected = {"charts/SPS", "rollout/ep_rew_mean", "train/loss", "eval/runtime_ms",
-                "sim/best_runtime_ms", "placement/_type", "charts/learning_curve/_type"}
+    expected = {
+        "charts/SPS",
+        "rollout/ep_rew_mean",
+        "train/loss",
+        "eval/runtime_ms",
+        "sim/best_runtime_ms",
+        "placement/_type",
+        "charts/learning_curve/_type",
+    }
     assert expected <= keys, expected - keys
-    evaluated = {r.history.step.num for r in records if r.WhichOneof("record_type") == "history"
-                 and any((i.key or "/".join(i.nested_key)) == "eval/runtime_ms"
-                         for i in r.history.item)}  # fmt: skip
+    evaluated = {
+        r.history.step.num
+        for r in records
+        if r.WhichOneof("record_type") == "history"
+        and any((i.key or "/".join(i.nested_key)) == "eval/runtime_ms" for i in r.history.item)
+    }
     curve = json.loads((out / "result.json").read_text())["curve"]
     assert {point["step"] for point in curve} <= evaluated  # each at its own step, from 0
-    minimized = {r.metric.name for r in records
-                 if r.WhichOneof("record_type") == "metric" and r.metric.summary.min}  # fmt: skip
+    minimized = {
+        r.metric.name
+        for r in records
+        if r.WhichOneof("record_type") == "metric" and r.metric.summary.min
+    }
     assert minimized == {"eval/runtime_ms", "sim/best_runtime_ms"}
-    summary = {item.key for r in records if r.WhichOneof("record_type") == "summary"
-               for item in r.summary.update}  # fmt: skip
+    summary = {
+        item.key
+        for r in records
+        if r.WhichOneof("record_type") == "summary"
+        for item in r.summary.update
+    }
     assert {"final_runtime_ms", "best_runtime_ms", "speedup/heft"} <= summary
     (table,) = (out / "wandb").glob("offline-run-*/files/media/table/placement_*.table.json")
     rows = json.loads(table.read_text())["data"]

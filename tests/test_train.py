@@ -26,8 +26,9 @@ SMALL = {
     "cluster": {"spec": CLUSTER},
     "order": OrderGroup(),
     "env": EnvGroup(),
-    "agent": AgentGroup(extractor="mlp", warm_start=None,
-                        hyperparams={"n_steps": 32, "batch_size": 32}),
+    "agent": AgentGroup(
+        extractor="mlp", warm_start=None, hyperparams={"n_steps": 32, "batch_size": 32}
+    ),
     "n_envs": 2,
     "eval_samples": 0,
     "progress_bar": False,
@@ -43,16 +44,19 @@ def small(**options) -> RunConfig:
 
 
 def test_train_writes_a_complete_result(tmp_path):
-    result = train(small(total_steps=256, eval_every=128, checkpoint_every=128, eval_samples=3),
-                   out_dir=str(tmp_path))  # fmt: skip
+    result = train(
+        small(total_steps=256, eval_every=128, checkpoint_every=128, eval_samples=3),
+        out_dir=str(tmp_path),
+    )
     assert result.steps >= 256
     assert [c["step"] for c in result.curve][:3] == [0, 128, 256]
     (outcome,) = result.graphs
     assert set(outcome.baselines) == {"single_device", "heft"}
     assert outcome.sampled_runtime <= outcome.final_runtime
     assert outcome.best_runtime <= outcome.sampled_runtime
-    assert outcome.speedups()["heft"] == pytest.approx(outcome.baselines["heft"]
-                                                        / outcome.final_runtime)  # fmt: skip
+    assert outcome.speedups()["heft"] == pytest.approx(
+        outcome.baselines["heft"] / outcome.final_runtime
+    )
     assert result.timings["steps_per_s"] > 0
     for name in ("model.zip", "result.json", "best_placement.json", "checkpoint/state.json"):
         assert (tmp_path / name).is_file(), name
@@ -67,9 +71,12 @@ def test_train_writes_a_complete_result(tmp_path):
     assert bound <= outcome.best_runtime and bound <= min(outcome.baselines.values())
     assert written["config"]["graph"] == {"spec": GRAPH}
     assert written["config"]["seed"] == 0 and written["config"]["order"]["name"] == "topo"
-    assert written["config"] == RunConfig.from_dict(small(total_steps=256, eval_every=128,
-                                                          checkpoint_every=128,
-                                                          eval_samples=3)).to_dict()  # fmt: skip
+    assert (
+        written["config"]
+        == RunConfig.from_dict(
+            small(total_steps=256, eval_every=128, checkpoint_every=128, eval_samples=3)
+        ).to_dict()
+    )
     versions = written["provenance"]
     assert versions["placerl"] and versions["torch"] and versions["stable-baselines3"]
     assert versions["git_revision"] is None or len(versions["git_revision"]) >= 40
@@ -89,8 +96,9 @@ def test_best_placement_names_a_device_of_the_cluster_for_every_op(tmp_path):
     devices = [device.name for device in cluster.devices]
     assert sorted(best["placement_by_op"]) == sorted(graph.names)  # every op, by name
     assert set(best["placement_by_op"].values()) <= set(devices)
-    assert [best["placement_by_op"][name] for name in graph.names] == [devices[d]
-                                                               for d in best["placement"]]
+    assert [best["placement_by_op"][name] for name in graph.names] == [
+        devices[d] for d in best["placement"]
+    ]
     (outcome,) = result.graphs
     assert best["runtime"] == outcome.best_runtime and best["feasible"] is True
     assert best["placement_by_op"] == outcome.best_placement_by_op
@@ -106,8 +114,10 @@ def test_train_returns_the_model_with_the_weights_it_kept(tmp_path, folder):
     from placerl.envs import PlacementEnv
 
     fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
-    result = train(small(total_steps=256, eval_every=64, agent={"hyperparams": fast}),
-                   out_dir=str(tmp_path) if folder else None)  # fmt: skip
+    result = train(
+        small(total_steps=256, eval_every=64, agent={"hyperparams": fast}),
+        out_dir=str(tmp_path) if folder else None,
+    )
     model = result.model
     assert model is not None and model.num_timesteps == result.steps
     assert "model" not in result.to_dict()
@@ -124,22 +134,28 @@ def test_train_returns_the_model_with_the_weights_it_kept(tmp_path, folder):
         assert result.out_dir is None and not any(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ({"env_kwargs": {"reward": "normalized_delta"}}, r"'env_kwargs' is now env\.<argument>"),
-    ({"initial": "best_of"}, r"'initial' is now env\.init"),
-    ({"extractor": "gnn"}, r"'extractor' is now agent\.extractor"),
-    ({"out_dir": "runs/x"}, r"'out_dir' is now train\(config, out_dir=\.\.\.\)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ({"env_kwargs": {"reward": "normalized_delta"}}, r"'env_kwargs' is now env\.<argument>"),
+        ({"initial": "best_of"}, r"'initial' is now env\.init"),
+        ({"extractor": "gnn"}, r"'extractor' is now agent\.extractor"),
+        ({"out_dir": "runs/x"}, r"'out_dir' is now train\(config, out_dir=\.\.\.\)"),
+    ],
+)
 def test_a_key_of_the_old_flat_config_names_its_new_place(old, new):
     with pytest.raises(ConfigError, match=new):
         train(small(total_steps=8, **old))
 
 
-@pytest.mark.parametrize(("typo", "message"), [
-    ({"total_step": 1}, "unknown option 'total_step'; did you mean total_steps?"),
-    ({"env": {"rewad": "delta"}}, "unknown option 'env.rewad'; did you mean env.reward?"),
-    ({"agent": {"warm_starts": None}}, "did you mean agent.warm_start?"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("typo", "message"),
+    [
+        ({"total_step": 1}, "unknown option 'total_step'; did you mean total_steps?"),
+        ({"env": {"rewad": "delta"}}, "unknown option 'env.rewad'; did you mean env.reward?"),
+        ({"agent": {"warm_starts": None}}, "did you mean agent.warm_start?"),
+    ],
+)
 def test_a_misspelled_key_fails_with_the_closest_known_one(typo, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         train({**SMALL, **typo})
@@ -175,8 +191,15 @@ def test_a_baselines_steps_stand_for_the_steps_trained():
     assert result.steps == 128
     (outcome,) = result.graphs
     assert list(outcome.baselines) == [search]  # the same key in every run of the config
-    budgeted = solve("local_search", GRAPH, CLUSTER, init="heft", restarts=1000,
-                     max_evaluations=128, time_limit=60)  # fmt: skip
+    budgeted = solve(
+        "local_search",
+        GRAPH,
+        CLUSTER,
+        init="heft",
+        restarts=1000,
+        max_evaluations=128,
+        time_limit=60,
+    )
     assert budgeted.info["evaluations"] == 128
     assert outcome.baselines[search] == budgeted.runtime
 
@@ -232,8 +255,9 @@ def test_same_seed_same_result():
 
 
 def test_warm_start_clones_the_placer():
-    result = train(small(total_steps=64, eval_every=0,
-                         agent={"warm_start": "heft", "warm_start_epochs": 600}))  # fmt: skip
+    result = train(
+        small(total_steps=64, eval_every=0, agent={"warm_start": "heft", "warm_start_epochs": 600})
+    )
     # 600 epochs: at 300 the MLP's clone also agrees on 83% of the choices but, on a few it
     # gets wrong, runs 1.16x HEFT
     report = result.warm_start
@@ -243,10 +267,14 @@ def test_warm_start_clones_the_placer():
 
 
 def test_warm_start_rounds_run_dagger_after_the_clone():
-    result = train(small(total_steps=0, eval_every=0,
-                         env={"kind": "refine", "init": "m_topo", "undo_worse": True},
-                         agent={"warm_start": "best_move", "warm_start_epochs": 2,
-                                "warm_start_rounds": 1}))  # fmt: skip
+    result = train(
+        small(
+            total_steps=0,
+            eval_every=0,
+            env={"kind": "refine", "init": "m_topo", "undo_worse": True},
+            agent={"warm_start": "best_move", "warm_start_epochs": 2, "warm_start_rounds": 1},
+        )
+    )
     report = result.warm_start
     assert report["rounds"] == 1 and len(report["round_runtimes"]) == 2
     assert report["samples"] == 2 * 12  # the expert's pass and the clone's, over 12 nodes
@@ -256,14 +284,16 @@ def test_warm_start_rounds_run_dagger_after_the_clone():
 @pytest.mark.parametrize("keep_best", [True, False])
 def test_keep_best_ends_with_the_best_evaluation(keep_best):
     fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
-    result = train(small(total_steps=512, eval_every=64, keep_best=keep_best,
-                         agent={"hyperparams": fast}))  # fmt: skip
+    result = train(
+        small(total_steps=512, eval_every=64, keep_best=keep_best, agent={"hyperparams": fast})
+    )
     evaluations = [c["runtimes"][0] for c in result.curve]  # the last one is the final weights
     expected = min(evaluations) if keep_best else evaluations[-1]
     assert result.graphs[0].final_runtime == expected
     best_step = result.curve[evaluations.index(min(evaluations))]["step"]
-    assert result.policy_step == (best_step if keep_best and evaluations[-1] > min(evaluations)
-                                  else result.steps)
+    assert result.policy_step == (
+        best_step if keep_best and evaluations[-1] > min(evaluations) else result.steps
+    )
     found = [c["best"][0] for c in result.curve]  # the best seen so far never gets worse
     assert found == sorted(found, reverse=True) and found[-1] == result.graphs[0].best_runtime
     assert all(f <= e for f, e in zip(found, evaluations, strict=True))
@@ -272,9 +302,19 @@ def test_keep_best_ends_with_the_best_evaluation(keep_best):
 @pytest.mark.parametrize("rollback", [True, False])
 def test_rollback_keeps_the_greedy_curve_from_getting_worse(rollback):
     erratic = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
-    result = train(small(total_steps=768, eval_every=64, keep_best=False,
-                         agent={"extractor": "gnn", "rollback": rollback, "warm_start": "heft",
-                                "hyperparams": erratic}))  # fmt: skip
+    result = train(
+        small(
+            total_steps=768,
+            eval_every=64,
+            keep_best=False,
+            agent={
+                "extractor": "gnn",
+                "rollback": rollback,
+                "warm_start": "heft",
+                "hyperparams": erratic,
+            },
+        )
+    )
     curve = [c["runtimes"][0] for c in result.curve]
     worse = [b > a * (1 + 1e-12) for a, b in itertools.pairwise(curve)]
     assert not any(worse) if rollback else any(worse)
@@ -296,18 +336,27 @@ def test_greedy_episodes_of_weights_seen_before_are_not_run_again(monkeypatch):
 
         made.clear()
         monkeypatch.setattr(episodes.GreedyEpisodes, "__init__", init)
-        result = train(small(total_steps=256, eval_every=64,
-                             agent={"hyperparams": {"n_steps": 32, "batch_size": 32,
-                                                    "learning_rate": 3e-2}}))  # fmt: skip
+        result = train(
+            small(
+                total_steps=256,
+                eval_every=64,
+                agent={"hyperparams": {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}},
+            )
+        )
         return result, made[0]
 
     remembered, with_memory = run(8)
     anew, without = run(0)
-    figures = lambda result: [{k: v for k, v in c.items() if k != "wall_s"}  # noqa: E731
-                              for c in result.curve]  # fmt: skip
+
+    def figures(result):
+        return [{k: v for k, v in c.items() if k != "wall_s"} for c in result.curve]
+
     assert figures(remembered) == figures(anew) and remembered.graphs == anew.graphs
     assert (remembered.policy_step, remembered.steps, remembered.best_curve) == (
-        anew.policy_step, anew.steps, anew.best_curve)
+        anew.policy_step,
+        anew.steps,
+        anew.best_curve,
+    )
     assert len({tuple(c["runtimes"]) for c in anew.curve}) > 1  # the weights did change
     assert with_memory.runs + with_memory.reused == without.runs
     assert with_memory.reused >= 5 and without.reused == 0
@@ -325,8 +374,7 @@ def test_rollback_checks_only_its_share_of_the_graphs(monkeypatch):
 
     monkeypatch.setattr(GreedyEpisodes, "score", counting)
     graphs = [f"synthetic:layered?n=8&seed={s}" for s in range(5)]
-    train(small(graph={"spec": graphs}, total_steps=64, eval_every=0,
-                agent={"rollback_graphs": 2}))  # fmt: skip
+    train(small(graph={"spec": graphs}, total_steps=64, eval_every=0, agent={"rollback_graphs": 2}))
     rollback_checks = [c for c in checked if c is not None]
     assert rollback_checks and all(c == [0, 4] for c in rollback_checks)
 
@@ -346,8 +394,14 @@ def test_validation_graphs_choose_the_weights_keep_best_keeps(monkeypatch):
     monkeypatch.setattr(GreedyEpisodes, "score", recording)
     validation = ["synthetic:layered?n=10&seed=7", "synthetic:layered?n=9&seed=8"]
     fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
-    result = train(small(total_steps=256, eval_every=64, validation_graphs=validation,
-                         agent={"hyperparams": fast, "rollback": False}))  # fmt: skip
+    result = train(
+        small(
+            total_steps=256,
+            eval_every=64,
+            validation_graphs=validation,
+            agent={"hyperparams": fast, "rollback": False},
+        )
+    )
     assert ["layered-n10-s7", "layered-n9-s8"] in scored
     scores = [c["validation"] for c in result.curve]
     assert len(scores) == len(result.curve) >= 5 and len(set(scores)) > 1
@@ -357,8 +411,11 @@ def test_validation_graphs_choose_the_weights_keep_best_keeps(monkeypatch):
 
 def test_validation_graphs_larger_than_the_padding_are_refused():
     with pytest.raises(ConfigError, match=r"validation_graphs: .*max_nodes"):
-        train(small(total_steps=64, eval_every=64,
-                    validation_graphs=["synthetic:layered?n=30&seed=1"]))  # fmt: skip
+        train(
+            small(
+                total_steps=64, eval_every=64, validation_graphs=["synthetic:layered?n=30&seed=1"]
+            )
+        )
 
 
 def test_keep_best_holds_across_a_resume(tmp_path):
@@ -366,20 +423,33 @@ def test_keep_best_holds_across_a_resume(tmp_path):
     train(small(total_steps=256, eval_every=64, **fast), out_dir=str(tmp_path))
     state = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
     assert (tmp_path / "checkpoint" / state["files"]["best"]).is_file()
-    resumed = train(small(total_steps=512, eval_every=64, resume=True, **fast),
-                    out_dir=str(tmp_path))  # fmt: skip
+    resumed = train(
+        small(total_steps=512, eval_every=64, resume=True, **fast), out_dir=str(tmp_path)
+    )
     evaluations = [c["runtimes"][0] for c in resumed.curve]  # both runs' evaluations
     assert resumed.graphs[0].final_runtime == min(evaluations)
 
 
 def test_resume_refuses_another_configuration(tmp_path):
     train(small(total_steps=64, eval_every=0), out_dir=str(tmp_path))
-    with pytest.raises(ConfigError, match=r"another configuration \(agent\.extractor, "
-                                          r"order\.name differ\)"):
-        train(small(total_steps=128, eval_every=0, resume=True, agent={"extractor": "gnn"},
-                    order={"name": "bfs"}), out_dir=str(tmp_path))  # fmt: skip
-    more = train(small(total_steps=128, eval_every=0, resume=True, baselines=["heft"]),
-                 out_dir=str(tmp_path))  # the schedule may change
+    with pytest.raises(
+        ConfigError,
+        match=r"another configuration \(agent\.extractor, "
+        r"order\.name differ\)",
+    ):
+        train(
+            small(
+                total_steps=128,
+                eval_every=0,
+                resume=True,
+                agent={"extractor": "gnn"},
+                order={"name": "bfs"},
+            ),
+            out_dir=str(tmp_path),
+        )
+    more = train(
+        small(total_steps=128, eval_every=0, resume=True, baselines=["heft"]), out_dir=str(tmp_path)
+    )  # the schedule may change
     assert more.steps >= 128
 
 
@@ -396,13 +466,17 @@ def test_resume_refuses_a_checkpoint_of_other_observations(tmp_path):
     state = json.loads(path.read_text())
     assert state["observation_version"] == OBSERVATION_VERSION
     path.write_text(json.dumps({**state, "observation_version": 1}))
-    with pytest.raises(ConfigError, match=r"checkpoint trained on observations of version 1; "
-                                          r"this placerl gives version \d.*resume=False"):
+    with pytest.raises(
+        ConfigError,
+        match=r"checkpoint trained on observations of version 1; "
+        r"this placerl gives version \d.*resume=False",
+    ):
         train(small(total_steps=128, eval_every=0, resume=True), out_dir=str(tmp_path))
     del state["observation_version"]  # written before checkpoints carried it: SB3 checks
     path.write_text(json.dumps(state))
-    assert train(small(total_steps=128, eval_every=0, resume=True),
-                 out_dir=str(tmp_path)).steps >= 128  # fmt: skip
+    assert (
+        train(small(total_steps=128, eval_every=0, resume=True), out_dir=str(tmp_path)).steps >= 128
+    )
 
 
 def test_resume_refuses_a_checkpoint_of_an_older_placerl_by_name(tmp_path):
@@ -411,8 +485,11 @@ def test_resume_refuses_a_checkpoint_of_an_older_placerl_by_name(tmp_path):
     state = json.loads(path.read_text())
     del state["schema"]  # an older placerl's checkpoint: a flat config
     path.write_text(json.dumps({**state, "config": {"env_kwargs": {}, "graph": "g"}}))
-    with pytest.raises(ConfigError, match=r"checkpoint of an older placerl \(config schema 1; "
-                                          r"this placerl writes 2\).*resume=False"):
+    with pytest.raises(
+        ConfigError,
+        match=r"checkpoint of an older placerl \(config schema 1; "
+        r"this placerl writes 2\).*resume=False",
+    ):
         train(small(total_steps=128, eval_every=0, resume=True), out_dir=str(tmp_path))
 
 
@@ -421,10 +498,18 @@ def test_a_checkpoint_of_another_shape_is_refused_by_name(tmp_path):
     state = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
     other = RunConfig.from_dict(small(env={"max_nodes": 20})).check()
     venv = _vector_env(other)
-    with pytest.raises(ConfigError, match=r"trained on observations of another shape; this "
-                                          r"placerl gives version \d.*resume=False"):
-        _load_checkpoint(ALGORITHMS["maskable_ppo"].load(),
-                         tmp_path / "checkpoint" / state["files"]["model"], venv, "cpu", tmp_path)
+    with pytest.raises(
+        ConfigError,
+        match=r"trained on observations of another shape; this "
+        r"placerl gives version \d.*resume=False",
+    ):
+        _load_checkpoint(
+            ALGORITHMS["maskable_ppo"].load(),
+            tmp_path / "checkpoint" / state["files"]["model"],
+            venv,
+            "cpu",
+            tmp_path,
+        )
 
 
 def test_an_env_argument_added_later_counts_as_its_default():
@@ -435,7 +520,8 @@ def test_an_env_argument_added_later_counts_as_its_default():
     del saved["env"]["undo_worse"]  # written before undo_worse existed
     assert changed_options(saved, config(init="best_of", passes=1, undo_worse=False)) == []
     assert changed_options(saved, config(init="best_of", passes=1, undo_worse=True)) == [
-        "env.undo_worse"]
+        "env.undo_worse"
+    ]
     assert changed_options(saved, config(init="best_of", passes=2)) == ["env.passes"]
 
 
@@ -446,28 +532,39 @@ def test_time_limit_stops_training_early():
 
 
 def test_several_graphs_and_subprocess_envs():
-    result = train(small(graph={"spec": ["synthetic:layered?n=12&seed=0",
-                                         "synthetic:layered?n=9&seed=1"]},
-                         vec_env="subproc", total_steps=128, eval_every=0))  # fmt: skip
+    result = train(
+        small(
+            graph={"spec": ["synthetic:layered?n=12&seed=0", "synthetic:layered?n=9&seed=1"]},
+            vec_env="subproc",
+            total_steps=128,
+            eval_every=0,
+        )
+    )
     assert [g.graph for g in result.graphs] == ["layered-n12-s0", "layered-n9-s1"]
 
 
 BAD = [
-    ({"env": {"kind": "grow"}}, "env.kind must be one of construct, refine, dual, one_shot, "
-                                "hierarchical, got 'grow'"),
+    (
+        {"env": {"kind": "grow"}},
+        "env.kind must be one of construct, refine, dual, one_shot, hierarchical, got 'grow'",
+    ),
     ({"vec_env": "ray"}, "vec_env must be one of dummy, subproc, got 'ray'"),
     ({"n_envs": 0}, "n_envs must be an integer >= 1, got 0"),
     ({"total_steps": 1.5}, "total_steps must be an integer >= 0, got 1.5"),
     ({"agent": {"rollback_graphs": -1}}, "agent.rollback_graphs must be an integer >= 0, got -1"),
-    ({"validation_graphs": "synthetic:cifar10"}, "validation_graphs must be a list of specs, "
-                                                 "got 'synthetic:cifar10'"),
+    (
+        {"validation_graphs": "synthetic:cifar10"},
+        "validation_graphs must be a list of specs, got 'synthetic:cifar10'",
+    ),
     ({"time_limit_s": -1}, "time_limit_s must be a number >= 0, got -1"),
     ({"time_limit_s": "1m"}, "time_limit_s must be a number >= 0, got '1m'"),
     ({"epochs": 3}, "unknown option 'epochs'.*known here: agent, baselines"),
     ({"order": {"name": "zigzag"}}, "order.name must be one of topo, .*got 'zigzag'"),
     ({"agent": {"algo": "sac"}}, "agent.algo must be one of maskable_ppo, .*got 'sac'"),
-    ({"env": {"start_from_best": True}},
-     "env.start_from_best needs env.kind='refine'.*got env.kind='construct'"),
+    (
+        {"env": {"start_from_best": True}},
+        "env.start_from_best needs env.kind='refine'.*got env.kind='construct'",
+    ),
     ({"device": "tpu"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got 'tpu'"),
     ({"out_dir": __file__}, r"out_dir '.*test_train.py' is a file; give a folder"),
 ]
@@ -482,24 +579,35 @@ def test_bad_options(change, message):
 
 
 def test_start_from_best_refines_from_the_best_placement_so_far():
-    result = train(small(total_steps=256, eval_every=0,
-                         env={"kind": "refine", "start_from_best": True,
-                              "init": "single_device", "reward": "normalized_delta"}))
+    result = train(
+        small(
+            total_steps=256,
+            eval_every=0,
+            env={
+                "kind": "refine",
+                "start_from_best": True,
+                "init": "single_device",
+                "reward": "normalized_delta",
+            },
+        )
+    )
     (outcome,) = result.graphs
     assert outcome.best_runtime < outcome.baselines["single_device"]
 
 
-def test_short_refine_episodes_train_while_evaluations_and_the_saved_policy_pass_over_all(
-        tmp_path):  # fmt: skip
+def test_short_refine_episodes_train_while_evaluations_and_the_saved_policy_pass_over_all(tmp_path):
     from placerl.agents.placer import env_for, load_model
     from placerl.baselines import Problem
     from placerl.cluster import load_cluster
     from placerl.graph import load_graph
 
-    config = small(total_steps=128, eval_every=64, n_envs=2,
-                   env={"kind": "refine", "start_from_best": True, "init": "single_device",
-                        "moves": 3},
-                   agent={"hyperparams": {"n_steps": 32, "batch_size": 32}})  # fmt: skip
+    config = small(
+        total_steps=128,
+        eval_every=64,
+        n_envs=2,
+        env={"kind": "refine", "start_from_best": True, "init": "single_device", "moves": 3},
+        agent={"hyperparams": {"n_steps": 32, "batch_size": 32}},
+    )
     result = train(config, out_dir=str(tmp_path))
     arguments = RunConfig.from_dict(config).env_arguments(evaluation=True)
     assert "moves" not in arguments and arguments["init"] == "single_device"
@@ -516,8 +624,9 @@ def test_short_refine_episodes_train_while_evaluations_and_the_saved_policy_pass
 def test_start_from_best_wraps_every_training_env(vec_env):
     from placerl.envs import StartFromBest
 
-    config = RunConfig.from_dict(small(env={"kind": "refine", "start_from_best": True},
-                                       vec_env=vec_env)).check()  # fmt: skip
+    config = RunConfig.from_dict(
+        small(env={"kind": "refine", "start_from_best": True}, vec_env=vec_env)
+    ).check()
     venv = _vector_env(config)
     try:
         assert all(venv.env_is_wrapped(StartFromBest))
@@ -559,15 +668,26 @@ def test_every_simulation_through_the_envs_is_counted(tmp_path, monkeypatch):
 
     made = []
     score = PlacementEnvBase._score
-    monkeypatch.setattr(PlacementEnvBase, "_score",
-                        lambda self, result: made.append(1) or score(self, result))  # fmt: skip
+    monkeypatch.setattr(
+        PlacementEnvBase, "_score", lambda self, result: made.append(1) or score(self, result)
+    )
     search = "local_search?max_evaluations={calls}"
-    result = train(small(total_steps=128, eval_every=64, eval_samples=2,
-                         validation_graphs=["synthetic:layered?n=12&seed=0"],
-                         baselines=["heft", search]), out_dir=str(tmp_path))  # fmt: skip
+    result = train(
+        small(
+            total_steps=128,
+            eval_every=64,
+            eval_samples=2,
+            validation_graphs=["synthetic:layered?n=12&seed=0"],
+            baselines=["heft", search],
+        ),
+        out_dir=str(tmp_path),
+    )
     calls = result.simulator_calls
-    assert calls["total"] == len(made) == sum(calls[k] for k in ("training", "evaluation",
-                                                                 "validation"))  # fmt: skip
+    assert (
+        calls["total"]
+        == len(made)
+        == sum(calls[k] for k in ("training", "evaluation", "validation"))
+    )
     assert calls["training"] >= 128 // 12 and calls["evaluation"] > 0 and calls["validation"] > 0
     assert json.loads((tmp_path / "result.json").read_text())["simulator_calls"] == calls
     from placerl.baselines.references import reference

@@ -35,15 +35,15 @@ class NodeAttention(nn.Module):
         heads: Attention heads (must divide ``hidden``).
     """
 
-    def __init__(self, extractor: PlacementExtractor, hidden: int, layers: int,
-                 heads: int) -> None:  # fmt: skip
+    def __init__(self, extractor: PlacementExtractor, hidden: int, layers: int, heads: int) -> None:
         super().__init__()
         self.num_nodes, self.node_dim = extractor.num_nodes, extractor.node_dim
         self.start = extractor.context_dim + extractor.num_devices * extractor.device_dim + 1
         self.project = nn.Linear(self.node_dim + extractor.context_dim, hidden)
         self.context_dim = extractor.context_dim
-        layer = nn.TransformerEncoderLayer(hidden, heads, dim_feedforward=2 * hidden,
-                                           dropout=0.0, batch_first=True)  # fmt: skip
+        layer = nn.TransformerEncoderLayer(
+            hidden, heads, dim_feedforward=2 * hidden, dropout=0.0, batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
 
     def forward(self, latent: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -58,8 +58,7 @@ class NodeAttention(nn.Module):
 class AttentionScorer(nn.Module):
     """Action head over ``MultiDiscrete([D] * N)``: ``N * D`` logits, row by row."""
 
-    def __init__(self, extractor: PlacementExtractor, hidden: int, layers: int,
-                 heads: int) -> None:  # fmt: skip
+    def __init__(self, extractor: PlacementExtractor, hidden: int, layers: int, heads: int) -> None:
         super().__init__()
         self.attend = NodeAttention(extractor, hidden, layers, heads)
         self.score = nn.Linear(hidden, extractor.num_devices)
@@ -72,8 +71,7 @@ class AttentionScorer(nn.Module):
 class AttentionValue(nn.Module):
     """Value head: an MLP over the mean of the attended states of the real nodes."""
 
-    def __init__(self, extractor: PlacementExtractor, hidden: int, layers: int,
-                 heads: int) -> None:  # fmt: skip
+    def __init__(self, extractor: PlacementExtractor, hidden: int, layers: int, heads: int) -> None:
         super().__init__()
         self.attend = NodeAttention(extractor, hidden, layers, heads)
         self.value = mlp([hidden, hidden, 1], nn.Tanh)
@@ -93,11 +91,13 @@ class MaskableAttentionPolicy(HeadPolicy, MaskableMultiInputActorCriticPolicy):
 
     head_name, per_node = "attention", True
 
-    def __init__(self, *args: Any, attention_layers: int = 2, attention_heads: int = 4,
-                 **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self, *args: Any, attention_layers: int = 2, attention_heads: int = 4, **kwargs: Any
+    ) -> None:
         hidden = kwargs.get("head_hidden", 64)
-        check_sizes("the attention head", attention_layers=attention_layers,
-                    attention_heads=attention_heads)  # fmt: skip
+        check_sizes(
+            "the attention head", attention_layers=attention_layers, attention_heads=attention_heads
+        )
         if isinstance(hidden, int) and hidden % attention_heads:
             raise ConfigError(f"attention_heads={attention_heads} must divide head_hidden={hidden}")
         self.attention_layers, self.attention_heads = attention_layers, attention_heads

@@ -25,16 +25,19 @@ class BestPlacement:
     def __init__(self) -> None:
         self.by_graph: dict[int, dict[str, Any]] = {}
 
-    def offer(self, graph: int, runtime: float, feasible: bool, placement: np.ndarray,
-              step: int) -> bool:  # fmt: skip
+    def offer(
+        self, graph: int, runtime: float, feasible: bool, placement: np.ndarray, step: int
+    ) -> bool:
         """Keep the placement if it beats the best of ``graph``; True if it did."""
         best = self.by_graph.get(graph)
         if best is not None and (not best["feasible"], best["runtime"]) <= (not feasible, runtime):
             return False
         self.by_graph[graph] = {
-            "runtime": float(runtime), "feasible": bool(feasible),
-            "placement": np.asarray(placement).tolist(), "step": int(step),
-        }  # fmt: skip
+            "runtime": float(runtime),
+            "feasible": bool(feasible),
+            "placement": np.asarray(placement).tolist(),
+            "step": int(step),
+        }
         return True
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,8 +61,9 @@ class TrackBest(BaseCallback):
     greedy evaluation), at every rollout.
     """
 
-    def __init__(self, best: BestPlacement, graphs: int = 1,
-                 curve: list[dict[str, Any]] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, best: BestPlacement, graphs: int = 1, curve: list[dict[str, Any]] | None = None
+    ) -> None:
         super().__init__()
         self.best, self.graphs = best, graphs
         self.curve = [] if curve is None else curve
@@ -67,8 +71,13 @@ class TrackBest(BaseCallback):
     def _on_step(self) -> bool:
         for info in self.locals["infos"]:
             if "placement" in info:
-                self.best.offer(info["graph_index"], info["runtime"], info["feasible"],
-                                info["placement"], self.num_timesteps)  # fmt: skip
+                self.best.offer(
+                    info["graph_index"],
+                    info["runtime"],
+                    info["feasible"],
+                    info["placement"],
+                    self.num_timesteps,
+                )
         return True
 
     def _on_rollout_end(self) -> None:
@@ -124,9 +133,15 @@ class Evaluate(_Periodic):
     by an earlier evaluation or by :class:`Rollback`, are not run again.
     """
 
-    def __init__(self, episodes: GreedyEpisodes, every: int, curve: list[dict[str, Any]],
-                 best: BestPlacement, clock: Callable[[], float],
-                 validation: GreedyEpisodes | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        episodes: GreedyEpisodes,
+        every: int,
+        curve: list[dict[str, Any]],
+        best: BestPlacement,
+        clock: Callable[[], float],
+        validation: GreedyEpisodes | None = None,
+    ) -> None:
         super().__init__(every)
         self.episodes, self.curve, self.best, self.clock = episodes, curve, best, clock
         self.validation = validation
@@ -145,8 +160,9 @@ class Evaluate(_Periodic):
         """Run the evaluation now; returns the greedy runtime per graph."""
         results, self.last_score = self.episodes.score(self.model)
         for g, result in enumerate(results):
-            self.best.offer(g, result.runtime, result.feasible, result.placement,
-                            self.num_timesteps)  # fmt: skip
+            self.best.offer(
+                g, result.runtime, result.feasible, result.placement, self.num_timesteps
+            )
         runtimes = [r.runtime for r in results]
         best = [self.best.by_graph[g]["runtime"] for g in range(len(results))]
         entry = {"step": int(self.num_timesteps), "runtimes": runtimes, "best": best}
@@ -171,8 +187,11 @@ class Evaluate(_Periodic):
             partial = path.with_name(path.name + ".partial")
             torch.save(self._best_weights, partial)
             partial.replace(path)  # atomic: a kill mid-write leaves no half file
-        return {"best_score": self.best_score, "best_step": self.best_step,
-                "last_score": self.last_score}  # fmt: skip
+        return {
+            "best_score": self.best_score,
+            "best_step": self.best_step,
+            "last_score": self.last_score,
+        }
 
     def load_best(self, scores: dict[str, Any], path: Path) -> None:
         """Carry on from :meth:`save_best`'s output (a resumed run)."""
@@ -282,8 +301,13 @@ class Progress(BaseCallback):
 
         rollout = getattr(self.model, "n_steps", 1) * self.model.n_envs
         total = self.model.num_timesteps + -(-self.steps // rollout) * rollout
-        self.bar = tqdm(total=total, initial=self.model.num_timesteps, unit="step",
-                        smoothing=0, desc="env steps, all training work included")  # fmt: skip
+        self.bar = tqdm(
+            total=total,
+            initial=self.model.num_timesteps,
+            unit="step",
+            smoothing=0,
+            desc="env steps, all training work included",
+        )
 
     def _on_step(self) -> bool:
         self.bar.update(self.model.n_envs)

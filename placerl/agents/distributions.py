@@ -59,8 +59,9 @@ class MaskableGridDistribution(MaskableDistribution):
         """``(B, rows, choices)``: every row's probabilities (masked choices near 0)."""
         return self.distribution.probs
 
-    def actions_from_params(self, action_logits: torch.Tensor,
-                            deterministic: bool = False) -> torch.Tensor:  # fmt: skip
+    def actions_from_params(
+        self, action_logits: torch.Tensor, deterministic: bool = False
+    ) -> torch.Tensor:
         self.proba_distribution(action_logits)
         return self.get_actions(deterministic=deterministic)
 

@@ -43,8 +43,14 @@ class Rollout:
     @classmethod
     def ended(cls, info: dict[str, Any], episode_return: float) -> Rollout:
         """The episode whose last step returned ``info``."""
-        return cls(int(info["graph_index"]), float(info["runtime"]), bool(info["feasible"]),
-                   info["placement"], episode_return, float(info["reference_runtime"]))
+        return cls(
+            int(info["graph_index"]),
+            float(info["runtime"]),
+            bool(info["feasible"]),
+            info["placement"],
+            episode_return,
+            float(info["reference_runtime"]),
+        )
 
 
 class VisitedBest:
@@ -73,8 +79,9 @@ class VisitedBest:
         """``run``, or the best placement visited when it is faster (or ``run`` infeasible)."""
         if self._best is None or (run.feasible and run.runtime <= self._best[0]):
             return run
-        return dataclasses.replace(run, runtime=self._best[0], feasible=True,
-                                   placement=self._best[1])  # fmt: skip
+        return dataclasses.replace(
+            run, runtime=self._best[0], feasible=True, placement=self._best[1]
+        )
 
 
 def uses_masks(model: Any) -> bool:
@@ -85,8 +92,15 @@ def uses_masks(model: Any) -> bool:
     return type(model).__name__ == "MaskablePPO"
 
 
-def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bool = True,
-            seed: int | None = None, incremental: bool = True) -> Rollout:  # fmt: skip
+def rollout(
+    model: Any,
+    env: Any,
+    *,
+    graph: int | None = None,
+    deterministic: bool = True,
+    seed: int | None = None,
+    incremental: bool = True,
+) -> Rollout:
     """Run one episode of ``model`` on the placement env ``env`` (not a vector env).
 
     Masked algorithms predict with
@@ -121,8 +135,11 @@ def rollout(model: Any, env: Any, *, graph: int | None = None, deterministic: bo
 
 
 @contextlib.contextmanager
-def playing(model: Any, *, incremental: bool = True,
-            ) -> Iterator[Callable[[dict[str, np.ndarray], Any, bool], Any]]:  # fmt: skip
+def playing(
+    model: Any,
+    *,
+    incremental: bool = True,
+) -> Iterator[Callable[[dict[str, np.ndarray], Any, bool], Any]]:
     """A block in which ``model`` plays one episode, in torch's inference mode.
 
     Args:
@@ -186,14 +203,18 @@ def _actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool], Any]:
     dtype = torch.float32 if plain_boxes else None
 
     def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> Any:
-        batch = {k: torch.as_tensor(v, dtype=dtype, device=device).unsqueeze(0)
-                 for k, v in obs.items()}  # fmt: skip
+        batch = {
+            k: torch.as_tensor(v, dtype=dtype, device=device).unsqueeze(0) for k, v in obs.items()
+        }
         masks = getattr(env, "unwrapped", env).action_masks  # wrappers do not forward it
         if deterministic and categorical:
             # BasePolicy's extract_features, as get_distribution calls it (ActorCriticPolicy's
             # own returns a pair when the extractors are not shared)
-            features = (policy.pi_features_extractor(batch) if plain_boxes else
-                        BasePolicy.extract_features(policy, batch, policy.pi_features_extractor))
+            features = (
+                policy.pi_features_extractor(batch)
+                if plain_boxes
+                else BasePolicy.extract_features(policy, batch, policy.pi_features_extractor)
+            )
             return _most_likely(policy, features, masks() if masked else None)
         extra = {"action_masks": masks()[None]} if masked else {}
         distribution = policy.get_distribution(batch, **extra)
@@ -235,18 +256,24 @@ def _recurrent_actor(model: Any) -> Callable[[dict[str, np.ndarray], Any, bool],
     memory: dict[str, Any] = {"state": None, "start": np.ones(1, dtype=bool)}
 
     def act(obs: dict[str, np.ndarray], env: Any, deterministic: bool) -> Any:
-        action, memory["state"] = model.predict(obs, state=memory["state"],
-                                                episode_start=memory["start"],
-                                                deterministic=deterministic)  # fmt: skip
+        action, memory["state"] = model.predict(
+            obs, state=memory["state"], episode_start=memory["start"], deterministic=deterministic
+        )
         memory["start"] = np.zeros(1, dtype=bool)
         return as_action(action)
 
     return act
 
 
-def best_rollout(model: Any, env: Any, *, graph: int | None = None, samples: int = 0,
-                 seed: int = 0, greedy: Rollout | None = None,
-                 ) -> tuple[Rollout, Rollout]:  # fmt: skip
+def best_rollout(
+    model: Any,
+    env: Any,
+    *,
+    graph: int | None = None,
+    samples: int = 0,
+    seed: int = 0,
+    greedy: Rollout | None = None,
+) -> tuple[Rollout, Rollout]:
     """The greedy rollout and the best of it and ``samples`` sampled ones (feasible first);
     ``greedy``: the greedy rollout, when it has run already."""
     greedy = rollout(model, env, graph=graph, seed=seed) if greedy is None else greedy
@@ -258,8 +285,15 @@ def best_rollout(model: Any, env: Any, *, graph: int | None = None, samples: int
     return greedy, best
 
 
-def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: int = 0,
-                     max_simulations: float = np.inf) -> tuple[list[Rollout], int]:  # fmt: skip
+def sampled_rollouts(
+    model: Any,
+    env: Any,
+    count: int,
+    *,
+    graph: int = 0,
+    seed: int = 0,
+    max_simulations: float = np.inf,
+) -> tuple[list[Rollout], int]:
     """``count`` sampled episodes of ``model`` on ``env``'s graph, stepped side by side in
     copies of the env so that each step is one batched forward pass of the policy (episode
     ``k`` is reset with seed ``seed + k``). A recurrent model runs them one after another.
@@ -292,16 +326,24 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: 
     with torch.inference_mode():
         while any(f is None for f in finished) and spent() < max_simulations:
             live = [k for k in range(count) if finished[k] is None]
-            batch = {key: torch.as_tensor(np.stack([observations[k][key] for k in live]),
-                                          device=policy.device) for key in observations[0]}
-            extra = ({"action_masks": np.stack([bases[k].action_masks() for k in live])}
-                     if masked else {})  # fmt: skip
+            batch = {
+                key: torch.as_tensor(
+                    np.stack([observations[k][key] for k in live]), device=policy.device
+                )
+                for key in observations[0]
+            }
+            extra = (
+                {"action_masks": np.stack([bases[k].action_masks() for k in live])}
+                if masked
+                else {}
+            )
             actions = policy.get_distribution(batch, **extra).get_actions(deterministic=False)
             for k, action in zip(live, actions.cpu().numpy(), strict=True):
                 if spent() >= max_simulations:
                     break
                 observations[k], reward, terminated, truncated, info = copies[k].step(
-                    as_action(action))
+                    as_action(action)
+                )
                 totals[k] += reward
                 visits[k].see(info)
                 if terminated or truncated:
@@ -309,8 +351,9 @@ def sampled_rollouts(model: Any, env: Any, count: int, *, graph: int = 0, seed: 
     return [f for f in finished if f is not None], spent()
 
 
-def _sampled_one_by_one(model: Any, env: Any, count: int, graph: int, seed: int,
-                        max_simulations: float) -> tuple[list[Rollout], int]:  # fmt: skip
+def _sampled_one_by_one(
+    model: Any, env: Any, count: int, graph: int, seed: int, max_simulations: float
+) -> tuple[list[Rollout], int]:
     """:func:`sampled_rollouts` for a recurrent model: whole episodes in a copy of the env,
     while the costliest so far still fits."""
     env = copy.deepcopy(env)
@@ -348,8 +391,9 @@ class GreedyEpisodes:
         self._by_weights: dict[bytes, dict[int, Rollout]] = {}  # oldest first
         self.runs = self.reused = 0
 
-    def rollouts(self, model: Any,
-                 indices: Sequence[int] | np.ndarray | None = None) -> list[Rollout]:  # fmt: skip
+    def rollouts(
+        self, model: Any, indices: Sequence[int] | np.ndarray | None = None
+    ) -> list[Rollout]:
         """The greedy episode of ``model`` on every graph of the env (or those at ``indices``)."""
         graphs = range(len(self.env.graphs)) if indices is None else indices
         known = self._episodes_of(model)
@@ -363,8 +407,11 @@ class GreedyEpisodes:
             results.append(known[g])
         return results
 
-    def score(self, model: Any, indices: Sequence[int] | np.ndarray | None = None,
-              ) -> tuple[list[Rollout], float]:  # fmt: skip
+    def score(
+        self,
+        model: Any,
+        indices: Sequence[int] | np.ndarray | None = None,
+    ) -> tuple[list[Rollout], float]:
         """:meth:`rollouts` and their mean runtime over the reference runtime (the score
         evaluations and rollback compare)."""
         results = self.rollouts(model, indices)

@@ -48,7 +48,8 @@ from placerl.errors import ConfigError
 #: PPO in the alternating local optimum of ``branches`` for all three seeds. Two epochs at
 #: twice that rate replaced 4 at 1e-3: over 16 seeds per graph and extractor no difference in
 #: learning per env step was detectable (curve means 0.961x for the GNN, 1.012x for the
-#: LSTM), in 0.57x to 0.80x the training time (README "Learning per env step").
+#: LSTM), in 0.57x to 0.80x the training time (benchmarks/results/archive/NOTEBOOK.md,
+#: "Learning per env step").
 PPO_DEFAULTS: dict[str, Any] = {
     "learning_rate": 2e-3,
     "n_steps": 256,
@@ -119,21 +120,51 @@ class Algorithm:
 ALGORITHMS: Registry[Algorithm] = Registry("algorithm")
 _HEADS = "placerl.agents.heads"
 for _algo in (
-    Algorithm("maskable_ppo", "sb3_contrib", "MaskablePPO",
-              {"devices": f"{_HEADS}:MaskableDevicePolicy", "mlp": "MultiInputPolicy",
-               "nodes": "placerl.agents.node_heads:MaskableNodePolicy",
-               "attention": "placerl.agents.attention_heads:MaskableAttentionPolicy",
-               "groups": "placerl.agents.group_heads:MaskableGroupPolicy"},
-              masks=True, defaults=PPO_DEFAULTS, rollout=PPO_ROLLOUT, optimizer=ADAM),
-    Algorithm("ppo", "stable_baselines3", "PPO",
-              {"devices": f"{_HEADS}:DevicePolicy", "mlp": "MultiInputPolicy"},
-              masks=False, defaults=PPO_DEFAULTS, rollout=PPO_ROLLOUT, optimizer=ADAM),
-    Algorithm("a2c", "stable_baselines3", "A2C",
-              {"devices": f"{_HEADS}:DevicePolicy", "mlp": "MultiInputPolicy"},
-              masks=False, defaults={"gamma": 1.0, "n_steps": 32, "learning_rate": 1e-3}),
-    Algorithm("recurrent_ppo", "sb3_contrib", "RecurrentPPO", {"mlp": "MultiInputLstmPolicy"},
-              masks=False, defaults=PPO_DEFAULTS, rollout=PPO_ROLLOUT, optimizer=ADAM),
-):  # fmt: skip
+    Algorithm(
+        "maskable_ppo",
+        "sb3_contrib",
+        "MaskablePPO",
+        {
+            "devices": f"{_HEADS}:MaskableDevicePolicy",
+            "mlp": "MultiInputPolicy",
+            "nodes": "placerl.agents.node_heads:MaskableNodePolicy",
+            "attention": "placerl.agents.attention_heads:MaskableAttentionPolicy",
+            "groups": "placerl.agents.group_heads:MaskableGroupPolicy",
+        },
+        masks=True,
+        defaults=PPO_DEFAULTS,
+        rollout=PPO_ROLLOUT,
+        optimizer=ADAM,
+    ),
+    Algorithm(
+        "ppo",
+        "stable_baselines3",
+        "PPO",
+        {"devices": f"{_HEADS}:DevicePolicy", "mlp": "MultiInputPolicy"},
+        masks=False,
+        defaults=PPO_DEFAULTS,
+        rollout=PPO_ROLLOUT,
+        optimizer=ADAM,
+    ),
+    Algorithm(
+        "a2c",
+        "stable_baselines3",
+        "A2C",
+        {"devices": f"{_HEADS}:DevicePolicy", "mlp": "MultiInputPolicy"},
+        masks=False,
+        defaults={"gamma": 1.0, "n_steps": 32, "learning_rate": 1e-3},
+    ),
+    Algorithm(
+        "recurrent_ppo",
+        "sb3_contrib",
+        "RecurrentPPO",
+        {"mlp": "MultiInputLstmPolicy"},
+        masks=False,
+        defaults=PPO_DEFAULTS,
+        rollout=PPO_ROLLOUT,
+        optimizer=ADAM,
+    ),
+):
     ALGORITHMS.register(_algo.name, _algo)
 
 
@@ -207,26 +238,36 @@ def make_agent(
             raise ConfigError("the device head needs a placerl extractor (gnn, lstm, mlp)")
     else:
         extractor_cls = EXTRACTORS[extractor]
-        check_options(extractor_cls.__init__, dict(extractor_kwargs or {}),
-                      what=f"extractor {extractor!r}", error=ConfigError,
-                      given=("self", "observation_space"))  # fmt: skip
+        check_options(
+            extractor_cls.__init__,
+            dict(extractor_kwargs or {}),
+            what=f"extractor {extractor!r}",
+            error=ConfigError,
+            given=("self", "observation_space"),
+        )
         kwargs["features_extractor_class"] = extractor_cls
         kwargs["features_extractor_kwargs"] = dict(extractor_kwargs or {})
     options = parse_schedules({**spec.defaults, **hyperparams})
     if spec.rollout and "n_steps" not in hyperparams:
         options["n_steps"] = min(options["n_steps"], -(-spec.rollout // _num_envs(env)))
-    check_options(cls.__init__, options, what=f"algorithm {algo!r}", error=ConfigError,
-                  given=_GIVEN)  # fmt: skip
+    check_options(
+        cls.__init__, options, what=f"algorithm {algo!r}", error=ConfigError, given=_GIVEN
+    )
     for name in _COUNTS:  # SB3 takes 0 and trains nothing, or fails deep inside an update
         if name in options:
             check_int(options[name], f"option {name!r} of algorithm {algo!r}", minimum=1)
     if settings.get("num_devices") == 1:
-        warnings.warn("the env has one device: every placement puts every node there, so "
-                      "the policy has nothing to choose", UserWarning, stacklevel=2)  # fmt: skip
+        warnings.warn(
+            "the env has one device: every placement puts every node there, so "
+            "the policy has nothing to choose",
+            UserWarning,
+            stacklevel=2,
+        )
     if "batch_size" in options and "n_steps" in options:
         options["batch_size"] = min(options["batch_size"], options["n_steps"] * _num_envs(env))
-    model = cls(policy, env, policy_kwargs=kwargs, seed=seed, device=device, verbose=verbose,
-                **options)  # fmt: skip
+    model = cls(
+        policy, env, policy_kwargs=kwargs, seed=seed, device=device, verbose=verbose, **options
+    )
     model.placerl_settings = {**settings, "algo": algo, "extractor": extractor, "head": head}
     return in_memory_logger(model)
 
@@ -263,8 +304,9 @@ def _check_head(head: str, env_kind: str | None, extractor: str | None, algo: st
         )
     if head in ENV_HEADS.values() and needed != head:
         kind = next(k for k, h in ENV_HEADS.items() if h == head)
-        raise ConfigError(f"head={head!r} is the {kind} env's (env={kind!r}), not the "
-                          f"{env_kind} env's")  # fmt: skip
+        raise ConfigError(
+            f"head={head!r} is the {kind} env's (env={kind!r}), not the {env_kind} env's"
+        )
     if needed is not None and extractor not in ("gnn", "lstm"):
         raise ConfigError(f"head={head!r} needs extractor 'gnn' or 'lstm', got {extractor!r}")
 

@@ -40,8 +40,9 @@ def space_shapes(space: spaces.Space) -> dict[str, tuple[int, ...]]:
 def fits(model: Any, env: Any) -> bool:
     """Whether ``model``'s network reads ``env``'s observations and acts in its action space
     as built (the same shapes)."""
-    return (space_shapes(model.observation_space) == space_shapes(env.observation_space)
-            and space_shapes(model.action_space) == space_shapes(env.action_space))  # fmt: skip
+    return space_shapes(model.observation_space) == space_shapes(
+        env.observation_space
+    ) and space_shapes(model.action_space) == space_shapes(env.action_space)
 
 
 def reads_any_size(model: Any) -> bool:
@@ -67,8 +68,7 @@ def places_any_size(model: Any) -> bool:
     from placerl.agents.extractors.base import PlacementExtractor
 
     extractors = (model.policy.pi_features_extractor, model.policy.vf_features_extractor)
-    return not _is_recurrent(model) and all(isinstance(e, PlacementExtractor)
-                                            for e in extractors)  # fmt: skip
+    return not _is_recurrent(model) and all(isinstance(e, PlacementExtractor) for e in extractors)
 
 
 def _is_recurrent(model: Any) -> bool:
@@ -99,9 +99,11 @@ def fit_to_env(model: Any, env: Any) -> Any:
     if fits(model, env) or (same_devices and reads_any_size(model)):
         return model
     if _is_recurrent(model):
-        raise ConfigError("a recurrent policy acts through SB3's predict, which reads only "
-                          "observations of the shape it was trained on: train it with the "
-                          "padding and the cluster it must read")  # fmt: skip
+        raise ConfigError(
+            "a recurrent policy acts through SB3's predict, which reads only "
+            "observations of the shape it was trained on: train it with the "
+            "padding and the cluster it must read"
+        )
     policy = model.policy
     parameters = policy._get_constructor_parameters()  # what SB3's own policy.save() keeps
     parameters.update(observation_space=env.observation_space, action_space=env.action_space)
@@ -132,13 +134,17 @@ def _tied(name: str, had: Any, wanted: Any, model: Any, env: Any, same_devices: 
     """Why parameter ``name`` does not fit ``env``: what the policy's network is tied to."""
     shape = tuple(had.shape) if had is not None else "no such parameter"
     if same_devices:
-        return (f"the policy's parameter {name!r} has shape {shape} for its padding and "
-                f"{tuple(wanted.shape)} for the env's: its network's weights depend on the "
-                "padding (SB3's own extractor flattens every node), so it reads only graphs "
-                "within the padding it was trained with")  # fmt: skip
+        return (
+            f"the policy's parameter {name!r} has shape {shape} for its padding and "
+            f"{tuple(wanted.shape)} for the env's: its network's weights depend on the "
+            "padding (SB3's own extractor flattens every node), so it reads only graphs "
+            "within the padding it was trained with"
+        )
     trained, given = model_devices(model), env_devices(env)
-    return (f"the policy was trained on {trained} devices and the cluster has {given}; its "
-            f"parameter {name!r} has shape {shape} there and {tuple(wanted.shape)} here: its "
-            "network has one output or input per device (the attention, group or mlp head, "
-            f"or SB3's own extractor), so it places on {trained} devices only; policies "
-            "with the device or nodes head place on any device count")  # fmt: skip
+    return (
+        f"the policy was trained on {trained} devices and the cluster has {given}; its "
+        f"parameter {name!r} has shape {shape} there and {tuple(wanted.shape)} here: its "
+        "network has one output or input per device (the attention, group or mlp head, "
+        f"or SB3's own extractor), so it places on {trained} devices only; policies "
+        "with the device or nodes head place on any device count"
+    )

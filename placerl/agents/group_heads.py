@@ -34,8 +34,10 @@ class _Layout(nn.Module):
     def __init__(self, extractor: PlacementExtractor) -> None:
         super().__init__()
         if not extractor.group_dim:
-            raise ConfigError("the groups head needs the hierarchical env's observation (its "
-                              "'groups' key); use env='hierarchical'")  # fmt: skip
+            raise ConfigError(
+                "the groups head needs the hierarchical env's observation (its "
+                "'groups' key); use env='hierarchical'"
+            )
         self.context_dim, self.node_dim = extractor.context_dim, extractor.node_dim
         self.num_nodes, self.num_groups = extractor.num_nodes, extractor.group_dim
         self.start = extractor.context_dim + extractor.num_devices * extractor.device_dim + 1
@@ -60,16 +62,18 @@ class GroupPlacerScorer(nn.Module):
         choices: Choices per row of the action space.
     """
 
-    def __init__(self, extractor: PlacementExtractor, hidden: int, num_devices: int,
-                 choices: int) -> None:  # fmt: skip
+    def __init__(
+        self, extractor: PlacementExtractor, hidden: int, num_devices: int, choices: int
+    ) -> None:
         super().__init__()
         self.layout = _Layout(extractor)
         self.choices, self.num_devices = choices, num_devices
         context, node, groups = extractor.context_dim, extractor.node_dim, extractor.group_dim
         self.grouper = mlp([node + context, hidden, hidden, groups], nn.Tanh)
         self.embed = nn.Linear(node + 1 + context, hidden)
-        layer = nn.TransformerEncoderLayer(hidden, 4 if hidden % 4 == 0 else 1, 2 * hidden,
-                                           dropout=0.0, batch_first=True)  # fmt: skip
+        layer = nn.TransformerEncoderLayer(
+            hidden, 4 if hidden % 4 == 0 else 1, 2 * hidden, dropout=0.0, batch_first=True
+        )
         self.attend = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
         self.place = nn.Linear(hidden, num_devices)
 
@@ -99,8 +103,9 @@ class GroupPlacerValue(nn.Module):
     def __init__(self, extractor: PlacementExtractor, hidden: int) -> None:
         super().__init__()
         self.layout = _Layout(extractor)
-        self.value = mlp([extractor.node_dim + extractor.context_dim + 1, hidden, hidden, 1],
-                         nn.Tanh)  # fmt: skip
+        self.value = mlp(
+            [extractor.node_dim + extractor.context_dim + 1, hidden, hidden, 1], nn.Tanh
+        )
 
     def forward(self, latent: torch.Tensor) -> torch.Tensor:
         context, states, mask, groups = self.layout(latent)
@@ -126,8 +131,9 @@ class MaskableGroupPolicy(HeadPolicy, MaskableMultiInputActorCriticPolicy):
 
     def _heads(self, extractor: PlacementExtractor) -> None:
         choices = int(self.action_space.nvec[0])
-        self.action_net = GroupPlacerScorer(extractor, self.head_hidden, extractor.num_devices,
-                                            choices)  # fmt: skip
+        self.action_net = GroupPlacerScorer(
+            extractor, self.head_hidden, extractor.num_devices, choices
+        )
         self.value_net = GroupPlacerValue(extractor, self.head_hidden)
         self._gain(self.action_net.grouper, np.sqrt(2))
         self._gain(self.action_net.grouper[-1], 0.01)

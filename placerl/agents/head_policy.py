@@ -39,8 +39,10 @@ class HeadPolicy:
 
     def __init__(self, *args: Any, head_hidden: int = 64, **kwargs: Any) -> None:
         if kwargs.get("net_arch") not in (None, [], {"pi": [], "vf": []}):
-            raise ConfigError(f"the {self.head_name} head reads the extractor's output "
-                              f"directly; drop net_arch{self.net_arch_hint}")  # fmt: skip
+            raise ConfigError(
+                f"the {self.head_name} head reads the extractor's output "
+                f"directly; drop net_arch{self.net_arch_hint}"
+            )
         check_sizes(f"the {self.head_name} head", head_hidden=head_hidden)
         kwargs["net_arch"] = {"pi": [], "vf": []}
         self.head_hidden = head_hidden
@@ -68,10 +70,14 @@ class HeadPolicy:
         if not isinstance(extractor, PlacementExtractor) or (
             self.per_node and not extractor.node_dim
         ):
-            needed = ("a placerl extractor built with per_node=True (gnn or lstm)"
-                      if self.per_node else "a placerl extractor (gnn, lstm, mlp)")  # fmt: skip
-            raise ConfigError(f"the {self.head_name} head needs {needed}, got "
-                              f"{type(extractor).__name__}")  # fmt: skip
+            needed = (
+                "a placerl extractor built with per_node=True (gnn or lstm)"
+                if self.per_node
+                else "a placerl extractor (gnn, lstm, mlp)"
+            )
+            raise ConfigError(
+                f"the {self.head_name} head needs {needed}, got {type(extractor).__name__}"
+            )
         self._heads(extractor)
         self.optimizer = self.optimizer_class(
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs

@@ -41,8 +41,9 @@ class _PerDevice(nn.Module):
         rows = latent[:, self.context_dim :].reshape(latent.shape[0], -1, self.device_dim)
         first, *rest = self.net[0]
         weight = first.weight
-        hidden = (F.linear(context, weight[:, : self.context_dim])[:, None, :]
-                  + F.linear(rows, weight[:, self.context_dim :], first.bias))  # fmt: skip
+        hidden = F.linear(context, weight[:, : self.context_dim])[:, None, :] + F.linear(
+            rows, weight[:, self.context_dim :], first.bias
+        )
         for layer in (*rest, self.net[1]):
             hidden = layer(hidden)
         return hidden

@@ -103,9 +103,12 @@ class Demonstrations:
         """Both sets of samples (weights balanced over the union)."""
         return Demonstrations(
             {k: np.concatenate([v, other.observations[k]]) for k, v in self.observations.items()},
-            *(np.concatenate([getattr(self, name), getattr(other, name)])
-              for name in ("actions", "masks", "returns", "keeps")),
-            self.runtimes + other.runtimes)  # fmt: skip
+            *(
+                np.concatenate([getattr(self, name), getattr(other, name)])
+                for name in ("actions", "masks", "returns", "keeps")
+            ),
+            self.runtimes + other.runtimes,
+        )
 
 
 def expert_episodes(env: Any, expert: str, model: Any | None = None) -> Demonstrations:
@@ -150,8 +153,14 @@ def expert_episodes(env: Any, expert: str, model: Any | None = None) -> Demonstr
         returns.extend(to_go[np.array(kept)].tolist())
         runtimes.append(visited.outcome(Rollout.ended(info, float(sum(rewards)))).runtime)
     stacked = {k: np.stack([o[k] for o in observations]) for k in observations[0]}
-    return Demonstrations(stacked, np.array(actions), np.array(masks),
-                          np.array(returns, np.float32), np.array(keeps), runtimes)  # fmt: skip
+    return Demonstrations(
+        stacked,
+        np.array(actions),
+        np.array(masks),
+        np.array(returns, np.float32),
+        np.array(keeps),
+        runtimes,
+    )
 
 
 def _expert(env: Any, graph: Any, expert: str) -> Callable[[Any], Any]:
@@ -179,9 +188,17 @@ def _allowed(mask: np.ndarray, action: int | np.ndarray) -> bool:
     return bool(rows[np.arange(len(action)), action].all())
 
 
-def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
-                    batch_size: int = 32, learning_rate: float = 1e-3, seed: int = 0,
-                    rounds: int = 0) -> CloneReport:  # fmt: skip
+def behaviour_clone(
+    model: Any,
+    env: Any,
+    placer: str,
+    *,
+    epochs: int = 100,
+    batch_size: int = 32,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+    rounds: int = 0,
+) -> CloneReport:
     """Fit ``model``'s policy to ``placer``'s actions on every graph of ``env``.
 
     Args:
@@ -208,15 +225,21 @@ def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
     check_int(epochs, "behaviour cloning epochs", minimum=1)
     check_int(batch_size, "behaviour cloning batch_size", minimum=1)
     check_int(rounds, "behaviour cloning rounds", minimum=0)
-    if isinstance(learning_rate, bool) or not (isinstance(learning_rate, int | float)
-                                               and learning_rate > 0):  # fmt: skip
-        raise ConfigError(f"behaviour cloning learning_rate must be a number > 0, "
-                          f"got {learning_rate!r}")  # fmt: skip
+    if isinstance(learning_rate, bool) or not (
+        isinstance(learning_rate, int | float) and learning_rate > 0
+    ):
+        raise ConfigError(
+            f"behaviour cloning learning_rate must be a number > 0, got {learning_rate!r}"
+        )
     expert = demos = expert_episodes(env, placer)
-    fit = functools.partial(_fit, model, torch.optim.Adam(model.policy.parameters(),
-                                                          lr=learning_rate),
-                            epochs=epochs, batch_size=batch_size,
-                            generator=np.random.default_rng(seed))  # fmt: skip
+    fit = functools.partial(
+        _fit,
+        model,
+        torch.optim.Adam(model.policy.parameters(), lr=learning_rate),
+        epochs=epochs,
+        batch_size=batch_size,
+        generator=np.random.default_rng(seed),
+    )
     fit(demos)
     runtimes, weights = [], []
     for _ in range(rounds):
@@ -225,20 +248,38 @@ def behaviour_clone(model: Any, env: Any, placer: str, *, epochs: int = 100,
         weights.append(copy.deepcopy(model.policy.state_dict()))
         demos = demos + played
         fit(demos)
-    runtimes.append(float(np.mean(
-        [rollout(model, env, graph=g, seed=0).runtime for g in range(len(env.graphs))])))
+    runtimes.append(
+        float(
+            np.mean([rollout(model, env, graph=g, seed=0).runtime for g in range(len(env.graphs))])
+        )
+    )
     kept = int(np.argmin(runtimes))
     if kept < rounds:
         model.policy.load_state_dict(weights[kept])
     with torch.no_grad():
         _, cross_entropy, accuracy = _loss(model, demos, slice(None))
-    return CloneReport(len(demos.actions), epochs, float(cross_entropy), float(accuracy),
-                       float(np.mean(expert.runtimes)), runtimes[kept], rounds,
-                       tuple(runtimes), kept)  # fmt: skip
+    return CloneReport(
+        len(demos.actions),
+        epochs,
+        float(cross_entropy),
+        float(accuracy),
+        float(np.mean(expert.runtimes)),
+        runtimes[kept],
+        rounds,
+        tuple(runtimes),
+        kept,
+    )
 
 
-def _fit(model: Any, optimizer: torch.optim.Optimizer, demos: Demonstrations, *, epochs: int,
-         batch_size: int, generator: np.random.Generator) -> None:
+def _fit(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    demos: Demonstrations,
+    *,
+    epochs: int,
+    batch_size: int,
+    generator: np.random.Generator,
+) -> None:
     """``epochs`` passes of minibatch steps over ``demos``."""
     policy = model.policy
     policy.set_training_mode(True)
@@ -253,8 +294,11 @@ def _fit(model: Any, optimizer: torch.optim.Optimizer, demos: Demonstrations, *,
     policy.set_training_mode(False)
 
 
-def _loss(model: Any, demos: Demonstrations, batch: np.ndarray | slice,
-          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+def _loss(
+    model: Any,
+    demos: Demonstrations,
+    batch: np.ndarray | slice,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(total loss, weighted cross-entropy, greedy accuracy) of the samples ``batch``."""
     policy = model.policy
     tensors, _ = policy.obs_to_tensor({k: v[batch] for k, v in demos.observations.items()})

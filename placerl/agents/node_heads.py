@@ -64,9 +64,10 @@ class NodeDeviceScorer(nn.Module):
         states = states.reshape(latent.shape[0], self.num_nodes, self.node_dim)
         first, rest = self.select[0], self.select[1:]
         weight = first.weight
-        hidden = (F.linear(states, weight[:, : self.node_dim], first.bias)
-                  + F.linear(latent[:, : self.context_dim],
-                             weight[:, self.node_dim :])[:, None, :])  # fmt: skip
+        hidden = (
+            F.linear(states, weight[:, : self.node_dim], first.bias)
+            + F.linear(latent[:, : self.context_dim], weight[:, self.node_dim :])[:, None, :]
+        )
         return rest(hidden).squeeze(-1)
 
 

@@ -129,8 +129,14 @@ def policy_placer(
             check_widths(card, env.observation_space)
         # a graph beyond the padding: the per-node policy rebuilt for it (run_search would
         # too; here it is explicit that the model placing is the fitted one)
-        return run_search(fit_to_env(model, env), env, search, budget=budget, seed=seed,
-                          init=None if refines else init).placement  # fmt: skip
+        return run_search(
+            fit_to_env(model, env),
+            env,
+            search,
+            budget=budget,
+            seed=seed,
+            init=None if refines else init,
+        ).placement
 
     return run
 
@@ -146,8 +152,10 @@ def _policy_file(
     """
     if (path is None) == (pretrained is None):
         given = "both" if path is not None else "neither"
-        raise ConfigError(f"the policy placer takes a model zip (path=...) or a shipped "
-                          f"policy (pretrained=...), not {given}")  # fmt: skip
+        raise ConfigError(
+            f"the policy placer takes a model zip (path=...) or a shipped "
+            f"policy (pretrained=...), not {given}"
+        )
     if pretrained is None:
         return path, None  # type: ignore[return-value]  # path is given here
     from placerl.agents.pretrained import load_card, pretrained_path
@@ -190,8 +198,10 @@ def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed:
     settings = model.placerl_settings
     if settings["order"] is None:
         raise ConfigError("the policy was trained with a callable order; it cannot be rebuilt")
-    kwargs = {k: settings[k] for k in ("order", "order_seed", "memory", "observation",
-                                       "max_nodes", "max_edges")}  # fmt: skip
+    kwargs = {
+        k: settings[k]
+        for k in ("order", "order_seed", "memory", "observation", "max_nodes", "max_edges")
+    }
     graph = problem.graph
     for what, size in (("max_nodes", graph.num_nodes), ("max_edges", graph.num_edges)):
         if size > settings[what] and not places_any_size(model):
@@ -208,26 +218,47 @@ def env_for(model: Any, problem: Problem, *, init: str | None = None, **renamed:
     if "initial" in settings:  # saved before the refine env's ``initial`` became ``init``
         settings = {"init": settings["initial"], **settings}
     cls = env_class(settings["env"])
-    kwargs.update({name: settings[name] for name in cls.extra_arguments
-                   if name in settings and name not in cls.training_arguments})  # fmt: skip
+    kwargs.update(
+        {
+            name: settings[name]
+            for name in cls.extra_arguments
+            if name in settings and name not in cls.training_arguments
+        }
+    )
     if init is not None:
         if "init" not in cls.extra_arguments:
-            raise ConfigError(f"init={init!r}: the policy's env ({settings['env']}) "
-                              "starts from no placement; only a refining policy takes one")
+            raise ConfigError(
+                f"init={init!r}: the policy's env ({settings['env']}) "
+                "starts from no placement; only a refining policy takes one"
+            )
         kwargs["init"] = init
     return cls(graph=graph, cluster=problem.cluster, objective=problem.objective, **kwargs)
 
 
 @register_placer("policy", optimizes="any", needs_solvable=True, one_of=("path", "pretrained"))
-def policy(problem: Problem, *, path: str | None = None, pretrained: str | None = None,
-           search: str = "greedy", budget: int = 0, seed: int = 0,
-           init: str | None = None) -> np.ndarray:  # fmt: skip
+def policy(
+    problem: Problem,
+    *,
+    path: str | None = None,
+    pretrained: str | None = None,
+    search: str = "greedy",
+    budget: int = 0,
+    seed: int = 0,
+    init: str | None = None,
+) -> np.ndarray:
     """A trained policy (model zip of placerl.train at ``path``, or a shipped one by name:
     ``pretrained=cifar10``), with a search at inference, optionally started from another
     placer's placement (``init=best_of``: a refining policy's episodes start there, any
     other policy's search starts there too; see :func:`policy_placer`)."""
-    return policy_placer(path, pretrained=pretrained, search=search, budget=budget, seed=seed,
-                         device="cpu", init=init)(problem)  # fmt: skip
+    return policy_placer(
+        path,
+        pretrained=pretrained,
+        search=search,
+        budget=budget,
+        seed=seed,
+        device="cpu",
+        init=init,
+    )(problem)
 
 
 def refuse_renamed(what: str, options: dict[str, Any]) -> None:

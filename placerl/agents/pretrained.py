@@ -32,10 +32,27 @@ from placerl.errors import ConfigError
 CARD_VERSION = 1
 #: The fields every card holds (see the module and ``placerl/data/pretrained/README.md``).
 CARD_FIELDS = (
-    "name", "card_version", "file", "sha256", "bytes", "recipe", "overrides", "label",
-    "seed", "suite", "tier", "family", "cases", "cluster", "objective", "reads", "training",
-    "leaderboard", "test", "provenance",
-)  # fmt: skip
+    "name",
+    "card_version",
+    "file",
+    "sha256",
+    "bytes",
+    "recipe",
+    "overrides",
+    "label",
+    "seed",
+    "suite",
+    "tier",
+    "family",
+    "cases",
+    "cluster",
+    "objective",
+    "reads",
+    "training",
+    "leaderboard",
+    "test",
+    "provenance",
+)
 
 
 def pretrained_dir() -> Path:
@@ -48,8 +65,7 @@ def shipped() -> tuple[str, ...]:
     folder = pretrained_dir()
     if not folder.is_dir():
         return ()
-    return tuple(sorted(p.stem for p in folder.glob("*.json")
-                        if p.with_suffix(".zip").is_file()))  # fmt: skip
+    return tuple(sorted(p.stem for p in folder.glob("*.json") if p.with_suffix(".zip").is_file()))
 
 
 def pretrained_path(name: str) -> Path:
@@ -83,24 +99,27 @@ def _card(path: str) -> dict[str, Any]:
     if missing:
         raise ConfigError(f"the card {path} lacks field {missing[0]!r}")
     if card["card_version"] != CARD_VERSION:
-        raise ConfigError(f"the card {path} is of version {card['card_version']}; this "
-                          f"placerl reads version {CARD_VERSION}")  # fmt: skip
+        raise ConfigError(
+            f"the card {path} is of version {card['card_version']}; this "
+            f"placerl reads version {CARD_VERSION}"
+        )
     return card
 
 
 def _check_name(name: str) -> None:
     names = shipped()
     if name not in names:
-        raise ConfigError(f"no pretrained policy {name!r}; shipped: "
-                          f"{', '.join(names) or 'none'}")  # fmt: skip
+        raise ConfigError(f"no pretrained policy {name!r}; shipped: {', '.join(names) or 'none'}")
 
 
 def trained_for(card: dict[str, Any]) -> str:
     """What a card's policy reads, in words: its training cluster, device count and widths."""
     reads = card["reads"]
-    return (f"pretrained policy {card['name']!r} was trained for cluster {card['cluster']!r} "
-            f"({reads['num_devices']} devices; feature widths "
-            f"{_widths(reads['feature_width'])})")  # fmt: skip
+    return (
+        f"pretrained policy {card['name']!r} was trained for cluster {card['cluster']!r} "
+        f"({reads['num_devices']} devices; feature widths "
+        f"{_widths(reads['feature_width'])})"
+    )
 
 
 def _widths(widths: dict[str, Any]) -> str:
@@ -117,8 +136,10 @@ def check_cluster(card: dict[str, Any], cluster: Cluster) -> None:
     """
     wanted = card["reads"]["num_devices"]
     if cluster.num_devices != wanted and not card["reads"].get("any_device_count", False):
-        raise ConfigError(f"{trained_for(card)}; the cluster has {cluster.num_devices} "
-                          f"devices: place it on {wanted} devices")  # fmt: skip
+        raise ConfigError(
+            f"{trained_for(card)}; the cluster has {cluster.num_devices} "
+            f"devices: place it on {wanted} devices"
+        )
 
 
 def feature_widths(space: Any) -> dict[str, int]:
@@ -126,8 +147,11 @@ def feature_widths(space: Any) -> dict[str, int]:
     but the edge list (whose last axis is the edge padding), by key (``nodes``, ``devices``).
     A flat observation (one vector) has none."""
     spaces = getattr(space, "spaces", None) or {}
-    return {key: int(s.shape[-1]) for key, s in spaces.items()
-            if len(s.shape) == 2 and key != "edge_index"}  # fmt: skip
+    return {
+        key: int(s.shape[-1])
+        for key, s in spaces.items()
+        if len(s.shape) == 2 and key != "edge_index"
+    }
 
 
 def check_widths(card: dict[str, Any], space: Any) -> None:

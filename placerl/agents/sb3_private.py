@@ -68,44 +68,70 @@ _HOOKS = {
     "rollout_end": ("placerl/agents/callbacks.py",),
 }
 #: The algorithms of placerl.agents.factory.ALGORITHMS, whose update counter search reads.
-_ALGORITHMS = ("sb3_contrib:MaskablePPO", "stable_baselines3:PPO", "stable_baselines3:A2C",
-               "sb3_contrib:RecurrentPPO")  # fmt: skip
+_ALGORITHMS = (
+    "sb3_contrib:MaskablePPO",
+    "stable_baselines3:PPO",
+    "stable_baselines3:A2C",
+    "sb3_contrib:RecurrentPPO",
+)
 
 PRIVATE_MEMBERS: tuple[Private, ...] = (
     Private(
-        _MASKABLE, "_build", "method", ("placerl/agents/head_policy.py",),
+        _MASKABLE,
+        "_build",
+        "method",
+        ("placerl/agents/head_policy.py",),
         "HeadPolicy._build lets SB3 build its networks, then replaces the action and value "
         "networks with placerl's heads and rebuilds the optimizer; over a grid action space "
         "it swaps the distribution's proba_distribution_net for a placeholder meanwhile",
-        relies_on=(("__init__", "self._build("),
-                   ("_build", "self.action_dist.proba_distribution_net(")),
+        relies_on=(
+            ("__init__", "self._build("),
+            ("_build", "self.action_dist.proba_distribution_net("),
+        ),
     ),
     Private(
-        f"{_POLICIES}:ActorCriticPolicy", "_build", "method", ("placerl/agents/head_policy.py",),
+        f"{_POLICIES}:ActorCriticPolicy",
+        "_build",
+        "method",
+        ("placerl/agents/head_policy.py",),
         "as MaskableActorCriticPolicy._build, for the unmasked DevicePolicy",
         relies_on=(("__init__", "self._build("),),
     ),
     Private(
-        f"{_POLICIES}:BaseModel", "_get_constructor_parameters", "method",
-        ("placerl/agents/head_policy.py", "placerl/agents/attention_heads.py",
-         "placerl/agents/fitting.py"),
+        f"{_POLICIES}:BaseModel",
+        "_get_constructor_parameters",
+        "method",
+        (
+            "placerl/agents/head_policy.py",
+            "placerl/agents/attention_heads.py",
+            "placerl/agents/fitting.py",
+        ),
         "the head policies add their own constructor arguments (head_hidden, ...), so that "
         "a saved policy is rebuilt with them; fit_to_env rebuilds a policy from them for "
         "another padding or device count, as SB3's load rebuilds a saved one",
-        relies_on=(("save", "self._get_constructor_parameters()"),
-                   ("load", 'cls(**saved_variables["data"])')),
+        relies_on=(
+            ("save", "self._get_constructor_parameters()"),
+            ("load", 'cls(**saved_variables["data"])'),
+        ),
     ),
     Private(
-        "stable_baselines3.common.vec_env:DummyVecEnv", "buf_infos", "attribute",
+        "stable_baselines3.common.vec_env:DummyVecEnv",
+        "buf_infos",
+        "attribute",
         ("placerl/agents/vec_env.py",),
         "PlacementVecEnv replaces the list with one whose deep copy is shallow (placerl's "
         "envs return fresh info dicts), which step_wait must keep filling in place",
-        relies_on=(("step_wait", "self.buf_infos[env_idx]"),
-                   ("step_wait", "deepcopy(self.buf_infos)")),
+        relies_on=(
+            ("step_wait", "self.buf_infos[env_idx]"),
+            ("step_wait", "deepcopy(self.buf_infos)"),
+        ),
     ),
     *(
         Private(
-            algorithm, "_n_updates", "attribute", ("placerl/agents/search.py",),
+            algorithm,
+            "_n_updates",
+            "attribute",
+            ("placerl/agents/search.py",),
             "active search reports the updates it made: the counter over n_epochs (SB3 has "
             "no public count; its logger's train/n_updates goes to the in-memory logger)",
             relies_on=(("train", "self._n_updates += 1"),),
@@ -114,7 +140,10 @@ PRIVATE_MEMBERS: tuple[Private, ...] = (
     ),
     *(
         Private(
-            _CALLBACK, f"_on_{hook}", "method", files,
+            _CALLBACK,
+            f"_on_{hook}",
+            "method",
+            files,
             f"BaseCallback's documented hook, overridden by placerl's callbacks: on_{hook} "
             "calls it",
             relies_on=((f"on_{hook}", f"self._on_{hook}()"),),

@@ -136,8 +136,16 @@ def check_search(name: str, budget: int) -> tuple[Search, int]:
     return search, budget
 
 
-def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
-               seed: int = 0, init: str | None = None, **renamed: Any) -> SearchResult:  # fmt: skip
+def run_search(
+    model: Any,
+    env: Any,
+    search: str = "greedy",
+    *,
+    budget: int = 0,
+    seed: int = 0,
+    init: str | None = None,
+    **renamed: Any,
+) -> SearchResult:
     """Search for a placement of ``env``'s graph with ``model``.
 
     Args:
@@ -178,13 +186,21 @@ def run_search(model: Any, env: Any, search: str = "greedy", *, budget: int = 0,
     with _seeded(seed):
         placement, runtime, feasible, info = spec.fn(model, env, budget, seed, first)
     greedy = info.pop("greedy_runtime")
-    evaluations = (base.simulations - spent_before + info.pop("extra_evaluations", 0)
-                   + (first is not None))  # fmt: skip
+    evaluations = (
+        base.simulations - spent_before + info.pop("extra_evaluations", 0) + (first is not None)
+    )
     if first is not None:
         info["init"] = init
-    return SearchResult(search, np.asarray(placement), float(runtime), bool(feasible),
-                        int(evaluations), time.perf_counter() - began, float(greedy),
-                        info)  # fmt: skip
+    return SearchResult(
+        search,
+        np.asarray(placement),
+        float(runtime),
+        bool(feasible),
+        int(evaluations),
+        time.perf_counter() - began,
+        float(greedy),
+        info,
+    )
 
 
 def _init_point(base: Any, init: str | None) -> tuple[np.ndarray, float, bool] | None:
@@ -196,8 +212,10 @@ def _init_point(base: Any, init: str | None) -> tuple[np.ndarray, float, bool] |
     from placerl.sim import penalized_runtime
 
     if not isinstance(init, str) or init.split("?")[0] == "policy":
-        raise ConfigError(f"search option 'init' must be a placer spec other than 'policy' "
-                          f"(e.g. 'best_of', 'heft'), got {init!r}")  # fmt: skip
+        raise ConfigError(
+            f"search option 'init' must be a placer spec other than 'policy' "
+            f"(e.g. 'best_of', 'heft'), got {init!r}"
+        )
     case = base.graph_case(0)
     found = reference(case.graph, base.cluster, base.objective, init)
     result = case.model.evaluate(found.placement, check=False, times=False)
@@ -256,15 +274,15 @@ def _sample(model: Any, env: Any, budget: int, seed: int, init: tuple | None) ->
     episodes, extra = 1, 0
     while (remaining := budget - spent) >= max(cost, 1):
         count = min(SAMPLE_BATCH, remaining // max(cost, 1))
-        runs, used = sampled_rollouts(model, env, count, seed=seed + episodes,
-                                      max_simulations=remaining)  # fmt: skip
+        runs, used = sampled_rollouts(
+            model, env, count, seed=seed + episodes, max_simulations=remaining
+        )
         for run in runs:
             best.offer(run.placement, run.runtime, run.feasible)
         spent, extra, episodes = spent + used, extra + used, episodes + len(runs)
         if len(runs) < count:  # the budget ran out mid-batch
             break
-    return best.outcome(greedy_runtime=greedy.runtime, episodes=episodes,
-                        extra_evaluations=extra)
+    return best.outcome(greedy_runtime=greedy.runtime, episodes=episodes, extra_evaluations=extra)
 
 
 @register_search("local", needs_budget=False)
@@ -283,16 +301,22 @@ def _local(model: Any, env: Any, budget: int, seed: int, init: tuple | None) -> 
     if budget and remaining <= 0:
         return best.outcome(greedy_runtime=greedy.runtime, rounds=0)
     problem = Problem(base.case.graph, base.cluster, base.objective)
-    solution = hill_climb(problem, best.placement, rng=np.random.default_rng(seed),
-                          max_rounds=10**9, max_evaluations=remaining,
-                          preferences=preferences)  # fmt: skip
+    solution = hill_climb(
+        problem,
+        best.placement,
+        rng=np.random.default_rng(seed),
+        max_rounds=10**9,
+        max_evaluations=remaining,
+        preferences=preferences,
+    )
     spent, runtime = solution.info["evaluations"], solution.info["runtime"]
     if not solution.info["feasible"]:  # score it as the env does: penalized
         result = problem.model.evaluate(solution.placement, check=False, times=False)
         runtime, spent = penalized_runtime(result, base.case.reference_runtime), spent + 1
     best.offer(solution.placement, runtime, solution.info["feasible"])
-    return best.outcome(greedy_runtime=greedy.runtime, rounds=solution.info["rounds"],
-                        extra_evaluations=spent)  # fmt: skip
+    return best.outcome(
+        greedy_runtime=greedy.runtime, rounds=solution.info["rounds"], extra_evaluations=spent
+    )
 
 
 def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.ndarray]:
@@ -305,8 +329,10 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
             ``sample`` or ``active``).
     """
     if _is_recurrent(model):
-        raise ConfigError("search 'local' needs a feed-forward policy; recurrent_ppo's "
-                          "probabilities depend on its LSTM state: use 'sample' or 'active'")
+        raise ConfigError(
+            "search 'local' needs a feed-forward policy; recurrent_ppo's "
+            "probabilities depend on its LSTM state: use 'sample' or 'active'"
+        )
     base = getattr(env, "unwrapped", env)
     policy, masked = model.policy, uses_masks(model)
     obs, info = env.reset(seed=seed, options={"graph": 0})
@@ -330,8 +356,9 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
     return visited.outcome(Rollout.ended(info, total)), preferences
 
 
-def _record_preferences(preferences: np.ndarray, base: Any, obs: dict[str, np.ndarray],
-                        distribution: Any) -> None:  # fmt: skip
+def _record_preferences(
+    preferences: np.ndarray, base: Any, obs: dict[str, np.ndarray], distribution: Any
+) -> None:
     """Note the policy's probabilities over devices for the nodes this step decides: the
     current node's, or every row's for the one-shot env (a select step of the dual env
     decides none)."""
@@ -387,8 +414,12 @@ def _active(model: Any, env: Any, budget: int, seed: int, init: tuple | None) ->
     final = rollout(tuned, env, graph=0, seed=seed)
     best.offer(final.placement, final.runtime, final.feasible)
     updates = tuned._n_updates // max(getattr(tuned, "n_epochs", 1), 1)
-    return best.outcome(greedy_runtime=greedy.runtime, steps=int(tuned.num_timesteps),
-                        updates=int(updates), n_steps=int(tuned.n_steps))  # fmt: skip
+    return best.outcome(
+        greedy_runtime=greedy.runtime,
+        steps=int(tuned.num_timesteps),
+        updates=int(updates),
+        n_steps=int(tuned.n_steps),
+    )
 
 
 #: Active search sizes its rollouts so that its budget pays for about this many updates.

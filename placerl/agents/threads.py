@@ -18,8 +18,10 @@ from pathlib import Path
 
 #: cgroup v2 and v1 files that hold a CPU quota.
 _CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
-_CGROUP_V1 = (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
-              Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))  # fmt: skip
+_CGROUP_V1 = (
+    Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+    Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"),
+)
 
 
 def cpu_quota(v2: Path = _CGROUP_V2, v1: tuple[Path, Path] = _CGROUP_V1) -> float | None:

@@ -132,8 +132,9 @@ def enumerate_ideals(succ_ptr, succ, indegree, zobrist, max_ideals):
         key[count], size[count] = key[me] ^ zobrist[v], depth + 1
         _add_block(v, succ_ptr, succ, missing)
         start = top
-        buf, top = _child_candidates(buf, top, f_next[depth], f_end[depth], v, succ_ptr, succ,
-                                     missing)  # fmt: skip
+        buf, top = _child_candidates(
+            buf, top, f_next[depth], f_end[depth], v, succ_ptr, succ, missing
+        )
         depth += 1
         f_block[depth], f_start[depth], f_next[depth], f_end[depth] = v, start, start, top
         f_id[depth] = count
@@ -195,8 +196,21 @@ def _charge(u, in_part, block_of, g_ptr, g_succ, g_edge, edge_time):
 
 
 @njit(cache=True)
-def _update_charges(v, aff_ptr, aff, charge, log_node, log_old, n_log, in_part, block_of, g_ptr,
-                    g_succ, g_edge, edge_time):  # fmt: skip
+def _update_charges(
+    v,
+    aff_ptr,
+    aff,
+    charge,
+    log_node,
+    log_old,
+    n_log,
+    in_part,
+    block_of,
+    g_ptr,
+    g_succ,
+    g_edge,
+    edge_time,
+):
     """Recompute the charges block ``v`` joining the part changes; log old values for undo.
     Returns (change of the part's communication seconds, new log length)."""
     delta = 0.0
@@ -213,10 +227,39 @@ def _update_charges(v, aff_ptr, aff, charge, log_node, log_old, n_log, in_part, 
 
 # ------------------------------------------------------------------------------------ DP
 @njit(cache=True)
-def dp_sweep(sources, parent, added, table_keys, table_ids, key, succ_ptr, succ, indegree,
-             zobrist, block_dur, block_mem, type_count, type_cpu, type_cap, digit, stride,
-             remaining, rest, block_of, g_ptr, g_succ, g_edge, edge_time, aff_ptr, aff, budget,
-             full_id, dp, back_ideal, back_type):  # fmt: skip
+def dp_sweep(
+    sources,
+    parent,
+    added,
+    table_keys,
+    table_ids,
+    key,
+    succ_ptr,
+    succ,
+    indegree,
+    zobrist,
+    block_dur,
+    block_mem,
+    type_count,
+    type_cpu,
+    type_cap,
+    digit,
+    stride,
+    remaining,
+    rest,
+    block_of,
+    g_ptr,
+    g_succ,
+    g_edge,
+    edge_time,
+    aff_ptr,
+    aff,
+    budget,
+    full_id,
+    dp,
+    back_ideal,
+    back_type,
+):
     """Push ``dp[I']`` to every ideal ``J > I'`` whose part ``J - I'`` fits the budget.
 
     ``dp[i, s]`` is the least max-load of a split of ideal ``i`` into parts using at most
@@ -306,12 +349,25 @@ def dp_sweep(sources, parent, added, table_keys, table_ids, key, succ_ptr, succ,
             in_part[v] = True
             _add_block(v, succ_ptr, succ, missing)
             log_mark = n_log
-            delta, n_log = _update_charges(v, aff_ptr, aff, charge, log_node, log_old, n_log,
-                                           in_part, block_of, g_ptr, g_succ, g_edge,
-                                           edge_time)  # fmt: skip
+            delta, n_log = _update_charges(
+                v,
+                aff_ptr,
+                aff,
+                charge,
+                log_node,
+                log_old,
+                n_log,
+                in_part,
+                block_of,
+                g_ptr,
+                g_succ,
+                g_edge,
+                edge_time,
+            )
             start = top
-            buf, top = _child_candidates(buf, top, f_next[depth], f_end[depth], v, succ_ptr,
-                                         succ, missing)  # fmt: skip
+            buf, top = _child_candidates(
+                buf, top, f_next[depth], f_end[depth], v, succ_ptr, succ, missing
+            )
             h = f_hash[depth] ^ zobrist[v]
             comm = f_comm[depth] + delta
             depth += 1

@@ -91,8 +91,9 @@ def _column(comm_model, d):
 
 
 @njit(cache=True, inline="always")
-def _send_time(u, e, s, d, finish, channel_free, comm_model, edge_time, edge_bytes, bandwidth,
-               latency):  # fmt: skip
+def _send_time(
+    u, e, s, d, finish, channel_free, comm_model, edge_time, edge_bytes, bandwidth, latency
+):
     """When ``u``'s output (edge ``e``, from ``s``) would reach ``d`` if sent now."""
     begin = finish[u]
     if comm_model != IDEAL:
@@ -101,8 +102,23 @@ def _send_time(u, e, s, d, finish, channel_free, comm_model, edge_time, edge_byt
 
 
 @njit(cache=True, inline="always")
-def _data_ready(v, d, pred_ptr, pred, pred_edge, of_node, unit_device, finish, arrival,
-                channel_free, comm_model, edge_time, edge_bytes, bandwidth, latency):  # fmt: skip
+def _data_ready(
+    v,
+    d,
+    pred_ptr,
+    pred,
+    pred_edge,
+    of_node,
+    unit_device,
+    finish,
+    arrival,
+    channel_free,
+    comm_model,
+    edge_time,
+    edge_bytes,
+    bandwidth,
+    latency,
+):
     """When all of ``v``'s inputs could be on ``d`` (``ListSchedule.data_ready``)."""
     ready = 0.0
     for k in range(pred_ptr[v], pred_ptr[v + 1]):
@@ -113,16 +129,44 @@ def _data_ready(v, d, pred_ptr, pred, pred_edge, of_node, unit_device, finish, a
             continue
         sent = arrival[u, _column(comm_model, d)]
         if np.isnan(sent):
-            sent = _send_time(u, pred_edge[k], s, d, finish, channel_free, comm_model,
-                              edge_time, edge_bytes, bandwidth, latency)  # fmt: skip
+            sent = _send_time(
+                u,
+                pred_edge[k],
+                s,
+                d,
+                finish,
+                channel_free,
+                comm_model,
+                edge_time,
+                edge_bytes,
+                bandwidth,
+                latency,
+            )
         ready = max(ready, sent)
     return ready
 
 
 @njit(cache=True, inline="always")
-def _send_inputs(v, d, pred_ptr, pred, pred_edge, of_node, unit_device, finish, arrival,
-                 channel_free, comm_model, transfer_gap, edge_time, edge_bytes, bandwidth,
-                 latency, sent_flag, sent_list):  # fmt: skip
+def _send_inputs(
+    v,
+    d,
+    pred_ptr,
+    pred,
+    pred_edge,
+    of_node,
+    unit_device,
+    finish,
+    arrival,
+    channel_free,
+    comm_model,
+    transfer_gap,
+    edge_time,
+    edge_bytes,
+    bandwidth,
+    latency,
+    sent_flag,
+    sent_list,
+):
     """Send ``v``'s inputs from other devices to ``d`` (the first half of
     ``ListSchedule.commit``); lists the producers sent in ``sent_list`` (flagged in
     ``sent_flag``) and returns their count."""
@@ -134,8 +178,19 @@ def _send_inputs(v, d, pred_ptr, pred, pred_edge, of_node, unit_device, finish, 
             continue
         column = _column(comm_model, d)
         if np.isnan(arrival[u, column]):
-            time = _send_time(u, pred_edge[k], s, d, finish, channel_free, comm_model,
-                              edge_time, edge_bytes, bandwidth, latency)  # fmt: skip
+            time = _send_time(
+                u,
+                pred_edge[k],
+                s,
+                d,
+                finish,
+                channel_free,
+                comm_model,
+                edge_time,
+                edge_bytes,
+                bandwidth,
+                latency,
+            )
             arrival[u, column] = time
             if not sent_flag[u]:
                 sent_flag[u] = True
@@ -196,8 +251,24 @@ def _insert_interval(start, end, begins, ends, top, count):
 
 # ------------------------------------------------------------------------------------ HEFT
 @njit(cache=True)
-def heft(order, durations, pred_ptr, pred, pred_edge, of_node, unit_durations, need, capacity,
-         comm_model, op_gap, transfer_gap, edge_time, edge_bytes, bandwidth, latency):  # fmt: skip
+def heft(
+    order,
+    durations,
+    pred_ptr,
+    pred,
+    pred_edge,
+    of_node,
+    unit_durations,
+    need,
+    capacity,
+    comm_model,
+    op_gap,
+    transfer_gap,
+    edge_time,
+    edge_bytes,
+    bandwidth,
+    latency,
+):
     """HEFT's schedule of the ops in ``order`` (decreasing upward rank): each on the candidate
     device of earliest finish (ties: the lowest device), insertion-based.
 
@@ -217,27 +288,60 @@ def heft(order, durations, pred_ptr, pred, pred_edge, of_node, unit_durations, n
     sent_list = np.empty(n, dtype=np.int64)
     for v in order:
         best, d_best, start_best = np.inf, -1, 0.0
-        for j in range(_candidates(v, of_node, unit_device, unit_durations, need, free_memory,
-                                   cand)):  # fmt: skip
+        for j in range(
+            _candidates(v, of_node, unit_device, unit_durations, need, free_memory, cand)
+        ):
             d = cand[j]
-            ready = _data_ready(v, d, pred_ptr, pred, pred_edge, of_node, unit_device, finish,
-                                arrival, channel_free, comm_model, edge_time, edge_bytes,
-                                bandwidth, latency)  # fmt: skip
+            ready = _data_ready(
+                v,
+                d,
+                pred_ptr,
+                pred,
+                pred_edge,
+                of_node,
+                unit_device,
+                finish,
+                arrival,
+                channel_free,
+                comm_model,
+                edge_time,
+                edge_bytes,
+                bandwidth,
+                latency,
+            )
             length = durations[v, d] + op_gap
             start = _slot_start(ready, length, begins[d], ends[d], top[d], count[d])
             if start + durations[v, d] < best:
                 best, d_best, start_best = start + durations[v, d], d, start
         _place(v, d_best, of_node, unit_device, need, free_memory)
-        sent = _send_inputs(v, d_best, pred_ptr, pred, pred_edge, of_node, unit_device, finish,
-                            arrival, channel_free, comm_model, transfer_gap, edge_time,
-                            edge_bytes, bandwidth, latency, sent_flag, sent_list)  # fmt: skip
+        sent = _send_inputs(
+            v,
+            d_best,
+            pred_ptr,
+            pred,
+            pred_edge,
+            of_node,
+            unit_device,
+            finish,
+            arrival,
+            channel_free,
+            comm_model,
+            transfer_gap,
+            edge_time,
+            edge_bytes,
+            bandwidth,
+            latency,
+            sent_flag,
+            sent_list,
+        )
         for i in range(sent):
             sent_flag[sent_list[i]] = False
         duration = durations[v, d_best]
         finish[v] = start_best + duration
         end = finish[v] + (op_gap if duration > 0 else 0.0)
-        count[d_best] = _insert_interval(start_best, end, begins[d_best], ends[d_best],
-                                         top[d_best], count[d_best])  # fmt: skip
+        count[d_best] = _insert_interval(
+            start_best, end, begins[d_best], ends[d_best], top[d_best], count[d_best]
+        )
     return unit_device
 
 
@@ -274,8 +378,9 @@ def _sift(h, d, i, released, stored, rank):
         child = 2 * i + 1
         if child >= size[d]:
             break
-        if child + 1 < size[d] and _before(heap[d, child + 1], heap[d, child], d, released,
-                                           stored, rank):  # fmt: skip
+        if child + 1 < size[d] and _before(
+            heap[d, child + 1], heap[d, child], d, released, stored, rank
+        ):
             child += 1
         w = heap[d, child]
         if not _before(w, v, d, released, stored, rank):
@@ -319,8 +424,7 @@ def _better(start, rank, v, d, b_start, b_rank, b_v, b_d):
 
 
 @njit(cache=True, inline="always")
-def _devices_for(v, favourite_parent, of_node, unit_device, unit_durations, need, free_memory,
-                 out):  # fmt: skip
+def _devices_for(v, favourite_parent, of_node, unit_device, unit_durations, need, free_memory, out):
     """m-SCT: the favourite parent's device when ``v`` fits there; else the candidates."""
     p = favourite_parent[v]
     if p >= 0:
@@ -334,19 +438,47 @@ def _devices_for(v, favourite_parent, of_node, unit_device, unit_durations, need
 @njit(cache=True, inline="always")
 def _ready_on(v, d, net):
     """:func:`_data_ready` with the schedule's arrays bundled in ``net``."""
-    (pred_ptr, pred, pred_edge, of_node, unit_device, finish, arrival, channel_free, comm_model,
-     edge_time, edge_bytes, bandwidth, latency) = net  # fmt: skip
-    return _data_ready(v, d, pred_ptr, pred, pred_edge, of_node, unit_device, finish, arrival,
-                       channel_free, comm_model, edge_time, edge_bytes, bandwidth,
-                       latency)  # fmt: skip
+    (
+        pred_ptr,
+        pred,
+        pred_edge,
+        of_node,
+        unit_device,
+        finish,
+        arrival,
+        channel_free,
+        comm_model,
+        edge_time,
+        edge_bytes,
+        bandwidth,
+        latency,
+    ) = net
+    return _data_ready(
+        v,
+        d,
+        pred_ptr,
+        pred,
+        pred_edge,
+        of_node,
+        unit_device,
+        finish,
+        arrival,
+        channel_free,
+        comm_model,
+        edge_time,
+        edge_bytes,
+        bandwidth,
+        latency,
+    )
 
 
 @njit(cache=True, inline="always")
 def _may_go(v, favourite_parent, placing, out):
     """:func:`_devices_for` with the assignment's arrays bundled in ``placing``."""
     of_node, unit_device, unit_durations, need, free_memory = placing
-    return _devices_for(v, favourite_parent, of_node, unit_device, unit_durations, need,
-                        free_memory, out)  # fmt: skip
+    return _devices_for(
+        v, favourite_parent, of_node, unit_device, unit_durations, need, free_memory, out
+    )
 
 
 @njit(cache=True, inline="always")
@@ -406,10 +538,30 @@ def _best_on(d, free_at, net, stored, waiting, released, rank):
 
 
 @njit(cache=True)
-def earliest_task_first(rank, favourite_parent, favourite_child, unit_ptr, unit_nodes, durations,
-                        succ_ptr, succ, pred_ptr, pred, pred_edge, of_node, unit_durations, need,
-                        capacity, comm_model, op_gap, transfer_gap, edge_time, edge_bytes,
-                        bandwidth, latency):  # fmt: skip
+def earliest_task_first(
+    rank,
+    favourite_parent,
+    favourite_child,
+    unit_ptr,
+    unit_nodes,
+    durations,
+    succ_ptr,
+    succ,
+    pred_ptr,
+    pred,
+    pred_edge,
+    of_node,
+    unit_durations,
+    need,
+    capacity,
+    comm_model,
+    op_gap,
+    transfer_gap,
+    edge_time,
+    edge_bytes,
+    bandwidth,
+    latency,
+):
     """ETF: repeatedly start the (ready op, device) pair that can start first (ties: higher
     upward rank, then lower op, then lower device).
 
@@ -430,13 +582,32 @@ def earliest_task_first(rank, favourite_parent, favourite_child, unit_ptr, unit_
     arrival = np.full((n, n_dev), np.nan)
     channel_free = np.zeros((n_dev, n_dev))
     placing = (of_node, unit_device, unit_durations, need, free_memory)
-    net = (pred_ptr, pred, pred_edge, of_node, unit_device, finish, arrival, channel_free,
-           comm_model, edge_time, edge_bytes, bandwidth, latency)  # fmt: skip
+    net = (
+        pred_ptr,
+        pred,
+        pred_edge,
+        of_node,
+        unit_device,
+        finish,
+        arrival,
+        channel_free,
+        comm_model,
+        edge_time,
+        edge_bytes,
+        bandwidth,
+        latency,
+    )
     stored = np.zeros((n, n_dev))
-    waiting = (np.empty((n_dev, n), dtype=np.int64), np.zeros(n_dev, dtype=np.int64),
-               np.full((n, n_dev), -1, dtype=np.int64))  # fmt: skip
-    released = (np.empty((n_dev, n), dtype=np.int64), np.zeros(n_dev, dtype=np.int64),
-                np.full((n, n_dev), -1, dtype=np.int64))  # fmt: skip
+    waiting = (
+        np.empty((n_dev, n), dtype=np.int64),
+        np.zeros(n_dev, dtype=np.int64),
+        np.full((n, n_dev), -1, dtype=np.int64),
+    )
+    released = (
+        np.empty((n_dev, n), dtype=np.int64),
+        np.zeros(n_dev, dtype=np.int64),
+        np.full((n, n_dev), -1, dtype=np.int64),
+    )
     allowed, cand = np.zeros(n_dev, dtype=np.bool_), np.empty(n_dev, dtype=np.int64)
     # Memory admission changes which devices a ready op may go to only when a device's free
     # memory drops past some unit's need: until then no ready op needs a second look.
@@ -451,8 +622,7 @@ def earliest_task_first(rank, favourite_parent, favourite_child, unit_ptr, unit_
         if missing[v] == 0:
             ready[n_ready], slot[v] = v, n_ready
             n_ready += 1
-            _sync(v, favourite_parent, placing, net, stored, waiting, released, rank, allowed,
-                  cand)  # fmt: skip
+            _sync(v, favourite_parent, placing, net, stored, waiting, released, rank, allowed, cand)
     last_on = np.full(n_dev, -1, dtype=np.int64)
     while n_ready > 0:
         b_start, b_rank, b_v, b_d = np.inf, -np.inf, -1, -1
@@ -460,8 +630,11 @@ def earliest_task_first(rank, favourite_parent, favourite_child, unit_ptr, unit_
             kept = -1  # m-SCT: a device waits for its last op's ready favourite child
             if last_on[d] >= 0:
                 c = favourite_child[last_on[d]]
-                if c >= 0 and slot[c] >= 0 and _fits(c, d, of_node, unit_device,
-                                                      unit_durations, need, free_memory):
+                if (
+                    c >= 0
+                    and slot[c] >= 0
+                    and _fits(c, d, of_node, unit_device, unit_durations, need, free_memory)
+                ):
                     kept = c
             if kept >= 0:
                 v, start = kept, max(_ready_on(kept, d, net), device_free[d])
@@ -475,9 +648,26 @@ def earliest_task_first(rank, favourite_parent, favourite_child, unit_ptr, unit_
         newly_placed = unit_device[of_node[v]] < 0
         free_before = free_memory[d]
         _place(v, d, of_node, unit_device, need, free_memory)
-        n_sent = _send_inputs(v, d, pred_ptr, pred, pred_edge, of_node, unit_device, finish,
-                              arrival, channel_free, comm_model, transfer_gap, edge_time,
-                              edge_bytes, bandwidth, latency, sent_flag, sent_list)  # fmt: skip
+        n_sent = _send_inputs(
+            v,
+            d,
+            pred_ptr,
+            pred,
+            pred_edge,
+            of_node,
+            unit_device,
+            finish,
+            arrival,
+            channel_free,
+            comm_model,
+            transfer_gap,
+            edge_time,
+            edge_bytes,
+            bandwidth,
+            latency,
+            sent_flag,
+            sent_list,
+        )
         duration = durations[v, d]
         finish[v] = b_start + duration
         device_free[d] = max(device_free[d], finish[v] + (op_gap if duration > 0 else 0.0))
@@ -509,21 +699,51 @@ def earliest_task_first(rank, favourite_parent, favourite_child, unit_ptr, unit_
             for k in range(unit_ptr[u], unit_ptr[u + 1]):
                 w = unit_nodes[k]
                 if slot[w] >= 0:
-                    _sync(w, favourite_parent, placing, net, stored, waiting, released, rank,
-                          allowed, cand)  # fmt: skip
+                    _sync(
+                        w,
+                        favourite_parent,
+                        placing,
+                        net,
+                        stored,
+                        waiting,
+                        released,
+                        rank,
+                        allowed,
+                        cand,
+                    )
             first_above = np.searchsorted(needs, free_memory[d], side="right")
             if first_above < needs.shape[0] and needs[first_above] <= free_before:
                 for i in range(n_ready):
-                    _sync(ready[i], favourite_parent, placing, net, stored, waiting, released,
-                          rank, allowed, cand)  # fmt: skip
+                    _sync(
+                        ready[i],
+                        favourite_parent,
+                        placing,
+                        net,
+                        stored,
+                        waiting,
+                        released,
+                        rank,
+                        allowed,
+                        cand,
+                    )
         for k in range(succ_ptr[v], succ_ptr[v + 1]):
             w = succ[k]
             missing[w] -= 1
             if missing[w] == 0:
                 ready[n_ready], slot[w] = w, n_ready
                 n_ready += 1
-                _sync(w, favourite_parent, placing, net, stored, waiting, released, rank,
-                      allowed, cand)  # fmt: skip
+                _sync(
+                    w,
+                    favourite_parent,
+                    placing,
+                    net,
+                    stored,
+                    waiting,
+                    released,
+                    rank,
+                    allowed,
+                    cand,
+                )
     return unit_device
 
 

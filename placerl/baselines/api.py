@@ -92,7 +92,8 @@ class Placer:
         runs on any problem as it is (``policy`` needs a trained model: a ``path`` or a
         ``pretrained`` name)."""
         return not self.one_of and all(
-            default is not inspect.Parameter.empty for default in self.options.values())
+            default is not inspect.Parameter.empty for default in self.options.values()
+        )
 
 
 #: Placers by name; the ``placerl.placers`` entry-point group adds placers of higher layers and
@@ -209,8 +210,7 @@ def solve(
     graph = load_graph(graph)
     cluster = load_cluster(cluster)
     parse_objective(objective)
-    check_options(placer.fn, options, what=f"placer {name!r}", error=ConfigError,
-                  keyword_only=True)  # fmt: skip
+    check_options(placer.fn, options, what=f"placer {name!r}", error=ConfigError, keyword_only=True)
     problem = Problem(graph, cluster, objective)
     _check_decision(placer, problem)
     if placer.needs_solvable:
@@ -223,8 +223,11 @@ def solve(
     sim = problem.model.evaluate(placement, check=False, times=False)
     if not sim.feasible:
         reasons = "; ".join(sim.reasons)
-        warnings.warn(f"placer {name!r} returned an infeasible placement: {reasons}",
-                      InfeasiblePlacementWarning, stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"placer {name!r} returned an infeasible placement: {reasons}",
+            InfeasiblePlacementWarning,
+            stacklevel=2,
+        )
     own_objective = placer.optimizes in (objective, "any")
     return PlacementResult(
         placer=name,

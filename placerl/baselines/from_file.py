@@ -45,17 +45,21 @@ def from_file(problem: Problem, *, path: str | None = None) -> np.ndarray:
     graph = problem.graph
     if isinstance(content, dict) and isinstance(content.get(graph.name), dict):
         content = content[graph.name].get("placement")
-    elif isinstance(content, dict) and content and all(
-            isinstance(v, dict) for v in content.values()):  # fmt: skip
-        raise PlacementError(f"{path} holds placements of graphs {', '.join(content)}, not of "
-                             f"graph {graph.name!r}")  # fmt: skip
+    elif (
+        isinstance(content, dict) and content and all(isinstance(v, dict) for v in content.values())
+    ):
+        raise PlacementError(
+            f"{path} holds placements of graphs {', '.join(content)}, not of graph {graph.name!r}"
+        )
     if isinstance(content, list):
         return _from_list(problem, content, path)
     if isinstance(content, dict):
         return _from_names(problem, content, path)
-    raise PlacementError(f"{path} holds no placement of graph {graph.name!r}: give a list of "
-                         "device indices, {op name: device} or a best_placement.json entry "
-                         "named after the graph")  # fmt: skip
+    raise PlacementError(
+        f"{path} holds no placement of graph {graph.name!r}: give a list of "
+        "device indices, {op name: device} or a best_placement.json entry "
+        "named after the graph"
+    )
 
 
 def _read(path: Path) -> Any:
@@ -69,8 +73,10 @@ def _read(path: Path) -> Any:
 
 def _from_list(problem: Problem, devices: list[Any], path: Any) -> np.ndarray:
     if len(devices) != problem.num_nodes:
-        raise PlacementError(f"{path} places {len(devices)} nodes; graph "
-                             f"{problem.graph.name!r} has {problem.num_nodes}")  # fmt: skip
+        raise PlacementError(
+            f"{path} places {len(devices)} nodes; graph "
+            f"{problem.graph.name!r} has {problem.num_nodes}"
+        )
     return np.array([_device(problem, d, path) for d in devices], dtype=np.int64)
 
 
@@ -78,12 +84,14 @@ def _from_names(problem: Problem, by_op: dict[str, Any], path: Any) -> np.ndarra
     names = problem.graph.names
     unknown = sorted(set(by_op) - set(names))
     if unknown:
-        raise PlacementError(f"{path} places op {unknown[0]!r}, which graph "
-                             f"{problem.graph.name!r} does not have")  # fmt: skip
+        raise PlacementError(
+            f"{path} places op {unknown[0]!r}, which graph {problem.graph.name!r} does not have"
+        )
     missing = [name for name in names if name not in by_op]
     if missing:
-        raise PlacementError(f"{path} does not place op {missing[0]!r} "
-                             f"({len(missing)} ops unplaced)")  # fmt: skip
+        raise PlacementError(
+            f"{path} does not place op {missing[0]!r} ({len(missing)} ops unplaced)"
+        )
     return np.array([_device(problem, by_op[name], path) for name in names], dtype=np.int64)
 
 
@@ -94,5 +102,7 @@ def _device(problem: Problem, device: Any, path: Any) -> int:
         return names.index(device)
     if isinstance(device, int) and not isinstance(device, bool) and 0 <= device < len(names):
         return device
-    raise PlacementError(f"{path} names device {device!r}; the cluster has "
-                         f"{', '.join(names)} (or indices 0-{len(names) - 1})")  # fmt: skip
+    raise PlacementError(
+        f"{path} names device {device!r}; the cluster has "
+        f"{', '.join(names)} (or indices 0-{len(names) - 1})"
+    )

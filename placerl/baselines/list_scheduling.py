@@ -83,8 +83,9 @@ class ListSchedule:
             ready = max(ready, self.arrival.get(key, time))
         return ready
 
-    def earliest_start(self, v: int, d: int, *, insertion: bool,
-                       ready: float | None = None) -> float:  # fmt: skip
+    def earliest_start(
+        self, v: int, d: int, *, insertion: bool, ready: float | None = None
+    ) -> float:
         """Earliest start of ``v`` on ``d``: after the device frees (or in an idle gap long
         enough, with ``insertion``) and after its inputs arrive (at ``ready`` when the caller
         knows it already)."""
@@ -130,19 +131,37 @@ class ListSchedule:
 def upward_rank(problem: Problem) -> np.ndarray:
     """HEFT's upward rank: mean duration plus the longest mean (transfer + rank) to a sink."""
     a = problem.graph.arrays
-    return _list_kernels.upward_rank(problem.topo_order, problem.mean_duration,
-                                     problem.mean_edge_time, a.succ_ptr, a.succ,
-                                     a.succ_edge)  # fmt: skip
+    return _list_kernels.upward_rank(
+        problem.topo_order,
+        problem.mean_duration,
+        problem.mean_edge_time,
+        a.succ_ptr,
+        a.succ,
+        a.succ_edge,
+    )
 
 
 def _schedule_args(problem: Problem) -> tuple[Any, ...]:
     """What the compiled schedulers share: durations, inputs, units, memory, comm model."""
     a, c = problem.graph.arrays, problem.cluster
     units = problem.units
-    return (problem.durations, a.pred_ptr, a.pred, a.pred_edge, units.of_node, units.durations,
-            Assignment(problem).need, problem.capacity.astype(np.float64),
-            _COMM_MODELS[c.comm_model], float(c.op_gap), float(c.transfer_gap), a.edge_time,
-            a.edge_bytes, c.bandwidth, c.latency)  # fmt: skip
+    return (
+        problem.durations,
+        a.pred_ptr,
+        a.pred,
+        a.pred_edge,
+        units.of_node,
+        units.durations,
+        Assignment(problem).need,
+        problem.capacity.astype(np.float64),
+        _COMM_MODELS[c.comm_model],
+        float(c.op_gap),
+        float(c.transfer_gap),
+        a.edge_time,
+        a.edge_bytes,
+        c.bandwidth,
+        c.latency,
+    )
 
 
 @register_placer("heft", optimizes="step_time")
@@ -204,10 +223,16 @@ def _earliest_task_first(problem: Problem, favourite_parent: np.ndarray | None) 
     unit_nodes = np.argsort(of_node, kind="stable")
     unit_ptr = np.concatenate([[0], np.cumsum(np.bincount(of_node, minlength=len(problem.units)))])
     unit_device = _list_kernels.earliest_task_first(
-        upward_rank(problem), parent.astype(np.int64), _inverse(favourite_parent, n),
-        unit_ptr.astype(np.int64), unit_nodes.astype(np.int64), args[0], a.succ_ptr, a.succ,
+        upward_rank(problem),
+        parent.astype(np.int64),
+        _inverse(favourite_parent, n),
+        unit_ptr.astype(np.int64),
+        unit_nodes.astype(np.int64),
+        args[0],
+        a.succ_ptr,
+        a.succ,
         *args[1:],
-    )  # fmt: skip
+    )
     return unit_device[problem.units.of_node]
 
 
@@ -307,6 +332,8 @@ def _sct_constraints(problem: Problem) -> tuple[Any, np.ndarray]:
     vals.append(np.tile([1.0, -1.0], n))
     rhs.append(-p)
     bound = np.concatenate(rhs)
-    matrix = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                        shape=(len(bound), n + m + 1)).tocsr()  # fmt: skip
+    matrix = coo_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(len(bound), n + m + 1),
+    ).tocsr()
     return matrix, bound

@@ -67,16 +67,27 @@ def local_search(
     rng = np.random.default_rng(_checks.seed(_NAME, seed))
     start = _initial(problem, init)
     deadline = time.perf_counter() + time_limit  # from here: init's placer is not the search
-    best = hill_climb(problem, start, rng=rng, max_rounds=max_rounds, deadline=deadline,
-                      max_evaluations=max_evaluations)  # fmt: skip
+    best = hill_climb(
+        problem,
+        start,
+        rng=rng,
+        max_rounds=max_rounds,
+        deadline=deadline,
+        max_evaluations=max_evaluations,
+    )
     spent, kicks = best.info["evaluations"], 0
     limit = max_evaluations or np.inf
     while kicks < restarts and spent < limit and time.perf_counter() < deadline:
         kicks += 1
-        climbed = hill_climb(problem, _kicked(problem, best.placement, kick, rng), rng=rng,
-                             max_rounds=max_rounds, deadline=deadline,
-                             max_evaluations=0 if limit == np.inf else int(limit - spent))
-        spent += climbed.info["evaluations"]  # fmt: skip
+        climbed = hill_climb(
+            problem,
+            _kicked(problem, best.placement, kick, rng),
+            rng=rng,
+            max_rounds=max_rounds,
+            deadline=deadline,
+            max_evaluations=0 if limit == np.inf else int(limit - spent),
+        )
+        spent += climbed.info["evaluations"]
         if _better(_score(climbed), _score(best)):
             best = climbed
     return Solution(best.placement, info={**best.info, "evaluations": spent, "kicks": kicks})
@@ -86,15 +97,17 @@ def _score(solution: Solution) -> tuple[bool, float]:
     return not solution.info["feasible"], solution.info["runtime"]
 
 
-def _kicked(problem: Problem, placement: np.ndarray, kick: int,
-            rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def _kicked(
+    problem: Problem, placement: np.ndarray, kick: int, rng: np.random.Generator
+) -> np.ndarray:
     """``placement`` with ``kick`` random units on other random devices that can run them."""
     units = problem.units
     kicked = np.array(placement)
     for u in rng.choice(len(units.members), size=min(kick, len(units.members)), replace=False):
         members = units.members[u]
-        others = [d for d in np.flatnonzero(np.isfinite(units.durations[u]))
-                  if d != kicked[members[0]]]  # fmt: skip
+        others = [
+            d for d in np.flatnonzero(np.isfinite(units.durations[u])) if d != kicked[members[0]]
+        ]
         if others:
             kicked[members] = rng.choice(others)
     return kicked
@@ -163,13 +176,18 @@ def hill_climb(
                 moves.move(leader, best)
         if not improved:
             break
-    info = {"rounds": rounds, "evaluations": evaluations, "runtime": score[1],
-            "feasible": not score[0]}  # fmt: skip
+    info = {
+        "rounds": rounds,
+        "evaluations": evaluations,
+        "runtime": score[1],
+        "feasible": not score[0],
+    }
     return Solution(np.array(moves.placement), info=info)
 
 
-def _visiting_order(rng: np.random.Generator, unit_scores: np.ndarray | None,
-                    current: np.ndarray) -> np.ndarray:  # fmt: skip
+def _visiting_order(
+    rng: np.random.Generator, unit_scores: np.ndarray | None, current: np.ndarray
+) -> np.ndarray:
     """A seeded random permutation, or the units by their preference for where they are."""
     if unit_scores is None:
         return rng.permutation(len(current))

@@ -291,8 +291,9 @@ def pase_dp(
         "total_table": plan.total_table,
         "variables": len(tables.unary),
     }
-    return Solution(strategy, lower_bound=None if fold else value,
-                    optimal=feasible and not fold, info=info)  # fmt: skip
+    return Solution(
+        strategy, lower_bound=None if fold else value, optimal=feasible and not fold, info=info
+    )
 
 
 def tied_variables(cost: StrategyCost, folding: Folding) -> np.ndarray:

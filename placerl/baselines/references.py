@@ -136,8 +136,7 @@ class Reference:
             )
 
 
-def resolve_budget(specs: Sequence[str], steps: int | None,
-                   calls: int | None = None) -> list[str]:  # fmt: skip
+def resolve_budget(specs: Sequence[str], steps: int | None, calls: int | None = None) -> list[str]:
     """The placer specs with a training run's budget filled in, each at least 1 (a search
     given ``max_evaluations=0`` would have no limit): :data:`STEPS`, the env steps it
     trained, and :data:`CALLS`, every simulation it made (``TrainResult.simulator_calls``:
@@ -155,9 +154,11 @@ def resolve_budget(specs: Sequence[str], steps: int | None,
     resolved = []
     for spec in specs:
         if steps is None and any(p in spec for p in (STEPS, CALLS)):
-            raise ConfigError(f"baseline {spec!r}: {STEPS} and {CALLS} stand for the budget "
-                              "a training run spent (placerl-train); an evaluation trains "
-                              "none, so give a number")  # fmt: skip
+            raise ConfigError(
+                f"baseline {spec!r}: {STEPS} and {CALLS} stand for the budget "
+                "a training run spent (placerl-train); an evaluation trains "
+                "none, so give a number"
+            )
         counts = {STEPS: steps or 0, CALLS: calls if calls is not None else 1}
         for placeholder, count in counts.items():
             spec = spec.replace(placeholder, str(max(count, 1)))
@@ -179,8 +180,9 @@ def placer_spec(name: str, **options: Any) -> str:
         ConfigError: As :func:`parse_placer`: an unknown placer or option, a value of the
             wrong type.
     """
-    pairs = [f"{key}={quote(_spec_value(value), safe='?=,:/@{}')}"
-             for key, value in options.items()]  # fmt: skip
+    pairs = [
+        f"{key}={quote(_spec_value(value), safe='?=,:/@{}')}" for key, value in options.items()
+    ]
     spec = f"{name}?{'&'.join(pairs)}" if pairs else name
     parse_placer(resolve_budget([spec], 1, 1)[0])
     return spec
@@ -207,8 +209,9 @@ def parse_placer(spec: str, extra: dict[str, Any] | None = None) -> tuple[str, d
         raise ConfigError(f"a placer spec must be a string like 'heft', got {spec!r}")
     name, options = split_named(spec, what="placer spec")
     options.update(extra or {})
-    check_options(PLACERS[name].fn, options, what=f"placer {name!r}", error=ConfigError,
-                  keyword_only=True)  # fmt: skip
+    check_options(
+        PLACERS[name].fn, options, what=f"placer {name!r}", error=ConfigError, keyword_only=True
+    )
     return name, options
 
 

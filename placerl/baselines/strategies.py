@@ -27,8 +27,11 @@ def _batch_degree(cost: StrategyCost, p: int) -> int:
     """The largest divisor of ``p`` that divides the batch of every model input (ops whose
     first axis is not the batch, like position embeddings, then stay whole)."""
     space = cost.space
-    inputs = [d for d, rule in zip(space.dims, space.rules, strict=True)
-              if rule is not None and rule.name == "input"]  # fmt: skip
+    inputs = [
+        d
+        for d, rule in zip(space.dims, space.rules, strict=True)
+        if rule is not None and rule.name == "input"
+    ]
     sizes = [d["b"] for d in inputs or space.dims if d.get("b", 1) > 1]
     return max(f for f in divisors(p) if all(s % f == 0 for s in sizes))
 
@@ -78,8 +81,11 @@ def megatron(problem: Problem, *, tensor: int = 0) -> np.ndarray:
         tensor = max(f for f in divisors(p) if all(h % f == 0 for h in heads)) if heads else 1
     if isinstance(tensor, bool) or not isinstance(tensor, int) or tensor < 1 or p % tensor:
         raise ConfigError(f"tensor must divide the {p} devices, got {tensor!r}")
-    data = max(f for f in divisors(p // tensor) if f <= _batch_degree(cost, p) and
-               _batch_degree(cost, p) % f == 0)  # fmt: skip
+    data = max(
+        f
+        for f in divisors(p // tensor)
+        if f <= _batch_degree(cost, p) and _batch_degree(cost, p) % f == 0
+    )
     return cost.space.expand(_tensor_parallel(cost, tensor, data))
 
 

@@ -104,8 +104,11 @@ def tarnawski_dp(
     model = build_split_model(problem, merge_free=bool(merge_free))
     lower = _lower_bound(model)
     best = _best_chain_split(model, orders, seed)
-    info = {"blocks": model.num_blocks, "free_merged": model.free_merged,
-            "fused_cycles": len(model.fused_groups)}  # fmt: skip
+    info = {
+        "blocks": model.num_blocks,
+        "free_merged": model.free_merged,
+        "fused_cycles": len(model.fused_groups),
+    }
     lattice = _Lattice.of(model)
     width = int(_ideals.level_width(lattice.succ_ptr, lattice.succ, model.num_blocks))
     if width >= max_ideals.bit_length():  # 2**width ideals or more: no need to count them
@@ -285,7 +288,11 @@ class _Ideals:
 
 
 def _sweep(
-    model: SplitModel, lattice: _Lattice, ideals: _Ideals, budget: float, deadline: float,
+    model: SplitModel,
+    lattice: _Lattice,
+    ideals: _Ideals,
+    budget: float,
+    deadline: float,
     max_pairs: float = math.inf,
 ) -> _Outcome:
     """The DP over all ideals with parts pruned to ``budget``; ``stopped`` past the deadline
@@ -301,13 +308,38 @@ def _sweep(
         if time.perf_counter() > deadline or pairs >= max_pairs:
             return _Outcome(np.inf, [], int(pairs), stopped=True)
         pairs += _ideals.dp_sweep(
-            ideals.order[start : start + _CHUNK], ideals.parent, ideals.added, ideals.table_keys,
-            ideals.table_ids, ideals.key, lattice.succ_ptr, lattice.succ, lattice.indegree,
-            lattice.zobrist, lattice.block_dur, lattice.block_mem, types.counts, types.is_cpu,
-            types.capacity, states.digit, states.stride, states.remaining, ideals.rest,
-            lattice.block_of, graph.succ_ptr, graph.succ, graph.succ_edge, model.edge_time,
-            lattice.aff_ptr, lattice.aff, budget, ideals.full_id, dp, back_ideal, back_type,
-        )  # fmt: skip
+            ideals.order[start : start + _CHUNK],
+            ideals.parent,
+            ideals.added,
+            ideals.table_keys,
+            ideals.table_ids,
+            ideals.key,
+            lattice.succ_ptr,
+            lattice.succ,
+            lattice.indegree,
+            lattice.zobrist,
+            lattice.block_dur,
+            lattice.block_mem,
+            types.counts,
+            types.is_cpu,
+            types.capacity,
+            states.digit,
+            states.stride,
+            states.remaining,
+            ideals.rest,
+            lattice.block_of,
+            graph.succ_ptr,
+            graph.succ,
+            graph.succ_edge,
+            model.edge_time,
+            lattice.aff_ptr,
+            lattice.aff,
+            budget,
+            ideals.full_id,
+            dp,
+            back_ideal,
+            back_type,
+        )
     value = float(dp[ideals.full_id, -1])
     parts = _backtrack(lattice, ideals, states, back_ideal, back_type) if value < np.inf else []
     return _Outcome(value, parts, int(pairs))

@@ -58,8 +58,9 @@ class Step:
 
 def faithful_presets() -> list[str]:
     """Every ``experiment`` that names a preset with a tuned recipe (it composes each)."""
-    presets = {name: compose_run(f"experiment={name}").preset
-               for name in group_options("experiment")}  # fmt: skip
+    presets = {
+        name: compose_run(f"experiment={name}").preset for name in group_options("experiment")
+    }
     return [name for name, preset in presets.items() if preset.name and preset.tuned]
 
 
@@ -72,14 +73,19 @@ def ladder(preset: str) -> list[Step]:
     faithful = compose_run(f"experiment={preset}")
     tuned_name = faithful.preset.tuned
     if not (faithful.preset.name and tuned_name):
-        raise ConfigError(f"experiment {preset!r} is no faithful preset (it names no "
-                          "preset.tuned recipe): the ladder climbs from a faithful preset to "
-                          "its tuned recipe")  # fmt: skip
+        raise ConfigError(
+            f"experiment {preset!r} is no faithful preset (it names no "
+            "preset.tuned recipe): the ladder climbs from a faithful preset to "
+            "its tuned recipe"
+        )
     tuned = compose_run(f"experiment={tuned_name}")
     steps, taken = [Step("faithful", preset)], ["preset.name=null"]
     for name, options in RUNGS:
-        changes = [_override(path, tuned.option(path), faithful.option(path))
-                   for path in options if tuned.option(path) != faithful.option(path)]  # fmt: skip
+        changes = [
+            _override(path, tuned.option(path), faithful.option(path))
+            for path in options
+            if tuned.option(path) != faithful.option(path)
+        ]
         if changes:
             taken += changes
             steps.append(Step(name, preset, tuple(taken)))
@@ -100,9 +106,16 @@ def _override(path: str, value: Any, before: Any) -> str:
     return quoted_override(f"{'+' if before is UNSET else ''}{path}={text}")
 
 
-def run_ladder(suite: Suite, cases: list[Case], preset: str, budget: Sequence[str],
-               seeds: Sequence[int], out_dir: str | Path, *,
-               steps: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+def run_ladder(
+    suite: Suite,
+    cases: list[Case],
+    preset: str,
+    budget: Sequence[str],
+    seeds: Sequence[int],
+    out_dir: str | Path,
+    *,
+    steps: Sequence[str] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
     """Run the steps of ``preset``'s ladder (``steps``, by name; ``None``: every one) on
     ``cases`` at each seed, with the ``budget`` overrides (``total_steps=...``) on every
     step, each step in ``out_dir/<preset>/<step>`` (:func:`~placerl.bench.recipe.run_recipe`:
@@ -116,8 +129,13 @@ def run_ladder(suite: Suite, cases: list[Case], preset: str, budget: Sequence[st
     records: dict[str, list[dict[str, Any]]] = {}
     for step in _chosen(ladder(preset), steps, preset):
         folder = Path(out_dir) / preset / step.name
-        records[step.name] = [record for seed in seeds for record in run_recipe(
-            suite, cases, step.recipe, [*step.overrides, *budget], seed, folder)]  # fmt: skip
+        records[step.name] = [
+            record
+            for seed in seeds
+            for record in run_recipe(
+                suite, cases, step.recipe, [*step.overrides, *budget], seed, folder
+            )
+        ]
     return records
 
 
@@ -127,8 +145,10 @@ def _chosen(steps: list[Step], names: Sequence[str] | None, preset: str) -> list
         return steps
     unknown = sorted(set(names) - {step.name for step in steps})
     if unknown:
-        raise ConfigError(f"the ladder of {preset} has no step {', '.join(unknown)}; its steps: "
-                          f"{', '.join(step.name for step in steps)}")  # fmt: skip
+        raise ConfigError(
+            f"the ladder of {preset} has no step {', '.join(unknown)}; its steps: "
+            f"{', '.join(step.name for step in steps)}"
+        )
     return [step for step in steps if step.name in names]
 
 
@@ -142,10 +162,21 @@ def paired_rows(preset: str, records: Mapping[str, list[dict[str, Any]]]) -> lis
     for below, step in itertools.pairwise(names):
         pairs = _pairs(records[step], records[below])
         result = compare_pairs(*zip(*pairs, strict=True)) if pairs else compare_pairs([], [])
-        rows.append({"preset": preset, "step": step, "versus": below, "pairs": result.pairs,
-                     "ratio": result.ratio, "ci_low": result.ci_low, "ci_high": result.ci_high,
-                     "wins": result.wins, "losses": result.losses, "p_value": result.p_value,
-                     "verdict": _verdict(result, step, below)})  # fmt: skip
+        rows.append(
+            {
+                "preset": preset,
+                "step": step,
+                "versus": below,
+                "pairs": result.pairs,
+                "ratio": result.ratio,
+                "ci_low": result.ci_low,
+                "ci_high": result.ci_high,
+                "wins": result.wins,
+                "losses": result.losses,
+                "p_value": result.p_value,
+                "verdict": _verdict(result, step, below),
+            }
+        )
     return rows
 
 
@@ -153,19 +184,24 @@ def _verdict(result: Any, step: str, below: str) -> str:
     """The comparison's verdict, in words for a choice where every pair ties (its own
     speak of an order, the setting it was first written for)."""
     if result.pairs and result.ties == result.pairs:
-        return (f"{step} and {below} give the same runtime in all {result.pairs} pairs: the "
-                "choice changes no placement here")  # fmt: skip
+        return (
+            f"{step} and {below} give the same runtime in all {result.pairs} pairs: the "
+            "choice changes no placement here"
+        )
     return result.verdict(step, below)
 
 
-def _pairs(candidate: list[dict[str, Any]],
-           reference: list[dict[str, Any]]) -> list[tuple[float, float]]:  # fmt: skip
+def _pairs(
+    candidate: list[dict[str, Any]], reference: list[dict[str, Any]]
+) -> list[tuple[float, float]]:
     """``(candidate runtime, reference runtime)`` of every case and seed both placed."""
 
     def runtimes(records: list[dict[str, Any]]) -> dict[tuple[str, Any], float]:
-        return {(r["case"], r.get("seed")): float(r["runtime"]) for r in records
-                if r.get("feasible") and not r.get("error")}  # fmt: skip
+        return {
+            (r["case"], r.get("seed")): float(r["runtime"])
+            for r in records
+            if r.get("feasible") and not r.get("error")
+        }
 
     theirs = runtimes(reference)
-    return [(runtime, theirs[key]) for key, runtime in runtimes(candidate).items()
-            if key in theirs]  # fmt: skip
+    return [(runtime, theirs[key]) for key, runtime in runtimes(candidate).items() if key in theirs]

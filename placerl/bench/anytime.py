@@ -24,8 +24,7 @@ AXES = {"calls": 0, "seconds": 1}
 GRID_POINTS = 200
 
 
-def anytime_curve(records: Sequence[Mapping[str, Any]], axis: str,
-                  grid: np.ndarray) -> np.ndarray:  # fmt: skip
+def anytime_curve(records: Sequence[Mapping[str, Any]], axis: str, grid: np.ndarray) -> np.ndarray:
     """The geometric-mean score of ``records`` within each budget of ``grid`` (``nan``
     where a case has no placement yet, or no record has a trace to read).
 
@@ -46,8 +45,9 @@ def anytime_curve(records: Sequence[Mapping[str, Any]], axis: str,
         return np.exp(logs.mean(axis=0))
 
 
-def plot_anytime(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: str | Path,
-                 title: str) -> Path:  # fmt: skip
+def plot_anytime(
+    rows: Mapping[str, Sequence[Mapping[str, Any]]], path: str | Path, title: str
+) -> Path:
     """Draw the anytime curve of each row (``{placer: records}``) against simulator calls and
     against seconds, beside each other, with the best constructive placer's level (1.0);
     returns ``path`` (PNG)."""
@@ -59,22 +59,26 @@ def plot_anytime(rows: Mapping[str, Sequence[Mapping[str, Any]]], path: str | Pa
     figure, panels = plt.subplots(1, 2, figsize=(13, 6.5), sharey=True)
     labels = short_labels(list(rows))
     colors = plt.get_cmap("tab20").colors
-    styles = [{"color": colors[i % len(colors)], "linestyle": ("-", "--", ":")[i // len(colors)
-                                                                            % 3]}
-              for i in range(len(rows))]  # fmt: skip
+    styles = [
+        {"color": colors[i % len(colors)], "linestyle": ("-", "--", ":")[i // len(colors) % 3]}
+        for i in range(len(rows))
+    ]
     for panel, axis in zip(panels, AXES, strict=True):
-        points = [p[AXES[axis]] for recs in rows.values() for r in recs
-                  for p in r.get("trace") or []]  # fmt: skip
+        points = [
+            p[AXES[axis]] for recs in rows.values() for r in recs for p in r.get("trace") or []
+        ]
         top = max(points, default=1.0) * 1.05
         low = 1e-6 if axis == "seconds" else 1.0
         # every trace point is on the grid: a curve that starts late still shows its start
-        grid = np.unique(np.concatenate([[0.0], points, np.geomspace(low, max(top, low * 10),
-                                                                     GRID_POINTS)]))
+        grid = np.unique(
+            np.concatenate([[0.0], points, np.geomspace(low, max(top, low * 10), GRID_POINTS)])
+        )
         for (placer, records), style in zip(rows.items(), styles, strict=True):
             curve = anytime_curve(records, axis, grid)
             panel.plot(grid, curve, label=labels[placer], drawstyle="steps-post", **style)
-        panel.axhline(1.0, color="black", linestyle="--", linewidth=1,
-                      label="best constructive placer")  # fmt: skip
+        panel.axhline(
+            1.0, color="black", linestyle="--", linewidth=1, label="best constructive placer"
+        )
         panel.set_xscale("symlog", linthresh=1.0 if axis == "calls" else 1e-3)
         panel.set_xlim(left=0.0)
         panel.set_xlabel("simulator calls" if axis == "calls" else "seconds")
@@ -106,7 +110,6 @@ def short_labels(placers: Sequence[str]) -> dict[str, str]:
     labels = {}
     for spec, (name, options) in parsed.items():
         kin = [o for n, o in parsed.values() if n == name]
-        shown = [f"{k}={v}" for k, v in options.items()
-                 if any(other.get(k) != v for other in kin)]  # fmt: skip
+        shown = [f"{k}={v}" for k, v in options.items() if any(other.get(k) != v for other in kin)]
         labels[spec] = " ".join([name, *shown])
     return labels

@@ -47,11 +47,14 @@ class Case:
         if not self.family:
             object.__setattr__(self, "family", re.sub(r"(-s\d+)?(@.*)?$", "", self.name))
         if self.split not in SPLITS:
-            raise ConfigError(f"case {self.name!r}: split must be one of {', '.join(SPLITS)}, "
-                              f"got {self.split!r}")  # fmt: skip
+            raise ConfigError(
+                f"case {self.name!r}: split must be one of {', '.join(SPLITS)}, got {self.split!r}"
+            )
         if self.objective not in OBJECTIVES:
-            raise ConfigError(f"case {self.name!r}: objective must be one of "
-                              f"{', '.join(OBJECTIVES)}, got {self.objective!r}")  # fmt: skip
+            raise ConfigError(
+                f"case {self.name!r}: objective must be one of "
+                f"{', '.join(OBJECTIVES)}, got {self.objective!r}"
+            )
 
     @property
     def key(self) -> str:

@@ -36,13 +36,43 @@ from placerl.results import write_json
 
 #: Marks the JSON :func:`write_leaderboard` writes, so that a later reading skips it.
 KIND = "placebench-leaderboard"
-COLUMNS = ("suite", "tier", "split", "placer", "cases", "seeds", "score", "score_value",
-           "ci_low", "ci_high", "infeasible", "failed", "mean_gap", "simulator_calls",
-           "calls_per_case", "wall_s", "vs_reference", "reference", "ratio", "ratio_low",
-           "ratio_high")  # fmt: skip
+COLUMNS = (
+    "suite",
+    "tier",
+    "split",
+    "placer",
+    "cases",
+    "seeds",
+    "score",
+    "score_value",
+    "ci_low",
+    "ci_high",
+    "infeasible",
+    "failed",
+    "mean_gap",
+    "simulator_calls",
+    "calls_per_case",
+    "wall_s",
+    "vs_reference",
+    "reference",
+    "ratio",
+    "ratio_low",
+    "ratio_high",
+)
 #: The columns the markdown table shows.
-SHOWN = ("tier", "split", "placer", "cases", "score", "infeasible", "failed", "mean_gap",
-         "calls_per_case", "wall_s", "vs_reference")  # fmt: skip
+SHOWN = (
+    "tier",
+    "split",
+    "placer",
+    "cases",
+    "score",
+    "infeasible",
+    "failed",
+    "mean_gap",
+    "calls_per_case",
+    "wall_s",
+    "vs_reference",
+)
 
 
 def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, Any]]]:
@@ -75,8 +105,9 @@ def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, An
                 raise ConfigError(f"{path} is not a record (a JSON object)")
             missing = [name for name in RECORD_FIELDS if name not in record]
             if missing:
-                raise ConfigError(f"{path} is not a complete record: field {missing[0]!r} is "
-                                  "missing")  # fmt: skip
+                raise ConfigError(
+                    f"{path} is not a complete record: field {missing[0]!r} is missing"
+                )
             records.append((path, record))
     if not records:
         raise FileNotFoundError(f"no record JSON under {', '.join(map(str, folders))}")
@@ -98,35 +129,43 @@ def leaderboard(folders: Sequence[str | Path]) -> Any:
         group = groups.setdefault((record["tier"], record["split"], record["placer"]), {})
         first = next(iter(group.values()), None)
         if first and first[1]["suite"] != record["suite"]:
-            raise ConfigError(f"{first[0]} ({first[1]['suite']}) and {path} "
-                              f"({record['suite']}) are records of two suites for tier "
-                              f"{record['tier']!r} and placer {record['placer']!r}: results "
-                              "of two suites never pool")  # fmt: skip
+            raise ConfigError(
+                f"{first[0]} ({first[1]['suite']}) and {path} "
+                f"({record['suite']}) are records of two suites for tier "
+                f"{record['tier']!r} and placer {record['placer']!r}: results "
+                "of two suites never pool"
+            )
         _check_budget(group, path, record)
         key = (record["case"], record.get("seed"))
         twin = group.get(key)
         if twin and _scored(twin[1]) != _scored(record):
-            raise ConfigError(f"{twin[0]} and {path} are two different records of case "
-                              f"{record['case']!r} by {record['placer']!r} (seed "
-                              f"{record.get('seed')}): keep one")  # fmt: skip
+            raise ConfigError(
+                f"{twin[0]} and {path} are two different records of case "
+                f"{record['case']!r} by {record['placer']!r} (seed "
+                f"{record.get('seed')}): keep one"
+            )
         group.setdefault(key, (path, record))  # a copy of a record counts once
     pooled = {name: [record for _, record in group.values()] for name, group in groups.items()}
     rows = [{**_row(records), **_versus(records, pooled)} for records in pooled.values()]
     return pd.DataFrame(rows, columns=list(COLUMNS)).sort_values(
-        ["suite", "tier", "split", "placer"], ignore_index=True)  # fmt: skip
+        ["suite", "tier", "split", "placer"], ignore_index=True
+    )
 
 
-def _check_budget(group: dict[Any, tuple[Path, dict[str, Any]]], path: Path,
-                  record: dict[str, Any]) -> None:  # fmt: skip
+def _check_budget(
+    group: dict[Any, tuple[Path, dict[str, Any]]], path: Path, record: dict[str, Any]
+) -> None:
     """Refuse pooling a recipe's record with one of another training budget (a recipe whose
     defaults changed between two runs keeps its name)."""
     budget = (record.get("training") or {}).get("budget")
     for other_path, other in group.values():
         theirs = (other.get("training") or {}).get("budget")
         if theirs != budget:
-            raise ConfigError(f"{other_path} and {path} are records of {record['placer']!r} "
-                              f"with different budgets (training.budget {theirs} and "
-                              f"{budget}): they never pool")  # fmt: skip
+            raise ConfigError(
+                f"{other_path} and {path} are records of {record['placer']!r} "
+                f"with different budgets (training.budget {theirs} and "
+                f"{budget}): they never pool"
+            )
         return
 
 
@@ -138,9 +177,14 @@ def _scored(record: dict[str, Any]) -> tuple[Any, ...]:
 def _row(records: list[dict[str, Any]]) -> dict[str, Any]:
     first = records[0]
     scored = [r for r in records if not r.get("error")]
-    row = {"suite": first["suite"], "tier": first["tier"], "split": first["split"],
-           "placer": first["placer"],
-           "cases": len(records), "failed": len(records) - len(scored)}  # fmt: skip
+    row = {
+        "suite": first["suite"],
+        "tier": first["tier"],
+        "split": first["split"],
+        "placer": first["placer"],
+        "cases": len(records),
+        "failed": len(records) - len(scored),
+    }
     if scored:
         mean = geometric_mean_score([_case_score(r) for r in scored])
         label, value, low, high = mean.label(), mean.value, mean.ci_low, mean.ci_high
@@ -149,11 +193,20 @@ def _row(records: list[dict[str, Any]]) -> dict[str, Any]:
         label, value, low, high, infeasible = "all failed", None, None, None, 0
     gaps = [r["gap"] for r in scored if r["gap"] is not None]
     calls, wall = _budget(records)
-    row.update({"seeds": len({r.get("seed") for r in records}), "score": label,
-                "score_value": value, "ci_low": low, "ci_high": high,
-                "infeasible": infeasible, "mean_gap": sum(gaps) / len(gaps) if gaps else None,
-                "simulator_calls": calls, "calls_per_case": calls / len(records),
-                "wall_s": wall})  # fmt: skip
+    row.update(
+        {
+            "seeds": len({r.get("seed") for r in records}),
+            "score": label,
+            "score_value": value,
+            "ci_low": low,
+            "ci_high": high,
+            "infeasible": infeasible,
+            "mean_gap": sum(gaps) / len(gaps) if gaps else None,
+            "simulator_calls": calls,
+            "calls_per_case": calls / len(records),
+            "wall_s": wall,
+        }
+    )
     return row
 
 
@@ -162,8 +215,10 @@ def _budget(records: list[dict[str, Any]]) -> tuple[int, float]:
     trainings = {r["training"]["id"]: r["training"] for r in records if r.get("training")}
     calls = sum(int(r["simulator_calls"]) for r in records)
     wall = sum(float(r["wall_s"]) for r in records)
-    return (calls + sum(int(t["simulator_calls"]) for t in trainings.values()),
-            wall + sum(float(t["wall_s"]) for t in trainings.values()))
+    return (
+        calls + sum(int(t["simulator_calls"]) for t in trainings.values()),
+        wall + sum(float(t["wall_s"]) for t in trainings.values()),
+    )
 
 
 Pooled = dict[tuple[str, str, str], list[dict[str, Any]]]
@@ -177,27 +232,37 @@ def _versus(records: list[dict[str, Any]], pooled: Pooled) -> dict[str, Any]:
     first = records[0]
     budget = _budget(records)[0] / len(records)
     cases = {r["case"] for r in records}
-    candidates = [(name, rows) for name, rows in pooled.items()
-                  if name[:2] == (first["tier"], first["split"]) and rows is not records
-                  and not any(r.get("training") for r in rows)
-                  and cases <= {r["case"] for r in rows}  # a mean over the same cases
-                  and _budget(rows)[0] / len(rows) <= budget]  # fmt: skip
+    candidates = [
+        (name, rows)
+        for name, rows in pooled.items()
+        if name[:2] == (first["tier"], first["split"])
+        and rows is not records
+        and not any(r.get("training") for r in rows)
+        and cases <= {r["case"] for r in rows}  # a mean over the same cases
+        and _budget(rows)[0] / len(rows) <= budget
+    ]
     means = [(_mean(rows), name[2], rows) for name, rows in candidates]
     scored = [item for item in means if item[0]]
     if not scored:
         return {"vs_reference": "", "reference": None}
     _, reference, rows = max(scored, key=lambda item: item[0])
     theirs = {r["case"]: r["runtime"] for r in rows if r["feasible"] and not r.get("error")}
-    pairs = [(r["runtime"], theirs[r["case"]]) for r in records
-             if r["feasible"] and not r.get("error") and r["case"] in theirs]  # fmt: skip
+    pairs = [
+        (r["runtime"], theirs[r["case"]])
+        for r in records
+        if r["feasible"] and not r.get("error") and r["case"] in theirs
+    ]
     if not pairs:
         return {"vs_reference": "", "reference": reference}
     comparison = compare_pairs(*map(list, zip(*pairs, strict=True)))
-    interval = ("" if comparison.ci_note else
-                f" [{comparison.ci_low:.3f}, {comparison.ci_high:.3f}]")  # fmt: skip
-    return {"vs_reference": f"{comparison.ratio:.3f}x{interval} vs {reference}",
-            "reference": reference, "ratio": comparison.ratio,
-            "ratio_low": comparison.ci_low, "ratio_high": comparison.ci_high}  # fmt: skip
+    interval = "" if comparison.ci_note else f" [{comparison.ci_low:.3f}, {comparison.ci_high:.3f}]"
+    return {
+        "vs_reference": f"{comparison.ratio:.3f}x{interval} vs {reference}",
+        "reference": reference,
+        "ratio": comparison.ratio,
+        "ratio_low": comparison.ci_low,
+        "ratio_high": comparison.ci_high,
+    }
 
 
 def _mean(records: list[dict[str, Any]]) -> float | None:
@@ -220,9 +285,11 @@ def provenance_line(records: Sequence[dict[str, Any]]) -> str:
 
     provenances = [r.get("provenance") or {} for r in records]
     dates = (str(p.get("date", ""))[:10] for p in provenances)
-    return (f"Suite {distinct(r['suite'] for r in records)}; "
-            f"commit(s) {distinct(p.get('git_revision') for p in provenances)}; "
-            f"date(s) {distinct(dates)}")  # fmt: skip
+    return (
+        f"Suite {distinct(r['suite'] for r in records)}; "
+        f"commit(s) {distinct(p.get('git_revision') for p in provenances)}; "
+        f"date(s) {distinct(dates)}"
+    )
 
 
 def table_markdown(table: Any) -> str:
@@ -245,8 +312,10 @@ def write_leaderboard(folders: Sequence[str | Path], out: str | Path) -> Path:
     line = provenance_line(records)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    plots = "".join(f"\n![anytime curves, {name}]({path.name})\n"
-                    for name, path in write_anytime_plots(records, out).items())  # fmt: skip
+    plots = "".join(
+        f"\n![anytime curves, {name}]({path.name})\n"
+        for name, path in write_anytime_plots(records, out).items()
+    )
     text = f"# PlaceBench leaderboard\n\n{line}\n\n{table_markdown(table)}\n{plots}"
     out.write_text(text)
     rows = json.loads(table.to_json(orient="records"))
@@ -264,16 +333,21 @@ def write_anytime_plots(records: Sequence[dict[str, Any]], out: Path) -> dict[st
         if record.get("trace"):
             rows = groups.setdefault((record["tier"], record["split"]), {})
             rows.setdefault(record["placer"], []).append(record)
-    return {f"{tier} {split}": plot_anytime(
-        rows, out.with_name(f"{out.stem}-anytime-{tier}-{split}.png"),
-        f"{records[0]['suite']} {tier} ({split}): best score within a budget")
-        for (tier, split), rows in sorted(groups.items())}  # fmt: skip
+    return {
+        f"{tier} {split}": plot_anytime(
+            rows,
+            out.with_name(f"{out.stem}-anytime-{tier}-{split}.png"),
+            f"{records[0]['suite']} {tier} ({split}): best score within a budget",
+        )
+        for (tier, split), rows in sorted(groups.items())
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``placerl-leaderboard DIR... [--out FILE]``."""
-    parser = argparse.ArgumentParser(prog="placerl-leaderboard",
-                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="placerl-leaderboard", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("folders", nargs="+", help="folders holding PlaceBench record JSON")
     parser.add_argument(
         "--out", default=None, help="also write the table there as markdown (and JSON beside it)"

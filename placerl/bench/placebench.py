@@ -34,11 +34,18 @@ _NVLINK4 = "gpu8_nvlink?n_devices=4"
 _PLACETO4 = "placeto?n_devices=4"
 
 
-def _split(seed: int, train: range | tuple[int, ...], validation: range | tuple[int, ...],
-           test: range | tuple[int, ...]) -> str:  # fmt: skip
+def _split(
+    seed: int,
+    train: range | tuple[int, ...],
+    validation: range | tuple[int, ...],
+    test: range | tuple[int, ...],
+) -> str:
     """The split ``seed`` is in (the seeds the callers pass are in exactly one)."""
-    return next(split for split, seeds in (("train", train), ("validation", validation),
-                                           ("test", test)) if seed in seeds)  # fmt: skip
+    return next(
+        split
+        for split, seeds in (("train", train), ("validation", validation), ("test", test))
+        if seed in seeds
+    )
 
 
 #: The tiny tier's families: ``(name, graph spec without n and seed, sizes)``. Parallel
@@ -58,9 +65,16 @@ def tiny() -> list[Case]:
         for n in sizes:
             for seed in range(10):
                 split = _split(seed, range(6), (6, 7), (8, 9))
-                cases.append(Case(f"tiny/{family}-n{n}-s{seed}", "tiny", split,
-                                  f"{spec}n={n}&seed={seed}", "homogeneous?n_devices=3",
-                                  "pipeline"))  # fmt: skip
+                cases.append(
+                    Case(
+                        f"tiny/{family}-n{n}-s{seed}",
+                        "tiny",
+                        split,
+                        f"{spec}n={n}&seed={seed}",
+                        "homogeneous?n_devices=3",
+                        "pipeline",
+                    )
+                )
     return cases
 
 
@@ -69,8 +83,11 @@ CELL_TEST_SEEDS = {"cifar10": (1, 24, 25, 26), "ptb": (1, 24, 25, 26), "nmt": (1
 #: The validation seeds of the cell families. nmt draws only its shapes from the seed, so many
 #: seeds are one graph (24 and 25 are 12's; 10 is 5's, a training seed): its validation seeds
 #: are chosen by content, each a graph no training or test seed gives.
-CELL_VALIDATION_SEEDS = {"cifar10": (10, 11, 12, 13), "ptb": (10, 11, 12, 13),
-                         "nmt": (11, 14, 18, 29)}  # fmt: skip
+CELL_VALIDATION_SEEDS = {
+    "cifar10": (10, 11, 12, 13),
+    "ptb": (10, 11, 12, 13),
+    "nmt": (11, 14, 18, 29),
+}
 
 
 def families() -> list[Case]:
@@ -78,52 +95,98 @@ def families() -> list[Case]:
     cases = []
     for seed in (*range(24), *range(100, 116), *range(24, 32)):
         split = _split(seed, range(24), range(100, 116), range(24, 32))
-        cases.append(Case(f"families/layered-n80-s{seed}", "families", split,
-                          f"synthetic:layered?n=80&seed={seed}", _PLACETO4))  # fmt: skip
+        cases.append(
+            Case(
+                f"families/layered-n80-s{seed}",
+                "families",
+                split,
+                f"synthetic:layered?n=80&seed={seed}",
+                _PLACETO4,
+            )
+        )
     for family, test in CELL_TEST_SEEDS.items():
         validation = CELL_VALIDATION_SEEDS[family]
         for seed in (*range(2, 10), *validation, *test):
             split = _split(seed, range(2, 10), validation, test)
-            cases.append(Case(f"families/{family}-s{seed}", "families", split,
-                              f"synthetic:{family}?seed={seed}", _NVLINK4))  # fmt: skip
+            cases.append(
+                Case(
+                    f"families/{family}-s{seed}",
+                    "families",
+                    split,
+                    f"synthetic:{family}?seed={seed}",
+                    _NVLINK4,
+                )
+            )
     return cases
 
 
 #: ``(model, variant)`` of the zoo cases.
-ZOO_MODELS = (("inception_v3", "inception_v3"), ("resnet50", "resnet50"), ("gnmt", "gnmt"),
-              ("nasnet", "mobile"), ("transformer", "bert_base"),
-              ("transformer", "gpt2_small"))  # fmt: skip
+ZOO_MODELS = (
+    ("inception_v3", "inception_v3"),
+    ("resnet50", "resnet50"),
+    ("gnmt", "gnmt"),
+    ("nasnet", "mobile"),
+    ("transformer", "bert_base"),
+    ("transformer", "gpt2_small"),
+)
 #: The coarsening levels of the zoo cases (``max_nodes``).
 ZOO_SIZES = (100, 300)
 #: The msr-fiddle workloads and their split.
-MSR_SPLITS = {"bert24_inference": "train", "bert24_training": "train",
-              "bert_l-3_training": "validation", "bert_l-3_inference": "test",
-              "gnmt_inference": "test", "resnet50_inference": "test",
-              "resnet50_training": "test"}  # fmt: skip
+MSR_SPLITS = {
+    "bert24_inference": "train",
+    "bert24_training": "train",
+    "bert_l-3_training": "validation",
+    "bert_l-3_inference": "test",
+    "gnmt_inference": "test",
+    "resnet50_inference": "test",
+    "resnet50_training": "test",
+}
 
 
 def models() -> list[Case]:
     """Real models: the zoo, coarsened, and the msr-fiddle workloads under ``pipeline``."""
-    cases = [Case(f"models/{variant}-n{size}", "models", "test",
-                  f"zoo:{model}?variant={variant}&max_nodes={size}", _NVLINK4,
-                  family="models/zoo")
-             for model, variant in ZOO_MODELS for size in ZOO_SIZES]  # fmt: skip
-    cases += [Case(f"models/msr-{name}", "models", split, f"msr:{name}", f"msr:{name}",
-                   "pipeline") for name, split in MSR_SPLITS.items()]  # fmt: skip
+    cases = [
+        Case(
+            f"models/{variant}-n{size}",
+            "models",
+            "test",
+            f"zoo:{model}?variant={variant}&max_nodes={size}",
+            _NVLINK4,
+            family="models/zoo",
+        )
+        for model, variant in ZOO_MODELS
+        for size in ZOO_SIZES
+    ]
+    cases += [
+        Case(f"models/msr-{name}", "models", split, f"msr:{name}", f"msr:{name}", "pipeline")
+        for name, split in MSR_SPLITS.items()
+    ]
     return cases
 
 
 #: The clusters of the ``devices`` tier, by a short name: none is a training case's.
-DEVICE_CLUSTERS = {"placeto-d2": "placeto?n_devices=2", "placeto-d8": "placeto?n_devices=8",
-                   "pcie-d4": "gpu4_pcie?n_devices=4", "nvlink-d8": "gpu8_nvlink?n_devices=8",
-                   "cpu-gpu2": "cpu_gpu?n_gpus=2"}  # fmt: skip
+DEVICE_CLUSTERS = {
+    "placeto-d2": "placeto?n_devices=2",
+    "placeto-d8": "placeto?n_devices=8",
+    "pcie-d4": "gpu4_pcie?n_devices=4",
+    "nvlink-d8": "gpu8_nvlink?n_devices=8",
+    "cpu-gpu2": "cpu_gpu?n_gpus=2",
+}
 
 
 def devices() -> list[Case]:
     """Test graphs of the layered family on device counts and topologies training never saw."""
-    return [Case(f"devices/layered-n80-s{seed}@{short}", "devices", "test",
-                 f"synthetic:layered?n=80&seed={seed}", cluster)
-            for short, cluster in DEVICE_CLUSTERS.items() for seed in range(24, 28)]  # fmt: skip
+    return [
+        Case(
+            f"devices/layered-n80-s{seed}@{short}",
+            "devices",
+            "test",
+            f"synthetic:layered?n=80&seed={seed}",
+            cluster,
+        )
+        for short, cluster in DEVICE_CLUSTERS.items()
+        for seed in range(24, 28)
+    ]
 
 
 #: The ``scale`` tier: graph size -> A100-40GB GPUs on NVSwitch. The layered family's weights
@@ -134,9 +197,16 @@ SCALE_CLUSTERS = {10_000: 8, 50_000: 16, 100_000: 32}
 
 def scale() -> list[Case]:
     """Graphs of the sizes the scalable placers report, to time placing them."""
-    return [Case(f"scale/layered-n{n}-s0", "scale", "test", f"synthetic:layered?n={n}&seed=0",
-                 f"gpu8_nvlink?n_devices={gpus}")
-            for n, gpus in SCALE_CLUSTERS.items()]  # fmt: skip
+    return [
+        Case(
+            f"scale/layered-n{n}-s0",
+            "scale",
+            "test",
+            f"synthetic:layered?n={n}&seed=0",
+            f"gpu8_nvlink?n_devices={gpus}",
+        )
+        for n, gpus in SCALE_CLUSTERS.items()
+    ]
 
 
 #: Where a recipe learns to place the families without training cases of their own: the zoo
@@ -168,8 +238,10 @@ CLASSIC_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("min_cut", ()),
     ("best_of", ()),
     ("local_search?init=best_of", ()),
-    *((f"local_search?init=best_of&restarts=1000000&max_evaluations={n}&time_limit=600", ())
-      for n in SEARCH_BUDGETS),
+    *(
+        (f"local_search?init=best_of&restarts=1000000&max_evaluations={n}&time_limit=600", ())
+        for n in SEARCH_BUDGETS
+    ),
     ("tarnawski_dp?time_limit=60", ()),
     ("milp", ("tiny",)),
     ("milp?contiguous=false", ("tiny",)),
@@ -178,8 +250,7 @@ CLASSIC_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def placebench_v1() -> Suite:
     """The benchmark's first version."""
-    return Suite(NAME, VERSION, (*tiny(), *families(), *models(), *devices(), *scale()),
-                 TRAINED_ON)  # fmt: skip
+    return Suite(NAME, VERSION, (*tiny(), *families(), *models(), *devices(), *scale()), TRAINED_ON)
 
 
 SUITES.register(f"{NAME}-v{VERSION}", placebench_v1)

@@ -51,9 +51,27 @@ from placerl.sim import CostModel
 from placerl.sim.incremental import PipelineState
 
 #: The fields every record holds (:mod:`placerl.bench.leaderboard` refuses one without them).
-RECORD_FIELDS = ("suite", "case", "tier", "split", "graph", "cluster", "objective", "placer",
-                 "runtime", "score", "gap", "optimum_gap", "feasible", "why", "reference",
-                 "lower_bound", "simulator_calls", "wall_s", "provenance")  # fmt: skip
+RECORD_FIELDS = (
+    "suite",
+    "case",
+    "tier",
+    "split",
+    "graph",
+    "cluster",
+    "objective",
+    "placer",
+    "runtime",
+    "score",
+    "gap",
+    "optimum_gap",
+    "feasible",
+    "why",
+    "reference",
+    "lower_bound",
+    "simulator_calls",
+    "wall_s",
+    "provenance",
+)
 #: Fields a record of an earlier run of this suite version may lack (read as ``None``).
 OPTIONAL_FIELDS = ("trace", "seed", "training")
 #: The folder beside the records where a recipe trains (its files are no records).
@@ -138,10 +156,16 @@ def count_evaluations() -> Iterator[EvaluationCounter]:
         PipelineState.try_move = try_move  # type: ignore[method-assign]
 
 
-def run_case(case: Case, placer: str, out_dir: str | Path | None = None, *,
-             suite: str = "placebench-v1", label: str | None = None,
-             training: dict[str, Any] | None = None,
-             options: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def run_case(
+    case: Case,
+    placer: str,
+    out_dir: str | Path | None = None,
+    *,
+    suite: str = "placebench-v1",
+    label: str | None = None,
+    training: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Place ``case`` with ``placer``, score it and return its record (see the module).
 
     Args:
@@ -169,10 +193,17 @@ def run_case(case: Case, placer: str, out_dir: str | Path | None = None, *,
     """
     name, options = parse_placer(placer, options)
     record: dict[str, Any] = {
-        "suite": suite, "case": case.name, "tier": case.tier, "split": case.split,
-        "graph": case.graph, "cluster": case.cluster, "objective": case.objective,
-        "placer": label or placer, "seed": (training or {}).get("seed"), "training": training,
-    }  # fmt: skip
+        "suite": suite,
+        "case": case.name,
+        "tier": case.tier,
+        "split": case.split,
+        "graph": case.graph,
+        "cluster": case.cluster,
+        "objective": case.objective,
+        "placer": label or placer,
+        "seed": (training or {}).get("seed"),
+        "training": training,
+    }
     try:
         graph = load_graph(case.graph)
         start = time.perf_counter()
@@ -184,19 +215,42 @@ def run_case(case: Case, placer: str, out_dir: str | Path | None = None, *,
         record.update(_failed(f"{type(error).__name__}: {error}"))
     else:
         calls = counted.calls - 1  # solve's check of the placement it returns is not the placer's
-        record.update({key: score[key] for key in ("runtime", "score", "gap", "optimum_gap",
-                                                   "feasible", "why", "reference",
-                                                   "lower_bound")})  # fmt: skip
-        record.update({"simulator_calls": calls, "wall_s": wall, "error": None,
-                       "trace": _trace(counted, calls, wall, score, training)})  # fmt: skip
+        record.update(
+            {
+                key: score[key]
+                for key in (
+                    "runtime",
+                    "score",
+                    "gap",
+                    "optimum_gap",
+                    "feasible",
+                    "why",
+                    "reference",
+                    "lower_bound",
+                )
+            }
+        )
+        record.update(
+            {
+                "simulator_calls": calls,
+                "wall_s": wall,
+                "error": None,
+                "trace": _trace(counted, calls, wall, score, training),
+            }
+        )
     record["provenance"] = provenance()
     if out_dir is not None:
         write_json(record_path(out_dir, case, record["seed"]), record)
     return record
 
 
-def _trace(counted: EvaluationCounter, calls: int, wall: float, score: dict[str, Any],
-           training: dict[str, Any] | None) -> list[list[float]]:  # fmt: skip
+def _trace(
+    counted: EvaluationCounter,
+    calls: int,
+    wall: float,
+    score: dict[str, Any],
+    training: dict[str, Any] | None,
+) -> list[list[float]]:
     """The anytime trace up to the placer's last call, ending at the placement scored, with
     the training's calls and seconds before the first point."""
     trace = [point for point in counted.trace if point[0] <= calls]
@@ -209,9 +263,20 @@ def _trace(counted: EvaluationCounter, calls: int, wall: float, score: dict[str,
 
 
 def _failed(error: str) -> dict[str, Any]:
-    return {"runtime": None, "score": None, "gap": None, "optimum_gap": None, "feasible": False,
-            "why": "failed", "reference": None, "lower_bound": None, "simulator_calls": 0,
-            "wall_s": 0.0, "trace": [], "error": error}  # fmt: skip
+    return {
+        "runtime": None,
+        "score": None,
+        "gap": None,
+        "optimum_gap": None,
+        "feasible": False,
+        "why": "failed",
+        "reference": None,
+        "lower_bound": None,
+        "simulator_calls": 0,
+        "wall_s": 0.0,
+        "trace": [],
+        "error": error,
+    }
 
 
 def select_cases(
@@ -226,14 +291,24 @@ def select_cases(
     suite = load_suite(suite) if isinstance(suite, str) else suite
     cases = suite.select(tier, split, family)
     if not cases:
-        raise ConfigError(f"suite {suite.id} has no case of tier {tier!r} in split {split!r}; "
-                          f"tiers: {', '.join(suite.tiers)}")  # fmt: skip
+        raise ConfigError(
+            f"suite {suite.id} has no case of tier {tier!r} in split {split!r}; "
+            f"tiers: {', '.join(suite.tiers)}"
+        )
     return suite, cases
 
 
-def run_cases(suite: str | Suite, tier: str | None, split: str | None, placer: str,
-              out_dir: str | Path, *, force: bool = False, progress: bool = True,
-              family: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def run_cases(
+    suite: str | Suite,
+    tier: str | None,
+    split: str | None,
+    placer: str,
+    out_dir: str | Path,
+    *,
+    force: bool = False,
+    progress: bool = True,
+    family: str | None = None,
+) -> list[dict[str, Any]]:
     """Run ``placer`` on every case of ``tier``, ``split`` and ``family`` (``None``: all),
     writing one record per case into ``out_dir``; returns the records, in the suite's order.
 
@@ -253,9 +328,11 @@ def run_cases(suite: str | Suite, tier: str | None, split: str | None, placer: s
         path = record_path(out_dir, case)
         done = None if force else _finished(path)
         if done and (done.get("placer"), done.get("suite")) != (placer, suite.id):
-            raise ConfigError(f"{path} is a record of placer {done.get('placer')!r} on "
-                              f"{done.get('suite')!r}, not of {placer!r} on {suite.id}: give "
-                              "each placer its own folder (or force=true)")  # fmt: skip
+            raise ConfigError(
+                f"{path} is a record of placer {done.get('placer')!r} on "
+                f"{done.get('suite')!r}, not of {placer!r} on {suite.id}: give "
+                "each placer its own folder (or force=true)"
+            )
         records.append(done or run_case(case, placer, out_dir, suite=suite.id))
     return records
 

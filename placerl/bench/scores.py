@@ -273,8 +273,10 @@ def geometric_mean_score(scores: Sequence[CaseScore]) -> MeanScore:
         raise ConfigError("geometric_mean_score needs at least one case score, got none")
     for item in scores:
         if not isinstance(item, CaseScore):
-            raise ConfigError(f"geometric_mean_score takes CaseScore values (from "
-                              f"score_placement), got {type(item).__name__}")  # fmt: skip
+            raise ConfigError(
+                f"geometric_mean_score takes CaseScore values (from "
+                f"score_placement), got {type(item).__name__}"
+            )
     values = np.array([s.score for s in scores if s.score is not None], dtype=float)
     infeasible = len(scores) - len(values)
     if not len(values):

@@ -52,8 +52,9 @@ class Suite:
         """The tiers, in the order of their first case."""
         return tuple(dict.fromkeys(case.tier for case in self.cases))
 
-    def select(self, tier: str | None = None, split: str | None = None,
-               family: str | None = None) -> list[Case]:  # fmt: skip
+    def select(
+        self, tier: str | None = None, split: str | None = None, family: str | None = None
+    ) -> list[Case]:
         """The cases of ``tier`` (``None``: every tier) in ``split`` (``None``: every split)
         of ``family`` (``None``: every family).
 
@@ -61,8 +62,9 @@ class Suite:
             ConfigError: An unknown tier, split or family, listing the known ones.
         """
         if tier is not None and tier not in self.tiers:
-            raise ConfigError(f"suite {self.id} has no tier {tier!r}; known: "
-                              f"{', '.join(self.tiers)}")  # fmt: skip
+            raise ConfigError(
+                f"suite {self.id} has no tier {tier!r}; known: {', '.join(self.tiers)}"
+            )
         if split is not None and split not in SPLITS:
             raise ConfigError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
         cases = [c for c in self.cases if tier in (None, c.tier) and split in (None, c.split)]
@@ -70,8 +72,10 @@ class Suite:
             return cases
         known = list(dict.fromkeys(c.family for c in cases))
         if family not in known:
-            raise ConfigError(f"suite {self.id} has no family {family!r} in tier {tier!r}; "
-                              f"known: {', '.join(known)}")  # fmt: skip
+            raise ConfigError(
+                f"suite {self.id} has no family {family!r} in tier {tier!r}; "
+                f"known: {', '.join(known)}"
+            )
         return [c for c in cases if c.family == family]
 
     def training_cases(self, family: str) -> tuple[list[Case], list[Case]]:
@@ -79,8 +83,10 @@ class Suite:
         the family's own, or those of the families it is :attr:`trained_on`."""
         sources = self.trained_on.get(family, (family,))
         learn = [c for c in self.cases if c.family in sources]
-        return ([c for c in learn if c.split == "train"],
-                [c for c in learn if c.split == "validation"])  # fmt: skip
+        return (
+            [c for c in learn if c.split == "train"],
+            [c for c in learn if c.split == "validation"],
+        )
 
     def case(self, name: str) -> Case:
         """The case named ``name``.
@@ -93,9 +99,14 @@ class Suite:
                 return case
         tier = name.partition("/")[0]
         near = [c.name for c in self.cases if c.tier == tier][:5]
-        raise ConfigError(f"suite {self.id} has no case {name!r}"
-                          + (f"; cases of tier {tier!r} include: {', '.join(near)}"
-                             if near else f"; tiers: {', '.join(self.tiers)}"))  # fmt: skip
+        raise ConfigError(
+            f"suite {self.id} has no case {name!r}"
+            + (
+                f"; cases of tier {tier!r} include: {', '.join(near)}"
+                if near
+                else f"; tiers: {', '.join(self.tiers)}"
+            )
+        )
 
 
 #: Suites by id (``placebench-v1``); each entry builds its suite.
@@ -109,13 +120,16 @@ def load_suite(spec: str) -> Suite:
         ConfigError: A malformed id, or an unknown suite or version, listing the known ones.
     """
     if not isinstance(spec, str) or not re.fullmatch(r"[a-z][a-z0-9_]*-v\d+", spec):
-        raise ConfigError(f"a suite is named <name>-v<version> (placebench-v1), got {spec!r}; "
-                          f"known: {', '.join(SUITES)}")  # fmt: skip
+        raise ConfigError(
+            f"a suite is named <name>-v<version> (placebench-v1), got {spec!r}; "
+            f"known: {', '.join(SUITES)}"
+        )
     return SUITES[spec]()
 
 
-def folder_suite(folder: str | Path, cluster: str, objective: str = "step_time",
-                 split: str = "test") -> Suite:  # fmt: skip
+def folder_suite(
+    folder: str | Path, cluster: str, objective: str = "step_time", split: str = "test"
+) -> Suite:
     """A researcher's own dataset: every ``.json`` file (placerl graph JSON or an msr-fiddle
     workload) in ``folder``, each a case in ``split`` on ``cluster`` under ``objective``. A
     file that is not a graph fails when it is scored, naming the file; the others score.
@@ -130,6 +144,7 @@ def folder_suite(folder: str | Path, cluster: str, objective: str = "step_time",
     if not files:
         raise ConfigError(f"dataset folder {str(root)!r} holds no .json graph file")
     tier = root.name or "dataset"
-    cases = tuple(Case(f"{tier}/{path.stem}", tier, split, str(path), cluster, objective)
-                  for path in files)  # fmt: skip
+    cases = tuple(
+        Case(f"{tier}/{path.stem}", tier, split, str(path), cluster, objective) for path in files
+    )
     return Suite(tier, 1, cases)

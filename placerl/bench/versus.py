@@ -65,19 +65,32 @@ def versus_rows(
     rows = []
     for regime, records in searches.items():
         theirs = {r["case"]: float(r["runtime"]) for r in records if _placed(r)}
-        pairs = [(float(r["runtime"]), theirs[r["case"]]) for r in learned
-                 if _placed(r) and r["case"] in theirs]  # fmt: skip
+        pairs = [
+            (float(r["runtime"]), theirs[r["case"]])
+            for r in learned
+            if _placed(r) and r["case"] in theirs
+        ]
         result = compare_pairs(*zip(*pairs, strict=True)) if pairs else compare_pairs([], [])
         spent = budget_per_case(records) if records else {"calls": math.nan, "seconds": math.nan}
-        rows.append({"placer": learned[0]["placer"], "tier": learned[0]["tier"],
-                     "regime": f"equal {regime}", "search": records[0]["placer"] if records else "",
-                     "pairs": result.pairs, "ratio": result.ratio, "ci_low": result.ci_low,
-                     "ci_high": result.ci_high, "wins": result.wins, "losses": result.losses,
-                     "calls_per_case": mine["calls"], "search_calls_per_case": spent["calls"],
-                     "seconds_per_case": mine["seconds"],
-                     "search_seconds_per_case": spent["seconds"],
-                     "verdict": result.verdict(learned[0]["placer"],
-                                               "iterated local search")})  # fmt: skip
+        rows.append(
+            {
+                "placer": learned[0]["placer"],
+                "tier": learned[0]["tier"],
+                "regime": f"equal {regime}",
+                "search": records[0]["placer"] if records else "",
+                "pairs": result.pairs,
+                "ratio": result.ratio,
+                "ci_low": result.ci_low,
+                "ci_high": result.ci_high,
+                "wins": result.wins,
+                "losses": result.losses,
+                "calls_per_case": mine["calls"],
+                "search_calls_per_case": spent["calls"],
+                "seconds_per_case": mine["seconds"],
+                "search_seconds_per_case": spent["seconds"],
+                "verdict": result.verdict(learned[0]["placer"], "iterated local search"),
+            }
+        )
     return rows
 
 

@@ -193,13 +193,17 @@ class PlacementEnvBase(InvalidActions, gym.Env):
         """Graph ``index``'s case (its order, reference, simulator), built once."""
         if index not in self._cases:
             self._cases[index] = GraphCase.build(
-                self.graphs[index], self.cluster, self.objective, self.order, self.order_seed,
-                self.references[index], self.fold,
-            )  # fmt: skip
+                self.graphs[index],
+                self.cluster,
+                self.objective,
+                self.order,
+                self.order_seed,
+                self.references[index],
+                self.fold,
+            )
         return self._cases[index]
 
-    def _start_unit_episode(self, seed: int | None,
-                            options: Mapping[str, Any] | None) -> GraphCase:  # fmt: skip
+    def _start_unit_episode(self, seed: int | None, options: Mapping[str, Any] | None) -> GraphCase:
         """Start an episode whose actions decide every unit at once (the one-shot and
         hierarchical envs): nothing placed, no current node, ``self.rows`` the units' rows."""
         case = self._start_episode(seed, options)
@@ -211,8 +215,9 @@ class PlacementEnvBase(InvalidActions, gym.Env):
         self._devices = np.zeros((self.num_devices, NUM_DEVICE_FEATURES), dtype=np.float32)
         return case
 
-    def _start_episode(self, seed: int | None, options: Mapping[str, Any] | None,
-                       allowed: tuple[str, ...] = ()) -> GraphCase:  # fmt: skip
+    def _start_episode(
+        self, seed: int | None, options: Mapping[str, Any] | None, allowed: tuple[str, ...] = ()
+    ) -> GraphCase:
         """Seed, pick the episode's graph, clear the episode state; returns the graph's case.
 
         Everything random in an episode is drawn from ``self.np_random`` after this reseeding,
@@ -248,9 +253,9 @@ class PlacementEnvBase(InvalidActions, gym.Env):
         if self.observation == "flat":
             self._edges = (self._edges / max(self.max_nodes - 1, 1)).astype(np.float32)
         self._resident = np.zeros(self.num_devices)
-        self._device_state = DeviceFeatureState(case.device_tables, self.cluster.memory,
-                                                 self.constructs,
-                                                 self._feature_set.devices)  # fmt: skip
+        self._device_state = DeviceFeatureState(
+            case.device_tables, self.cluster.memory, self.constructs, self._feature_set.devices
+        )
         self._running = True
         return case
 
@@ -283,8 +288,10 @@ class PlacementEnvBase(InvalidActions, gym.Env):
         node = self._node_name(v)
         allowed = np.flatnonzero(mask[: self.num_devices]).tolist()
         if device >= self.num_devices:  # the dual env's place step: a row index
-            return (f"{node}: action {device} is not a device (the cluster has devices "
-                    f"0..{self.num_devices - 1}); allowed: {allowed}")  # fmt: skip
+            return (
+                f"{node}: action {device} is not a device (the cluster has devices "
+                f"0..{self.num_devices - 1}); allowed: {allowed}"
+            )
         members = case.members[v]
         label = f"device {device} ({self.cluster.devices[device].name})"
         runs = np.isfinite(case.model.durations[members, device])
@@ -293,8 +300,10 @@ class PlacementEnvBase(InvalidActions, gym.Env):
             what = "it" if u == v else f"{self._node_name(u)} of its group"
             return f"{node}: {label} cannot run {what}; allowed: {allowed}"
         free = self.cluster.memory[device] - self._resident_without(members)[device]
-        return (f"{node}: {label} cannot hold its group ({case.group_mem[v]:.4g} bytes, "
-                f"{free:.4g} free); allowed: {allowed}")  # fmt: skip
+        return (
+            f"{node}: {label} cannot hold its group ({case.group_mem[v]:.4g} bytes, "
+            f"{free:.4g} free); allowed: {allowed}"
+        )
 
     def _node_name(self, v: int) -> str:
         return f"node {v} ({self.case.graph.names[v]!r})"
@@ -305,8 +314,9 @@ class PlacementEnvBase(InvalidActions, gym.Env):
             return f"row {row} (padding)"
         return f"row {row}, {self._node_name(int(self.case.order[row]))}"
 
-    def _row_values(self, action: Any, choices: int, what: str,
-                    label: Callable[[int], str] | None = None) -> np.ndarray:  # fmt: skip
+    def _row_values(
+        self, action: Any, choices: int, what: str, label: Callable[[int], str] | None = None
+    ) -> np.ndarray:
         """A ``MultiDiscrete`` action as one choice per row, checked against the space only
         (``label`` names a row in messages; default :meth:`_row_name`).
 
@@ -323,8 +333,9 @@ class PlacementEnvBase(InvalidActions, gym.Env):
         if len(outside):
             row = int(outside[0])
             name = (label or self._row_name)(row)
-            raise PlacementError(f"{name}: {int(values[row])} is not a {what} index in "
-                                 f"0..{choices - 1}")  # fmt: skip
+            raise PlacementError(
+                f"{name}: {int(values[row])} is not a {what} index in 0..{choices - 1}"
+            )
         return values
 
     @staticmethod
@@ -373,9 +384,12 @@ class PlacementEnvBase(InvalidActions, gym.Env):
         """Make ``mask`` the action mask of node ``v`` and refresh the ``devices`` features."""
         self._mask = mask
         self._devices = self._device_state.block(
-            self.case.members[v], self.placement, self._resident,
-            self.case.model.arrays.mem_bytes, mask,
-        )  # fmt: skip
+            self.case.members[v],
+            self.placement,
+            self._resident,
+            self.case.model.arrays.mem_bytes,
+            mask,
+        )
 
     def _mask_for(self, v: int) -> np.ndarray:
         """Devices that can take ``v``'s group: kind supported and, if masking, memory fits."""

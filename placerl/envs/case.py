@@ -30,8 +30,9 @@ NUM_BASE_FEATURES = 10
 #: read the columns before the device one-hot only (:mod:`placerl.agents.extractors.base`),
 #: so that one policy places on any device count.
 OBSERVATION_VERSION = 3
-(COST, OUT_BYTES, MEM_BYTES, IN_DEGREE, OUT_DEGREE, POSITION, PLACED, CURRENT, START,
- RANK) = range(NUM_BASE_FEATURES)  # fmt: skip
+(COST, OUT_BYTES, MEM_BYTES, IN_DEGREE, OUT_DEGREE, POSITION, PLACED, CURRENT, START, RANK) = range(
+    NUM_BASE_FEATURES
+)
 
 
 def _scaled(values: np.ndarray) -> np.ndarray:
@@ -102,9 +103,16 @@ class GraphCase:
         return self.reference.score
 
     @classmethod
-    def build(cls, graph: CompGraph, cluster: Cluster, objective: str, order: Any,
-              order_seed: int, reference_spec: str | Reference,
-              fold: bool = False) -> GraphCase:  # fmt: skip
+    def build(
+        cls,
+        graph: CompGraph,
+        cluster: Cluster,
+        objective: str,
+        order: Any,
+        order_seed: int,
+        reference_spec: str | Reference,
+        fold: bool = False,
+    ) -> GraphCase:
         """Compute everything about ``graph`` that its episodes share.
 
         Args:

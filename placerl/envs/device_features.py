@@ -57,13 +57,22 @@ from placerl.graph import CompGraph
 from placerl.sim.kernels import COMM_MODEL_CODES, IDEAL, PLACETO
 
 DEVICE_FEATURES = (
-    "duration", "load", "memory", "transfer", "start", "finish", "finish_gap", "allowed",
-    "finish_rank", "earliest",
-)  # fmt: skip
+    "duration",
+    "load",
+    "memory",
+    "transfer",
+    "start",
+    "finish",
+    "finish_gap",
+    "allowed",
+    "finish_rank",
+    "earliest",
+)
 NUM_DEVICE_FEATURES = len(DEVICE_FEATURES)
 CLIP = 10.0
-(DURATION, LOAD, MEMORY, TRANSFER, START, FINISH, FINISH_GAP, ALLOWED, FINISH_RANK,
- EARLIEST) = range(NUM_DEVICE_FEATURES)  # fmt: skip
+(DURATION, LOAD, MEMORY, TRANSFER, START, FINISH, FINISH_GAP, ALLOWED, FINISH_RANK, EARLIEST) = (
+    range(NUM_DEVICE_FEATURES)
+)
 #: The columns of HEFT's list schedule: where it would start and finish the node, and its pick.
 HEFT_SCHEDULE_COLUMNS = (START, FINISH, FINISH_GAP, FINISH_RANK, EARLIEST)
 #: The columns that name HEFT's pick: 0 while refining (see the module).
@@ -100,8 +109,9 @@ class DeviceTables:
     op_gap: float
 
     @classmethod
-    def build(cls, graph: CompGraph, cluster: Cluster, durations: np.ndarray,
-              members: list[np.ndarray]) -> DeviceTables:  # fmt: skip
+    def build(
+        cls, graph: CompGraph, cluster: Cluster, durations: np.ndarray, members: list[np.ndarray]
+    ) -> DeviceTables:
         """Index every group's external edges; ``members[v]`` is ``v``'s colocation group."""
         a = graph.arrays
         group = np.empty(graph.num_nodes, dtype=np.int64)
@@ -161,8 +171,13 @@ class DeviceFeatureState:
             :mod:`placerl.envs.feature_sets`).
     """
 
-    def __init__(self, tables: DeviceTables, capacity: np.ndarray, constructing: bool = True,
-                 zeroed: tuple[int, ...] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        tables: DeviceTables,
+        capacity: np.ndarray,
+        constructing: bool = True,
+        zeroed: tuple[int, ...] = (),
+    ) -> None:
         self.tables = tables
         self.capacity = capacity
         self.constructing = constructing
@@ -193,13 +208,36 @@ class DeviceFeatureState:
         duration = t.durations[members, device].sum()  # numpy's sum: the same bits as before
         _unbook(members[0], self.booked, self.booked_interval, self.busy, self.busy_count)
         self.booked_interval[members[0]] = _schedule(
-            members, device, duration, placement, self.finish, self.busy, self.busy_count,
-            self.channel_free, self.arrival, t.in_ptr, t.in_src, t.in_edge, t.edge_bytes,
-            t.edge_time, t.bandwidth, t.latency, t.comm_model, t.transfer_gap, t.op_gap)
+            members,
+            device,
+            duration,
+            placement,
+            self.finish,
+            self.busy,
+            self.busy_count,
+            self.channel_free,
+            self.arrival,
+            t.in_ptr,
+            t.in_src,
+            t.in_edge,
+            t.edge_bytes,
+            t.edge_time,
+            t.bandwidth,
+            t.latency,
+            t.comm_model,
+            t.transfer_gap,
+            t.op_gap,
+        )
         self.booked[members[0]] = device
 
-    def block(self, members: np.ndarray, placement: np.ndarray, resident: np.ndarray,
-              mem_bytes: np.ndarray, mask: np.ndarray) -> np.ndarray:  # fmt: skip
+    def block(
+        self,
+        members: np.ndarray,
+        placement: np.ndarray,
+        resident: np.ndarray,
+        mem_bytes: np.ndarray,
+        mask: np.ndarray,
+    ) -> np.ndarray:
         """The ``(D, NUM_DEVICE_FEATURES)`` float32 features of the group ``members``.
 
         ``placement`` holds -1 for unplaced nodes; ``resident`` is the bytes on each device and
@@ -207,11 +245,35 @@ class DeviceFeatureState:
         """
         t = self.tables
         out = np.empty((len(self.load), NUM_DEVICE_FEATURES), dtype=np.float32)
-        _block(members, placement, resident, mem_bytes, mask, self.load, self.finish,
-               self.busy, self.busy_count, self.channel_free, self.arrival, self.capacity,
-               t.durations, t.in_ptr, t.in_src, t.in_edge, t.out_ptr, t.out_dst, t.out_edge,
-               t.edge_bytes, t.edge_time, t.bandwidth, t.latency, t.comm_model, t.op_gap,
-               t.time_scale, out)  # fmt: skip
+        _block(
+            members,
+            placement,
+            resident,
+            mem_bytes,
+            mask,
+            self.load,
+            self.finish,
+            self.busy,
+            self.busy_count,
+            self.channel_free,
+            self.arrival,
+            self.capacity,
+            t.durations,
+            t.in_ptr,
+            t.in_src,
+            t.in_edge,
+            t.out_ptr,
+            t.out_dst,
+            t.out_edge,
+            t.edge_bytes,
+            t.edge_time,
+            t.bandwidth,
+            t.latency,
+            t.comm_model,
+            t.op_gap,
+            t.time_scale,
+            out,
+        )
         if self.zeroed:
             out[:, self.zeroed] = 0.0
         return out
@@ -235,8 +297,21 @@ def _channel(comm_model, d):
 
 
 @njit(cache=True)
-def _send_time(k, d, placement, finish, channel_free, arrival, in_src, in_edge, edge_bytes,
-               edge_time, bandwidth, latency, comm_model):  # fmt: skip
+def _send_time(
+    k,
+    d,
+    placement,
+    finish,
+    channel_free,
+    arrival,
+    in_src,
+    in_edge,
+    edge_bytes,
+    edge_time,
+    bandwidth,
+    latency,
+    comm_model,
+):
     """When the output of in-edge ``k``'s producer reaches ``d``: its arrival if sent already,
     else if sent now (once its channel is free)."""
     src = in_src[k]
@@ -251,8 +326,22 @@ def _send_time(k, d, placement, finish, channel_free, arrival, in_src, in_edge, 
 
 
 @njit(cache=True)
-def _data_ready(node, d, placement, finish, channel_free, arrival, in_ptr, in_src, in_edge,
-                edge_bytes, edge_time, bandwidth, latency, comm_model):  # fmt: skip
+def _data_ready(
+    node,
+    d,
+    placement,
+    finish,
+    channel_free,
+    arrival,
+    in_ptr,
+    in_src,
+    in_edge,
+    edge_bytes,
+    edge_time,
+    bandwidth,
+    latency,
+    comm_model,
+):
     """When every placed producer's output could be on ``d`` (HEFT's data-ready time)."""
     ready = 0.0
     for k in range(in_ptr[node], in_ptr[node + 1]):
@@ -263,9 +352,24 @@ def _data_ready(node, d, placement, finish, channel_free, arrival, in_ptr, in_sr
         if a == d:
             ready = max(ready, finish[src])
         else:
-            ready = max(ready, _send_time(k, d, placement, finish, channel_free, arrival, in_src,
-                                          in_edge, edge_bytes, edge_time, bandwidth, latency,
-                                          comm_model))  # fmt: skip
+            ready = max(
+                ready,
+                _send_time(
+                    k,
+                    d,
+                    placement,
+                    finish,
+                    channel_free,
+                    arrival,
+                    in_src,
+                    in_edge,
+                    edge_bytes,
+                    edge_time,
+                    bandwidth,
+                    latency,
+                    comm_model,
+                ),
+            )
     return ready
 
 
@@ -290,8 +394,10 @@ def _unbook(leader, booked, booked_interval, busy, busy_count):
         return
     count = busy_count[device]
     for i in range(count):
-        if busy[device, i, 0] == booked_interval[leader, 0] and \
-                busy[device, i, 1] == booked_interval[leader, 1]:
+        if (
+            busy[device, i, 0] == booked_interval[leader, 0]
+            and busy[device, i, 1] == booked_interval[leader, 1]
+        ):
             for j in range(i, count - 1):
                 busy[device, j] = busy[device, j + 1]
             busy_count[device] = count - 1
@@ -299,15 +405,47 @@ def _unbook(leader, booked, booked_interval, busy, busy_count):
 
 
 @njit(cache=True)
-def _schedule(members, device, duration, placement, finish, busy, busy_count, channel_free,
-              arrival, in_ptr, in_src, in_edge, edge_bytes, edge_time, bandwidth, latency,
-              comm_model, transfer_gap, op_gap):  # fmt: skip
+def _schedule(
+    members,
+    device,
+    duration,
+    placement,
+    finish,
+    busy,
+    busy_count,
+    channel_free,
+    arrival,
+    in_ptr,
+    in_src,
+    in_edge,
+    edge_bytes,
+    edge_time,
+    bandwidth,
+    latency,
+    comm_model,
+    transfer_gap,
+    op_gap,
+):
     """:meth:`DeviceFeatureState.schedule` compiled (it runs on every construction step), in
     the order of ``ListSchedule``'s ``earliest_start`` then ``commit``; returns the busy
     interval it booked."""
     node = members[0]
-    ready = _data_ready(node, device, placement, finish, channel_free, arrival, in_ptr, in_src,
-                        in_edge, edge_bytes, edge_time, bandwidth, latency, comm_model)  # fmt: skip
+    ready = _data_ready(
+        node,
+        device,
+        placement,
+        finish,
+        channel_free,
+        arrival,
+        in_ptr,
+        in_src,
+        in_edge,
+        edge_bytes,
+        edge_time,
+        bandwidth,
+        latency,
+        comm_model,
+    )
     count = busy_count[device]
     start = _earliest_start(ready, duration + op_gap, busy[device], count)
     for k in range(in_ptr[node], in_ptr[node + 1]):  # send the inputs from other devices
@@ -317,8 +455,21 @@ def _schedule(members, device, duration, placement, finish, busy, busy_count, ch
             continue
         column = _channel(comm_model, device)
         if np.isnan(arrival[src, column]):
-            sent = _send_time(k, device, placement, finish, channel_free, arrival, in_src,
-                              in_edge, edge_bytes, edge_time, bandwidth, latency, comm_model)
+            sent = _send_time(
+                k,
+                device,
+                placement,
+                finish,
+                channel_free,
+                arrival,
+                in_src,
+                in_edge,
+                edge_bytes,
+                edge_time,
+                bandwidth,
+                latency,
+                comm_model,
+            )
             arrival[src, column] = sent
             if comm_model != IDEAL:
                 channel_free[a, column] = sent + transfer_gap
@@ -328,8 +479,10 @@ def _schedule(members, device, duration, placement, finish, busy, busy_count, ch
     if duration > 0:
         end += op_gap
     i = count  # keep the intervals sorted by (start, end), as bisect.insort does
-    while i > 0 and (busy[device, i - 1, 0] > start
-                     or (busy[device, i - 1, 0] == start and busy[device, i - 1, 1] > end)):
+    while i > 0 and (
+        busy[device, i - 1, 0] > start
+        or (busy[device, i - 1, 0] == start and busy[device, i - 1, 1] > end)
+    ):
         busy[device, i] = busy[device, i - 1]
         i -= 1
     busy[device, i, 0], busy[device, i, 1] = start, end
@@ -338,10 +491,35 @@ def _schedule(members, device, duration, placement, finish, busy, busy_count, ch
 
 
 @njit(cache=True)
-def _block(members, placement, resident, mem_bytes, mask, load, finish, busy, busy_count,
-           channel_free, arrival, capacity, durations, in_ptr, in_src, in_edge, out_ptr,
-           out_dst, out_edge, edge_bytes, edge_time, bandwidth, latency, comm_model, op_gap,
-           scale, out):  # fmt: skip
+def _block(
+    members,
+    placement,
+    resident,
+    mem_bytes,
+    mask,
+    load,
+    finish,
+    busy,
+    busy_count,
+    channel_free,
+    arrival,
+    capacity,
+    durations,
+    in_ptr,
+    in_src,
+    in_edge,
+    out_ptr,
+    out_dst,
+    out_edge,
+    edge_bytes,
+    edge_time,
+    bandwidth,
+    latency,
+    comm_model,
+    op_gap,
+    scale,
+    out,
+):
     """:meth:`DeviceFeatureState.block` in one compiled pass (it runs on every env step)."""
     n_dev = load.shape[0]
     duration, own_load, own_mem = np.zeros(n_dev), np.zeros(n_dev), np.zeros(n_dev)
@@ -358,21 +536,37 @@ def _block(members, placement, resident, mem_bytes, mask, load, finish, busy, bu
         a = placement[in_src[k]]
         if a >= 0:
             for d in range(n_dev):
-                transfer[d] += _edge_time(in_edge[k], a, d, edge_bytes, edge_time, bandwidth,
-                                          latency)  # fmt: skip
+                transfer[d] += _edge_time(
+                    in_edge[k], a, d, edge_bytes, edge_time, bandwidth, latency
+                )
     for k in range(out_ptr[node], out_ptr[node + 1]):  # outputs leaving d for consumers
         b = placement[out_dst[k]]
         if b >= 0:
             for d in range(n_dev):
-                transfer[d] += _edge_time(out_edge[k], d, b, edge_bytes, edge_time, bandwidth,
-                                          latency)  # fmt: skip
+                transfer[d] += _edge_time(
+                    out_edge[k], d, b, edge_bytes, edge_time, bandwidth, latency
+                )
     any_allowed = False
     for d in range(n_dev):
         any_allowed |= bool(mask[d])
     best, worst = np.inf, -np.inf
     for d in range(n_dev):
-        ready = _data_ready(node, d, placement, finish, channel_free, arrival, in_ptr, in_src,
-                            in_edge, edge_bytes, edge_time, bandwidth, latency, comm_model)
+        ready = _data_ready(
+            node,
+            d,
+            placement,
+            finish,
+            channel_free,
+            arrival,
+            in_ptr,
+            in_src,
+            in_edge,
+            edge_bytes,
+            edge_time,
+            bandwidth,
+            latency,
+            comm_model,
+        )
         starts[d] = _earliest_start(ready, duration[d] + op_gap, busy[d], busy_count[d])
         finished = starts[d] + duration[d]
         if mask[d] or not any_allowed:
@@ -384,10 +578,18 @@ def _block(members, placement, resident, mem_bytes, mask, load, finish, busy, bu
         rank = 1.0  # the devices the mask rules out, and any that cannot run the group
         if allowed and finished < np.inf:
             rank = (finished - best) / spread if spread > 0 and spread < np.inf else 0.0
-        row = (duration[d] / scale, (load[d] - own_load[d]) / scale,
-               (resident[d] - own_mem[d]) / capacity[d], transfer[d] / scale, starts[d] / scale,
-               finished / scale, (finished - best) / scale, 1.0 if mask[d] else 0.0, rank,
-               1.0 if allowed and finished == best else 0.0)  # fmt: skip
+        row = (
+            duration[d] / scale,
+            (load[d] - own_load[d]) / scale,
+            (resident[d] - own_mem[d]) / capacity[d],
+            transfer[d] / scale,
+            starts[d] / scale,
+            finished / scale,
+            (finished - best) / scale,
+            1.0 if mask[d] else 0.0,
+            rank,
+            1.0 if allowed and finished == best else 0.0,
+        )
         for j in range(NUM_DEVICE_FEATURES):
             x = row[j]
             if np.isnan(x) or x > CLIP:  # NaN and too large (inf included) read as CLIP

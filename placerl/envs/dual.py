@@ -58,8 +58,13 @@ class ReadyTables:
             fed = unit_of_anchor[a.dst[np.isin(a.src, members)]]
             releases.append(fed[fed >= 0])
         priority = np.array([case.rank[m].max() for m in units])
-        return cls(rows=rows, unit_of_row=unit_of_row,
-                   waiting=waiting, releases=releases, priority=priority)  # fmt: skip
+        return cls(
+            rows=rows,
+            unit_of_row=unit_of_row,
+            waiting=waiting,
+            releases=releases,
+            priority=priority,
+        )
 
 
 class PlacementDualEnv(PlacementEnv):
@@ -116,9 +121,11 @@ class PlacementDualEnv(PlacementEnv):
         super().__init__(*args, **kwargs)
         self.action_space = spaces.Discrete(max(self.max_nodes, self.num_devices))
         self.observation_space = spaces.Dict(
-            {**self.observation_space.spaces,
-             "ready": spaces.Box(0.0, 1.0, (self.max_nodes,), np.float32)}
-        )  # fmt: skip
+            {
+                **self.observation_space.spaces,
+                "ready": spaces.Box(0.0, 1.0, (self.max_nodes,), np.float32),
+            }
+        )
         self._tables: dict[int, ReadyTables] = {}
 
     # ------------------------------------------------------------------------ episode
@@ -147,8 +154,9 @@ class PlacementDualEnv(PlacementEnv):
 
     def _select(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
         row = self._index(action, self.action_space.n, "row")
-        row = self._allowed(row, self._mask, lambda: f"row {row} is not a ready node that fits: "
-                                                     f"{self._why(row)}")  # fmt: skip
+        row = self._allowed(
+            row, self._mask, lambda: f"row {row} is not a ready node that fits: {self._why(row)}"
+        )
         case = self.case
         self._unit = int(self.ready_tables.unit_of_row[row])
         self._ready[:] = 0.0

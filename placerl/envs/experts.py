@@ -29,5 +29,6 @@ def check_expert(env_class: type, expert: Any) -> None:
         ConfigError: ``best_move`` for an env that does not refine.
     """
     if is_state_expert(expert) and not hasattr(env_class, expert):
-        raise ConfigError(f"warm_start {expert!r} needs the refine env (env=refine), "
-                          f"not {env_class.__name__}")  # fmt: skip
+        raise ConfigError(
+            f"warm_start {expert!r} needs the refine env (env=refine), not {env_class.__name__}"
+        )

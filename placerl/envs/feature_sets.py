@@ -47,8 +47,10 @@ class FeatureSet:
 
 FEATURE_SETS: Registry[FeatureSet] = Registry("feature set")
 FEATURE_SETS.register("heft", FeatureSet((), (), "HEFT's upward rank and list schedule shown"))
-FEATURE_SETS.register("plain", FeatureSet((RANK,), HEFT_SCHEDULE_COLUMNS,
-                                          "HEFT's upward rank and list schedule zeroed"))
+FEATURE_SETS.register(
+    "plain",
+    FeatureSet((RANK,), HEFT_SCHEDULE_COLUMNS, "HEFT's upward rank and list schedule zeroed"),
+)
 
 
 def feature_set(name: str) -> FeatureSet:

@@ -92,9 +92,11 @@ class PlacementHierarchicalEnv(PlacementEnvBase):
         self.choices = max(groups, self.num_devices)
         self.action_space = spaces.MultiDiscrete(np.full(self.max_nodes, self.choices))
         self.observation_space = spaces.Dict(
-            {**self.observation_space.spaces,
-             "groups": spaces.Box(0.0, 1.0, (self.max_nodes, groups), np.float32)}
-        )  # fmt: skip
+            {
+                **self.observation_space.spaces,
+                "groups": spaces.Box(0.0, 1.0, (self.max_nodes, groups), np.float32),
+            }
+        )
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -155,8 +157,12 @@ class PlacementHierarchicalEnv(PlacementEnvBase):
             values = self._row_values(action, self.choices, "group")
         allowed = self._mask.reshape(self.max_nodes, self.choices)
         deciding = self._used_groups() if self.grouped else self.rows
-        return self._allowed_rows(values, allowed, deciding,
-                                  lambda row: self._refusal(row, int(values[row]), allowed[row]))
+        return self._allowed_rows(
+            values,
+            allowed,
+            deciding,
+            lambda row: self._refusal(row, int(values[row]), allowed[row]),
+        )
 
     def _used_groups(self) -> np.ndarray:
         """The groups of the group step that hold nodes."""
@@ -169,13 +175,17 @@ class PlacementHierarchicalEnv(PlacementEnvBase):
             return f"{self._row_name(row)}: group {value} cannot take it; allowed: {choices}"
         nodes = self.case.order[np.flatnonzero(self._group_of == row)]
         if value >= self.num_devices:
-            return (f"group {row} (with {self._node_name(int(nodes[0]))}): {value} is not a "
-                    f"device (the cluster has devices 0..{self.num_devices - 1}); "
-                    f"allowed: {choices}")  # fmt: skip
+            return (
+                f"group {row} (with {self._node_name(int(nodes[0]))}): {value} is not a "
+                f"device (the cluster has devices 0..{self.num_devices - 1}); "
+                f"allowed: {choices}"
+            )
         runs = np.isfinite(self.case.model.durations[nodes, value])
         device = self.cluster.devices[value].name
-        return (f"group {row}: device {value} ({device}) cannot run its "
-                f"{self._node_name(int(nodes[np.argmin(runs)]))}; allowed: {choices}")  # fmt: skip
+        return (
+            f"group {row}: device {value} ({device}) cannot run its "
+            f"{self._node_name(int(nodes[np.argmin(runs)]))}; allowed: {choices}"
+        )
 
     def expert_action(self, expert: np.ndarray) -> np.ndarray:
         """The step's action that reproduces ``expert``'s placement: each device's nodes split

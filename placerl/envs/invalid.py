@@ -100,8 +100,9 @@ class InvalidActions:
         self._replaced = (action, taken)
         return taken
 
-    def _allowed_rows(self, values: np.ndarray, masks: np.ndarray, rows: np.ndarray,
-                      why: Callable[[int], str]) -> np.ndarray:  # fmt: skip
+    def _allowed_rows(
+        self, values: np.ndarray, masks: np.ndarray, rows: np.ndarray, why: Callable[[int], str]
+    ) -> np.ndarray:
         """``values`` (one choice per row, in range) with each of ``rows`` whose choice
         ``masks[row]`` rules out handled as :meth:`_allowed` does; other rows are kept."""
         bad = rows[~masks[rows, values[rows]]]

@@ -146,21 +146,29 @@ class ParallelizeEnv(InvalidActions, gym.Env):
         self.max_nodes = _padding(max_nodes, [self.graph.num_nodes], "max_nodes")
         self.max_edges = _padding(max_edges, [self.graph.num_edges], "max_edges")
         self._counts = counts
-        self._into = (tied_variables(self.cost, fold_repeats(self.graph)) if fold
-                      else np.arange(space.num_variables))  # fmt: skip
+        self._into = (
+            tied_variables(self.cost, fold_repeats(self.graph))
+            if fold
+            else np.arange(space.num_variables)
+        )
         self._build_static()
         ref = solve(reference, self.graph, self.cluster, "strategy")
         self.reference_strategy, self.reference_runtime = ref.placement, ref.runtime
         self.action_space = spaces.Discrete(self.num_slots)
-        self.observation_space = spaces.Dict({
-            "nodes": spaces.Box(-1.0, 1.0, (self.max_nodes, NUM_BASE_FEATURES + self.num_slots),
-                                np.float32),
-            "edge_index": spaces.Box(0, max(self.max_nodes - 1, 0), (2, self.max_edges), np.int64),
-            "edge_mask": spaces.Box(0.0, 1.0, (self.max_edges,), np.float32),
-            "node_mask": spaces.Box(0.0, 1.0, (self.max_nodes,), np.float32),
-            "current": spaces.Box(0.0, 1.0, (self.max_nodes,), np.float32),
-            "devices": spaces.Box(0.0, CLIP, (self.num_slots, len(SLOT_FEATURES)), np.float32),
-        })  # fmt: skip
+        self.observation_space = spaces.Dict(
+            {
+                "nodes": spaces.Box(
+                    -1.0, 1.0, (self.max_nodes, NUM_BASE_FEATURES + self.num_slots), np.float32
+                ),
+                "edge_index": spaces.Box(
+                    0, max(self.max_nodes - 1, 0), (2, self.max_edges), np.int64
+                ),
+                "edge_mask": spaces.Box(0.0, 1.0, (self.max_edges,), np.float32),
+                "node_mask": spaces.Box(0.0, 1.0, (self.max_nodes,), np.float32),
+                "current": spaces.Box(0.0, 1.0, (self.max_nodes,), np.float32),
+                "devices": spaces.Box(0.0, CLIP, (self.num_slots, len(SLOT_FEATURES)), np.float32),
+            }
+        )
         self._running = False
         self._t = 0
 
@@ -281,8 +289,10 @@ class ParallelizeEnv(InvalidActions, gym.Env):
     def _refusal(self, i: int, slot: int) -> str:
         v = int(self.cost.space.variables[i])
         count = int(self._counts[i])
-        return (f"variable {i} (node {v} ({self.graph.names[v]!r})): slot {slot} is past its "
-                f"{count} configurations; allowed: 0..{count - 1}")  # fmt: skip
+        return (
+            f"variable {i} (node {v} ({self.graph.names[v]!r})): slot {slot} is past its "
+            f"{count} configurations; allowed: 0..{count - 1}"
+        )
 
     def _point_at(self, t: int | None) -> None:
         """Make variable ``sequence[t]`` the current one (``None``: the episode is over)."""

@@ -118,9 +118,16 @@ class PlacementRefineEnv(PlacementEnvBase):
     extra_arguments = ("init", "passes", "moves", "undo_worse")
     training_arguments = ("moves",)  # a greedy evaluation passes over every node
 
-    def __init__(self, *args: Any, init: str = "single_device", passes: int = 1,
-                 moves: int | None = None, undo_worse: bool = False,
-                 reward: str = "normalized_delta", **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *args: Any,
+        init: str = "single_device",
+        passes: int = 1,
+        moves: int | None = None,
+        undo_worse: bool = False,
+        reward: str = "normalized_delta",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, reward=reward, **kwargs)
         if not isinstance(undo_worse, bool):
             raise ConfigError(f"undo_worse must be true or false, got {undo_worse!r}")
@@ -267,8 +274,11 @@ class PlacementRefineEnv(PlacementEnvBase):
     def _simulate(self) -> float:
         """Simulate the current placement; refresh the start-time feature; return the score."""
         state = self._incremental
-        self._adopt(state.result() if state is not None
-                    else self.case.model.evaluate(self.placement, check=False))  # fmt: skip
+        self._adopt(
+            state.result()
+            if state is not None
+            else self.case.model.evaluate(self.placement, check=False)
+        )
         return self._score(self._result)
 
     def _adopt(self, result: SimResult) -> None:

@@ -46,13 +46,22 @@ def render_rgb(case, placement: np.ndarray, cluster: Cluster) -> np.ndarray:
     palette = plt.get_cmap("tab10")
     colours = [palette(int(d) % 10) if d >= 0 else (0.7, 0.7, 0.7, 1.0) for d in placement]
     fig, ax = plt.subplots(figsize=(6, 4), dpi=80)
-    nx.draw_networkx(g, pos, ax=ax, node_color=colours, node_size=40, with_labels=False,
-                     arrows=False, width=0.3)  # fmt: skip
+    nx.draw_networkx(
+        g, pos, ax=ax, node_color=colours, node_size=40, with_labels=False, arrows=False, width=0.3
+    )
     ax.set_title(f"{graph.name} on {cluster.name} ({cluster.num_devices} devices)")
-    handles = [Patch(color=palette(d % 10), label=device.name)
-               for d, device in enumerate(cluster.devices)]  # fmt: skip
-    ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0),
-              title="device", title_fontsize=6, frameon=False)  # fmt: skip
+    handles = [
+        Patch(color=palette(d % 10), label=device.name) for d, device in enumerate(cluster.devices)
+    ]
+    ax.legend(
+        handles=handles,
+        fontsize=6,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        title="device",
+        title_fontsize=6,
+        frameon=False,
+    )
     ax.axis("off")
     fig.tight_layout()
     fig.canvas.draw()

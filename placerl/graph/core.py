@@ -170,8 +170,10 @@ def _as_float(value: Any, what: str) -> float:
     try:
         return float(value)
     except OverflowError:  # an int past float's range (about 1.8e308)
-        raise GraphError(f"{what} is an integer of {len(str(abs(value)))} digits, beyond a "
-                         "float's range (about 1.8e308)") from None
+        raise GraphError(
+            f"{what} is an integer of {len(str(abs(value)))} digits, beyond a "
+            "float's range (about 1.8e308)"
+        ) from None
 
 
 def _check_size(value: Any, what: str, *, allow_inf: bool = False) -> float:
@@ -567,8 +569,11 @@ class CompGraph:
         """A ``networkx.DiGraph`` keyed by node name with the attributes of the design card;
         ``graph["edge_order"]`` keeps this graph's edge order (networkx lists edges by
         source), so that :meth:`from_networkx` gives back an equal graph."""
-        g = nx.DiGraph(name=self.name, meta=dict(self.meta),
-                       edge_order=[(edge.src, edge.dst) for edge in self._edges])
+        g = nx.DiGraph(
+            name=self.name,
+            meta=dict(self.meta),
+            edge_order=[(edge.src, edge.dst) for edge in self._edges],
+        )
         for node in self._nodes:
             attrs = node.to_dict()
             del attrs["name"]
@@ -655,9 +660,9 @@ def _edge_order(graph: nx.DiGraph) -> list[tuple[Any, Any]]:
         pairs = [tuple(pair) for pair in listed if isinstance(pair, list | tuple)]
         try:
             if len(pairs) == len(listed) == graph.number_of_edges() and set(pairs) == set(
-                    graph.edges):  # fmt: skip
+                graph.edges
+            ):
                 return pairs
         except TypeError:  # an unhashable key: not a list to_networkx wrote
             pass
     return list(graph.edges)
-

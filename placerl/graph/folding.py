@@ -82,11 +82,15 @@ def _signature(graph: CompGraph, copy: list[int]) -> str:
     """Op types, output shapes, parameters, FLOPs and internal wiring of a copy, hashed."""
     position = {v: j for j, v in enumerate(copy)}
     a = graph.arrays
-    nodes = [(n.op, n.backward, repr(n.attrs.get("shapes")), n.attrs.get("params"),
-              n.attrs.get("flops")) for n in (graph.nodes[v] for v in copy)]  # fmt: skip
+    nodes = [
+        (n.op, n.backward, repr(n.attrs.get("shapes")), n.attrs.get("params"), n.attrs.get("flops"))
+        for n in (graph.nodes[v] for v in copy)
+    ]
     inside = np.isin(a.src, copy) & np.isin(a.dst, copy)
-    edges = sorted((position[int(a.src[e])], position[int(a.dst[e])], float(a.edge_bytes[e]))
-                   for e in np.flatnonzero(inside))  # fmt: skip
+    edges = sorted(
+        (position[int(a.src[e])], position[int(a.dst[e])], float(a.edge_bytes[e]))
+        for e in np.flatnonzero(inside)
+    )
     return hashlib.sha1(repr((nodes, edges)).encode()).hexdigest()[:12]
 
 
@@ -106,6 +110,9 @@ def fold_repeats(graph: CompGraph) -> Folding:
     by_signature: dict[str, list[list[int]]] = defaultdict(list)
     for (family, _), copy in sorted(scopes.items()):
         by_signature[f"{family or '<root>'}.*#{_signature(graph, copy)}"].append(copy)
-    blocks = {sig: copies for sig, copies in by_signature.items()
-              if len(copies) >= 2 and len(copies[0]) >= 2}  # fmt: skip
+    blocks = {
+        sig: copies
+        for sig, copies in by_signature.items()
+        if len(copies) >= 2 and len(copies[0]) >= 2
+    }
     return Folding(graph, blocks)

@@ -43,7 +43,7 @@ class Order:
         fn: ``(graph, rng) -> np.ndarray`` permutation of node indices.
         respects: ``"edges"`` if the order is topological, ``"reversed"`` if it is reverse
             topological, ``None`` if it ignores dependencies.
-        doc: One line shown in the README and ``placerl orders``.
+        doc: One line that names the order in messages and listings.
     """
 
     name: str

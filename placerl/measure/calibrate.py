@@ -91,8 +91,9 @@ def calibrate(
     """
     own = measurer is None
     if measurer is None:
-        measurer = Measurer(graph, cluster, module=module, example_inputs=example_inputs,
-                            repeats=repeats)  # fmt: skip
+        measurer = Measurer(
+            graph, cluster, module=module, example_inputs=example_inputs, repeats=repeats
+        )
     elif load_graph(graph).fingerprint() != measurer.graph.fingerprint():
         raise ConfigError("calibrate got a measurer of another graph")
     repeats = measurer.repeats
@@ -101,8 +102,13 @@ def calibrate(
         bandwidth, latency, fits = _links(measurer, list(sizes), repeats)
         g = measurer.graph
         base = measurer.cluster
-        cluster = Cluster(base.devices, bandwidth=bandwidth, latency=latency,
-                          comm_model=base.comm_model, name=f"{base.name}+calibrated")  # fmt: skip
+        cluster = Cluster(
+            base.devices,
+            bandwidth=bandwidth,
+            latency=latency,
+            comm_model=base.comm_model,
+            name=f"{base.name}+calibrated",
+        )
         scales = _run_scales(measurer, _with_costs(g, costs), cluster)
         costs = {kind: c * scales.get(kind, 1.0) for kind, c in costs.items()}
         graph = _with_costs(g, costs)
@@ -111,21 +117,31 @@ def calibrate(
         if own:
             measurer.close()
     cluster = _with_latency(cluster, measurer.available, extra)
-    meta = {**g.meta, "calibrated": {"cluster": base.name, "kinds": sorted(costs),
-                                     "repeats": repeats, "together": together, "links": fits,
-                                     "run_scales": scales, "in_run_latency": extra,
-                                     "runs": runs}}  # fmt: skip
+    meta = {
+        **g.meta,
+        "calibrated": {
+            "cluster": base.name,
+            "kinds": sorted(costs),
+            "repeats": repeats,
+            "together": together,
+            "links": fits,
+            "run_scales": scales,
+            "in_run_latency": extra,
+            "runs": runs,
+        },
+    }
     return _with_costs(g, costs, meta), cluster
 
 
-def _with_costs(graph: CompGraph, costs: dict[str, np.ndarray],
-                meta: dict | None = None) -> CompGraph:  # fmt: skip
+def _with_costs(
+    graph: CompGraph, costs: dict[str, np.ndarray], meta: dict | None = None
+) -> CompGraph:
     """``graph`` with each node's ``costs[kind]`` replaced by ``costs[kind][node]``."""
-    nodes = [{**node.to_dict(), "costs": {**node.costs, **{k: float(c[v])
-                                                           for k, c in costs.items()}}}
-             for v, node in enumerate(graph.nodes)]  # fmt: skip
-    return CompGraph(nodes, graph.edges, name=graph.name,
-                     meta=graph.meta if meta is None else meta)  # fmt: skip
+    nodes = [
+        {**node.to_dict(), "costs": {**node.costs, **{k: float(c[v]) for k, c in costs.items()}}}
+        for v, node in enumerate(graph.nodes)
+    ]
+    return CompGraph(nodes, graph.edges, name=graph.name, meta=graph.meta if meta is None else meta)
 
 
 def _kinds(measurer: Measurer) -> dict[str, list[int]]:
@@ -168,8 +184,9 @@ def _node_costs(measurer: Measurer, together: bool) -> dict[str, np.ndarray]:
 IN_RUN_LATENCIES = np.concatenate([[0.0], np.geomspace(1e-6, 1e-2, 81)])
 
 
-def _in_run_latency(measurer: Measurer, graph: CompGraph, cluster: Cluster, runs: int,
-                    seed: int) -> float:  # fmt: skip
+def _in_run_latency(
+    measurer: Measurer, graph: CompGraph, cluster: Cluster, runs: int, seed: int
+) -> float:
     """The latency to add to every pinged link so that simulated runs of ``runs`` random
     placements best match measured ones (least mean absolute log error).
 
@@ -203,12 +220,18 @@ def _with_latency(cluster: Cluster, devices: list[int], extra: float) -> Cluster
     latency = cluster.latency.copy()
     pairs = np.ix_(devices, devices)
     latency[pairs] += extra
-    return Cluster(cluster.devices, bandwidth=cluster.bandwidth, latency=latency,
-                   comm_model=cluster.comm_model, name=cluster.name)  # fmt: skip
+    return Cluster(
+        cluster.devices,
+        bandwidth=cluster.bandwidth,
+        latency=latency,
+        comm_model=cluster.comm_model,
+        name=cluster.name,
+    )
 
 
-def _links(measurer: Measurer, sizes: list[int],
-           repeats: int) -> tuple[np.ndarray, np.ndarray, list[dict[str, float]]]:  # fmt: skip
+def _links(
+    measurer: Measurer, sizes: list[int], repeats: int
+) -> tuple[np.ndarray, np.ndarray, list[dict[str, float]]]:
     """Fitted bandwidth and latency matrices (other entries as in the cluster), and the fits."""
     from scipy.stats import theilslopes  # here: scipy.stats costs every worker 0.6 s to import
 
@@ -224,6 +247,12 @@ def _links(measurer: Measurer, sizes: list[int],
             slope, intercept, *_ = theilslopes(seconds.ravel(), nbytes)
             bandwidth[src, dst] = 1.0 / slope if slope > 0 else np.inf
             latency[src, dst] = max(float(intercept) / 2, 0.0)  # there and back
-            fits.append({"src": src, "dst": dst, "bandwidth": float(bandwidth[src, dst]),
-                         "latency": float(latency[src, dst])})  # fmt: skip
+            fits.append(
+                {
+                    "src": src,
+                    "dst": dst,
+                    "bandwidth": float(bandwidth[src, dst]),
+                    "latency": float(latency[src, dst]),
+                }
+            )
     return bandwidth, latency, fits

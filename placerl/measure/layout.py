@@ -28,9 +28,21 @@ __all__ = ["Layout", "LeafInfo", "ValueInfo"]
 _COMPUTE = ("call_function", "call_method", "call_module")
 #: Non-tensor values a split program may pass between processes as constants.
 _CONSTANT_TYPES = (
-    int, float, bool, complex, str, bytes, type(None), torch.Size, torch.dtype, torch.device,
-    torch.memory_format, torch.layout, slice, type(Ellipsis),
-)  # fmt: skip
+    int,
+    float,
+    bool,
+    complex,
+    str,
+    bytes,
+    type(None),
+    torch.Size,
+    torch.dtype,
+    torch.device,
+    torch.memory_format,
+    torch.layout,
+    slice,
+    type(Ellipsis),
+)
 
 
 @dataclass(frozen=True)
@@ -116,8 +128,9 @@ class Layout:
     training: bool
 
     @classmethod
-    def build(cls, graph: CompGraph, loaded: LoadedProgram, values: dict[str, Any],
-              names: dict[str, str]) -> Layout:  # fmt: skip
+    def build(
+        cls, graph: CompGraph, loaded: LoadedProgram, values: dict[str, Any], names: dict[str, str]
+    ) -> Layout:
         """Lay ``loaded`` over ``graph``.
 
         Args:
@@ -238,8 +251,9 @@ def _unpacks(node: fx.Node, part: dict[str, int], values: dict[str, Any]) -> boo
     return source.name in part and isinstance(values.get(source.name), (tuple, list))
 
 
-def _check_no_lost_writes(program: fx.Graph, live: set[fx.Node], part: dict[str, int],
-                          module: torch.nn.Module) -> None:  # fmt: skip
+def _check_no_lost_writes(
+    program: fx.Graph, live: set[fx.Node], part: dict[str, int], module: torch.nn.Module
+) -> None:
     """Refuse an in-place write (``y[:, 0] = 0``) that nothing reads the result of: the
     import drops such nodes, so a split run would not make it, and its values would differ."""
     for node in program.nodes:
@@ -280,10 +294,16 @@ def _may_mutate(node: fx.Node, arg: fx.Node, module: torch.nn.Module) -> bool:
     if node.op == "call_module":
         return first is arg and bool(getattr(module.get_submodule(target), "inplace", False))
     name = getattr(target, "__name__", str(target))
-    in_place = name.endswith("_") or node.kwargs.get("inplace") is True or (
-        node.op == "call_function" and getattr(operator, name, None) is target
-        and name.startswith("i") and name != "index"
-    )  # fmt: skip
+    in_place = (
+        name.endswith("_")
+        or node.kwargs.get("inplace") is True
+        or (
+            node.op == "call_function"
+            and getattr(operator, name, None) is target
+            and name.startswith("i")
+            and name != "index"
+        )
+    )
     return first is arg and in_place
 
 

@@ -94,18 +94,29 @@ class Measurer:
         ClusterError: A bad cluster spec.
     """
 
-    def __init__(self, graph: CompGraph | str, cluster: Cluster | str = "local", *,
-                 module: Any = None, example_inputs: Any = None, warmup: int = 2,
-                 repeats: int = 5, timeout: float = 60.0,
-                 executor: str = "auto") -> None:  # fmt: skip
+    def __init__(
+        self,
+        graph: CompGraph | str,
+        cluster: Cluster | str = "local",
+        *,
+        module: Any = None,
+        example_inputs: Any = None,
+        warmup: int = 2,
+        repeats: int = 5,
+        timeout: float = 60.0,
+        executor: str = "auto",
+    ) -> None:
         graph = load_graph(graph)
         if module is not None:
             graph = bind(graph, module, example_inputs)
         self.graph, self.cluster = graph, load_cluster(cluster)
         self.warmup = check_int(warmup, "warmup", minimum=0)
         self.repeats = check_int(repeats, "repeats", minimum=1)
-        if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                or not 0 < timeout < math.inf):  # fmt: skip
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 < timeout < math.inf
+        ):
             raise ConfigError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
         kinds = list(self.cluster.kinds)
         if executor == "auto":
@@ -160,9 +171,12 @@ class Measurer:
             plans[d] = make_plans(self.graph, self.layout, placement, start, d + 1)[0][d]
         idle = WorkerPlan(steps=())
         runs = self.pool.call(
-            "run", [(plans.get(d, idle), self.warmup + self.repeats, False, True)
-                    for d in range(len(self.devices))],
-        )  # fmt: skip
+            "run",
+            [
+                (plans.get(d, idle), self.warmup + self.repeats, False, True)
+                for d in range(len(self.devices))
+            ],
+        )
         return np.stack([self._durations(runs[d][self.warmup :]) for d in devices])
 
     def check(self, placement: Any) -> np.ndarray:
@@ -176,8 +190,10 @@ class Measurer:
         if missing.size:
             v = missing[0]
             d = int(placement[v])
-            here = ", ".join(f"{i} ({self.cluster.devices[i].name})"
-                             for i in range(len(self.devices))) or "none"  # fmt: skip
+            here = (
+                ", ".join(f"{i} ({self.cluster.devices[i].name})" for i in range(len(self.devices)))
+                or "none"
+            )
             raise PlacementError(
                 f"placement puts node {self.graph.names[v]!r} on device {d} "
                 f"({self.cluster.devices[d].name}, kind {self.cluster.devices[d].kind}), which "
@@ -194,8 +210,9 @@ class Measurer:
             )
         return placement
 
-    def transfer_times(self, src: int, dst: int, sizes: Sequence[int],
-                       repeats: int = 5) -> np.ndarray:  # fmt: skip
+    def transfer_times(
+        self, src: int, dst: int, sizes: Sequence[int], repeats: int = 5
+    ) -> np.ndarray:
         """Round-trip seconds of a message of each size from device ``src`` to ``dst`` and one
         byte back, ``repeats`` times each: an array of shape ``(len(sizes), repeats)``.
 

@@ -92,8 +92,9 @@ class MeasuredSession:
         if self._measurer is None:
             o = self.options
             graph, cluster = self.simulator.graph, self.simulator.cluster
-            self._measurer = Measurer(graph, cluster, warmup=o.warmup, repeats=o.repeats,
-                                      timeout=o.timeout)  # fmt: skip
+            self._measurer = Measurer(
+                graph, cluster, warmup=o.warmup, repeats=o.repeats, timeout=o.timeout
+            )
         return self._measurer
 
     def evaluate(self, objective: str, placement: np.ndarray, times: bool) -> SimResult:
@@ -116,15 +117,24 @@ class MeasuredSession:
         except MeasurementError as err:
             self.failed += 1
             result = dataclasses.replace(
-                simulated, objective=objective, runtime=math.inf, feasible=False,
-                errors=(str(err),), start=None, finish=None,
-            )  # fmt: skip
+                simulated,
+                objective=objective,
+                runtime=math.inf,
+                feasible=False,
+                errors=(str(err),),
+                start=None,
+                finish=None,
+            )
         else:
             result = dataclasses.replace(
-                simulated, objective=objective, runtime=measurement.runtime,
-                busy=measurement.busy, comm=np.zeros_like(measurement.busy),
-                start=measurement.start, finish=measurement.finish,
-            )  # fmt: skip
+                simulated,
+                objective=objective,
+                runtime=measurement.runtime,
+                busy=measurement.busy,
+                comm=np.zeros_like(measurement.busy),
+                start=measurement.start,
+                finish=measurement.finish,
+            )
         self.measured += 1
         self.seconds += time.perf_counter() - began
         self.cache[key] = result

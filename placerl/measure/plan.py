@@ -77,8 +77,9 @@ class WorkerPlan:
 ALIGN = 64
 
 
-def make_plans(graph: CompGraph, layout: Layout, placement: np.ndarray, start: np.ndarray,
-               num_devices: int) -> tuple[list[WorkerPlan], int]:  # fmt: skip
+def make_plans(
+    graph: CompGraph, layout: Layout, placement: np.ndarray, start: np.ndarray, num_devices: int
+) -> tuple[list[WorkerPlan], int]:
     """One :class:`WorkerPlan` per device for ``placement``, and the arena bytes they need.
 
     Args:

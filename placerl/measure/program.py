@@ -92,8 +92,9 @@ def load_program(source: ModelSource, device: str | torch.device = "cpu") -> Loa
         elif node.op == "placeholder":
             state[node.name] = _trainable(program, node, values[node], source.training)
     interpreter = fx.Interpreter(graph_module)
-    trainable = {name: t for name, t in state.items()
-                 if isinstance(t, torch.Tensor) and t.requires_grad}  # fmt: skip
+    trainable = {
+        name: t for name, t in state.items() if isinstance(t, torch.Tensor) and t.requires_grad
+    }
     if source.training:
         trainable.update((n, p) for n, p in graph_module.named_parameters() if p.requires_grad)
     return LoadedProgram(

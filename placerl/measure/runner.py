@@ -79,8 +79,14 @@ class Runner:
             self.exits[owner].append(value)
         self._trainable = loaded.trainable
 
-    def run(self, plan: WorkerPlan, repeats: int, outputs: bool = False, sync_steps: bool = False,
-            arena: torch.Tensor | None = None) -> list[Repetition]:  # fmt: skip
+    def run(
+        self,
+        plan: WorkerPlan,
+        repeats: int,
+        outputs: bool = False,
+        sync_steps: bool = False,
+        arena: torch.Tensor | None = None,
+    ) -> list[Repetition]:
         """Run ``plan`` ``repeats`` times, each after a barrier with the other devices.
 
         ``sync_steps``: wait for the device after every step, so that step times are device
@@ -91,8 +97,9 @@ class Runner:
             self.transport.arena = arena
         return [self._once(plan, outputs, sync_steps) for _ in range(repeats)]
 
-    def ping(self, src: int, dst: int, sizes: list[int], repeats: int,
-             arena: torch.Tensor | None = None) -> list[float]:  # fmt: skip
+    def ping(
+        self, src: int, dst: int, sizes: list[int], repeats: int, arena: torch.Tensor | None = None
+    ) -> list[float]:
         """Round trips: ``sizes`` bytes from ``src`` to ``dst`` the way runs send them, then
         one byte back; ``src`` returns the seconds of each (size-major), the others nothing.
 
@@ -140,8 +147,11 @@ class Runner:
         end = time.perf_counter()
         if not outputs:
             return Repetition(start, end, timings)
-        kept = {v: tree_map(_detached, state.values[v])
-                for v in self.layout.outputs if v in state.values}  # fmt: skip
+        kept = {
+            v: tree_map(_detached, state.values[v])
+            for v in self.layout.outputs
+            if v in state.values
+        }
         grads = {n: t.grad.cpu() for n, t in self._trainable.items() if t.grad is not None}
         return Repetition(start, end, timings, kept, grads)
 
@@ -270,11 +280,13 @@ def _rebuild(info: Any, tensors: list[torch.Tensor], device: torch.device) -> An
     """A received value: its tensors (views of the arena), empty tensors and constants."""
     received = dict(zip(info.tensors, tensors, strict=True))
     leaves = [
-        received[k] if k in received
-        else torch.empty(leaf.shape, dtype=leaf.dtype, device=device) if leaf.is_tensor
+        received[k]
+        if k in received
+        else torch.empty(leaf.shape, dtype=leaf.dtype, device=device)
+        if leaf.is_tensor
         else leaf.constant
         for k, leaf in enumerate(info.leaves)
-    ]  # fmt: skip
+    ]
     return info.unflatten(leaves)
 
 

@@ -143,8 +143,9 @@ class ThreadPool:
         timeout: Seconds a command may take before it fails.
     """
 
-    def __init__(self, source: ModelSource, layout: Layout, devices: list[str],
-                 timeout: float) -> None:  # fmt: skip
+    def __init__(
+        self, source: ModelSource, layout: Layout, devices: list[str], timeout: float
+    ) -> None:
         self.source, self.layout, self.devices, self.timeout = source, layout, devices, timeout
         self._runners: list[Runner] = []
         self._mailbox: _Mailbox | None = None
@@ -156,10 +157,13 @@ class ThreadPool:
             return
         self._mailbox = _Mailbox(len(self.devices))
         self._runners = [
-            Runner(load_program(self.source, device), self.layout,
-                   ThreadTransport(rank, device, self._mailbox))
+            Runner(
+                load_program(self.source, device),
+                self.layout,
+                ThreadTransport(rank, device, self._mailbox),
+            )
             for rank, device in enumerate(self.devices)
-        ]  # fmt: skip
+        ]
         self._threads = ThreadPoolExecutor(len(self.devices), thread_name_prefix="placerl-device")
 
     def call(self, command: str, per_worker: list[tuple[Any, ...]], arena: int = 0) -> list[Any]:

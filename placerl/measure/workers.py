@@ -54,9 +54,15 @@ def worker_devices(kinds: list[str]) -> list[str]:
     return devices
 
 
-def _worker_main(rank: int, source: ModelSource, layout: Layout, cores: list[int],
-                 peers: dict[int, Connection], conn: Connection,
-                 environ: dict[str, str]) -> None:  # fmt: skip
+def _worker_main(
+    rank: int,
+    source: ModelSource,
+    layout: Layout,
+    cores: list[int],
+    peers: dict[int, Connection],
+    conn: Connection,
+    environ: dict[str, str],
+) -> None:
     """A worker's whole life: set up, then answer commands until told to stop."""
     try:
         adopt_environment(environ)
@@ -100,8 +106,9 @@ class WorkerPool:
         timeout: Seconds a command may take before the pool is stopped and it fails.
     """
 
-    def __init__(self, source: ModelSource, layout: Layout, devices: list[str],
-                 timeout: float) -> None:  # fmt: skip
+    def __init__(
+        self, source: ModelSource, layout: Layout, devices: list[str], timeout: float
+    ) -> None:
         self.source, self.layout, self.timeout = source, layout, timeout
         self.workers = len(devices)
         self._processes: list[Any] = []
@@ -128,10 +135,10 @@ class WorkerPool:
             ours, theirs = context.Pipe()
             process = context.Process(
                 target=_worker_main,
-                args=(rank, self.source, self.layout, cores, peers[rank], theirs,
-                      dict(os.environ)),
-                daemon=True, name=f"placerl-worker-{rank}",
-            )  # fmt: skip
+                args=(rank, self.source, self.layout, cores, peers[rank], theirs, dict(os.environ)),
+                daemon=True,
+                name=f"placerl-worker-{rank}",
+            )
             process.start()
             theirs.close()
             self._processes.append(process)

@@ -82,8 +82,9 @@ class PipelineState:
         """Move ``node``'s colocation group to ``device``; returns the new max load."""
         members = self._check_move(node, device)
         self._split.discard(self.model.graph.nodes[int(node)].group)
-        self._runtime = self._apply(members, device, self._busy, self._unsupported, self._comm,
-                                    self._memory)  # fmt: skip
+        self._runtime = self._apply(
+            members, device, self._busy, self._unsupported, self._comm, self._memory
+        )
         self._moves += 1
         if self._moves >= self.model.graph.num_nodes:  # amortized O(1): rounding cannot pile up
             self._sync()
@@ -146,7 +147,26 @@ class PipelineState:
     def _apply(self, members, device, busy, unsupported, comm, memory) -> float:
         m, a, c = self.model, self.model.arrays, self.model.cluster
         return kernels.pipeline_move(
-            members, int(device), self._placement, m.durations, a.succ_ptr, a.succ, a.succ_edge,
-            a.pred_ptr, a.pred, m.edge_time, a.edge_bytes, c.bandwidth, c.latency, m.is_cpu,
-            a.mem_bytes, busy, unsupported, comm, memory, self._mark, self._touched, self._remote,
-        )  # fmt: skip
+            members,
+            int(device),
+            self._placement,
+            m.durations,
+            a.succ_ptr,
+            a.succ,
+            a.succ_edge,
+            a.pred_ptr,
+            a.pred,
+            m.edge_time,
+            a.edge_bytes,
+            c.bandwidth,
+            c.latency,
+            m.is_cpu,
+            a.mem_bytes,
+            busy,
+            unsupported,
+            comm,
+            memory,
+            self._mark,
+            self._touched,
+            self._remote,
+        )

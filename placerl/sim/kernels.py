@@ -80,8 +80,9 @@ def _heap_pop(times: np.ndarray, keys: np.ndarray, base: int, size: int) -> int:
 
 # -------------------------------------------------------------------------- transfers
 @njit(cache=True, inline="always")
-def _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
-                       bandwidth, latency, remote):  # fmt: skip
+def _remote_edge_times(
+    u, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes, bandwidth, latency, remote
+):
     """Longest edge time from ``u`` to each other device (-1 where none); any remote?"""
     s = placement[u]
     remote[:] = -1.0
@@ -107,10 +108,35 @@ def _carve(buffer, at, size):
 
 
 @njit(cache=True)
-def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_ptr, pred,
-              edge_time, edge_bytes, out_bytes, bandwidth, latency, comm_model, transfer_gap,
-              op_gap, mem_bytes, capacity, scratch_f, scratch_i, start, finish, busy, comm,
-              memory, peak, excess):  # fmt: skip
+def step_time(
+    placement,
+    durations,
+    in_degree,
+    succ_ptr,
+    succ,
+    succ_edge,
+    pred_ptr,
+    pred,
+    edge_time,
+    edge_bytes,
+    out_bytes,
+    bandwidth,
+    latency,
+    comm_model,
+    transfer_gap,
+    op_gap,
+    mem_bytes,
+    capacity,
+    scratch_f,
+    scratch_i,
+    start,
+    finish,
+    busy,
+    comm,
+    memory,
+    peak,
+    excess,
+):
     """Event-driven step time with the activation peak counted online.
 
     Fills start/finish/busy/comm and the memory arrays (see :func:`_memory`) and returns the
@@ -206,8 +232,18 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
         for j in range(m):  # each completion: send outputs, wake consumers, settle lifetimes
             u = done[j]
             s = placement[u]
-            if _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
-                                  bandwidth, latency, remote):  # fmt: skip
+            if _remote_edge_times(
+                u,
+                placement,
+                succ_ptr,
+                succ,
+                succ_edge,
+                edge_time,
+                edge_bytes,
+                bandwidth,
+                latency,
+                remote,
+            ):
                 if comm_model == PLACETO:
                     longest = remote.max()
                     begin = max(t, chan_free[s])
@@ -270,11 +306,13 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
                         buf_end[w] = t
                     if buf_left[w] == 0:
                         if buf_end[w] > t:
-                            fr_size[s] = _heap_push(fr_time, fr_key, s * cap_fr, fr_size[s],
-                                                    buf_end[w], w)  # fmt: skip
+                            fr_size[s] = _heap_push(
+                                fr_time, fr_key, s * cap_fr, fr_size[s], buf_end[w], w
+                            )
                         else:
-                            _free_now(s, t, out_bytes[w], cap_fq, fq_time, fq_bytes, fq_head,
-                                      fq_tail)  # fmt: skip
+                            _free_now(
+                                s, t, out_bytes[w], cap_fq, fq_time, fq_bytes, fq_head, fq_tail
+                            )
                 else:
                     slot = w * n_dev + s
                     copy_left[slot] -= 1
@@ -292,16 +330,50 @@ def step_time(placement, durations, in_degree, succ_ptr, succ, succ_edge, pred_p
                 busy_until[d] = finish[v] + (op_gap if duration > 0.0 else 0.0)
                 running[d] = v
                 if out_bytes[v] > 0.0:
-                    _memory_until(d, t, cap_al, cap_fr, cap_fq, out_bytes, live, peak, al_time,
-                                  al_key, al_size, fr_time, fr_key, fr_size, fq_time, fq_bytes,
-                                  fq_head, fq_tail)  # fmt: skip
+                    _memory_until(
+                        d,
+                        t,
+                        cap_al,
+                        cap_fr,
+                        cap_fq,
+                        out_bytes,
+                        live,
+                        peak,
+                        al_time,
+                        al_key,
+                        al_size,
+                        fr_time,
+                        fr_key,
+                        fr_size,
+                        fq_time,
+                        fq_bytes,
+                        fq_head,
+                        fq_tail,
+                    )
                     live[d] += out_bytes[v]
                     if live[d] > peak[d]:
                         peak[d] = live[d]
     for d in range(n_dev):  # copies still to arrive may raise a peak
-        _memory_until(d, np.inf, cap_al, cap_fr, cap_fq, out_bytes, live, peak, al_time, al_key,
-                      al_size, fr_time, fr_key, fr_size, fq_time, fq_bytes, fq_head,
-                      fq_tail)  # fmt: skip
+        _memory_until(
+            d,
+            np.inf,
+            cap_al,
+            cap_fr,
+            cap_fq,
+            out_bytes,
+            live,
+            peak,
+            al_time,
+            al_key,
+            al_size,
+            fr_time,
+            fr_key,
+            fr_size,
+            fq_time,
+            fq_bytes,
+            fq_head,
+            fq_tail,
+        )
     _memory(placement, mem_bytes, capacity, memory, peak, excess)
     runtime = 0.0
     for v in range(n):
@@ -339,8 +411,26 @@ def _free_now(d, t, size, cap, fq_time, fq_bytes, fq_head, fq_tail):
 
 
 @njit(cache=True, inline="always")
-def _memory_until(d, t, cap_al, cap_fr, cap_fq, out_bytes, live, peak, al_time, al_key, al_size,
-                  fr_time, fr_key, fr_size, fq_time, fq_bytes, fq_head, fq_tail):  # fmt: skip
+def _memory_until(
+    d,
+    t,
+    cap_al,
+    cap_fr,
+    cap_fq,
+    out_bytes,
+    live,
+    peak,
+    al_time,
+    al_key,
+    al_size,
+    fr_time,
+    fr_key,
+    fr_size,
+    fq_time,
+    fq_bytes,
+    fq_head,
+    fq_tail,
+):
     """Apply device ``d``'s pending allocations at times <= ``t`` in time order, each after the
     frees strictly before it (allocations count before frees at equal times); then the frees
     before ``t``."""
@@ -381,8 +471,25 @@ def scratch_sizes(num_nodes: int, num_edges: int, num_devices: int) -> tuple[int
 
 # --------------------------------------------------------------------------- pipeline
 @njit(cache=True)
-def pipeline(placement, durations, succ_ptr, succ, succ_edge, edge_time, edge_bytes, bandwidth,
-             latency, is_cpu, mem_bytes, capacity, busy, comm, memory, peak, excess):  # fmt: skip
+def pipeline(
+    placement,
+    durations,
+    succ_ptr,
+    succ,
+    succ_edge,
+    edge_time,
+    edge_bytes,
+    bandwidth,
+    latency,
+    is_cpu,
+    mem_bytes,
+    capacity,
+    busy,
+    comm,
+    memory,
+    peak,
+    excess,
+):
     """Tarnawski et al.'s max load; fills busy/comm and the memory arrays (the peak is the
     resident memory), returns the largest load."""
     n = placement.shape[0]
@@ -395,8 +502,18 @@ def pipeline(placement, durations, succ_ptr, succ, succ_edge, edge_time, edge_by
     for u in range(n):
         s = placement[u]
         busy[s] += durations[u, s]
-        if not _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
-                                  bandwidth, latency, remote):  # fmt: skip
+        if not _remote_edge_times(
+            u,
+            placement,
+            succ_ptr,
+            succ,
+            succ_edge,
+            edge_time,
+            edge_bytes,
+            bandwidth,
+            latency,
+            remote,
+        ):
             continue
         for d in range(n_dev):
             if remote[d] >= 0.0 and not is_cpu[d]:
@@ -407,11 +524,25 @@ def pipeline(placement, durations, succ_ptr, succ, succ_edge, edge_time, edge_by
 
 
 @njit(cache=True, inline="always")
-def _charge_transfers(u, sign, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
-                      bandwidth, latency, is_cpu, remote, comm):  # fmt: skip
+def _charge_transfers(
+    u,
+    sign,
+    placement,
+    succ_ptr,
+    succ,
+    succ_edge,
+    edge_time,
+    edge_bytes,
+    bandwidth,
+    latency,
+    is_cpu,
+    remote,
+    comm,
+):
     """Add (``sign`` = 1) or remove (-1) producer ``u``'s transfer charges to ``comm``."""
-    if not _remote_edge_times(u, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes,
-                              bandwidth, latency, remote):  # fmt: skip
+    if not _remote_edge_times(
+        u, placement, succ_ptr, succ, succ_edge, edge_time, edge_bytes, bandwidth, latency, remote
+    ):
         return
     for d in range(remote.shape[0]):
         if remote[d] >= 0.0 and not is_cpu[d]:
@@ -422,9 +553,30 @@ def _charge_transfers(u, sign, placement, succ_ptr, succ, succ_edge, edge_time, 
 
 
 @njit(cache=True)
-def pipeline_move(members, device, placement, durations, succ_ptr, succ, succ_edge, pred_ptr,
-                  pred, edge_time, edge_bytes, bandwidth, latency, is_cpu, mem_bytes, busy,
-                  unsupported, comm, memory, mark, touched, remote):  # fmt: skip
+def pipeline_move(
+    members,
+    device,
+    placement,
+    durations,
+    succ_ptr,
+    succ,
+    succ_edge,
+    pred_ptr,
+    pred,
+    edge_time,
+    edge_bytes,
+    bandwidth,
+    latency,
+    is_cpu,
+    mem_bytes,
+    busy,
+    unsupported,
+    comm,
+    memory,
+    mark,
+    touched,
+    remote,
+):
     """Move ``members`` (one colocation group) to ``device``, updating the pipeline loads and
     the resident memory; returns the new max load.
 
@@ -452,8 +604,21 @@ def pipeline_move(members, device, placement, durations, succ_ptr, succ, succ_ed
                 touched[count] = p
                 count += 1
     for i in range(count):
-        _charge_transfers(touched[i], -1.0, placement, succ_ptr, succ, succ_edge, edge_time,
-                          edge_bytes, bandwidth, latency, is_cpu, remote, comm)  # fmt: skip
+        _charge_transfers(
+            touched[i],
+            -1.0,
+            placement,
+            succ_ptr,
+            succ,
+            succ_edge,
+            edge_time,
+            edge_bytes,
+            bandwidth,
+            latency,
+            is_cpu,
+            remote,
+            comm,
+        )
     for m in members:
         for sign, d in ((-1.0, placement[m]), (1.0, device)):
             duration = durations[m, d]
@@ -464,8 +629,21 @@ def pipeline_move(members, device, placement, durations, succ_ptr, succ, succ_ed
             memory[d] += sign * mem_bytes[m]
         placement[m] = device
     for i in range(count):
-        _charge_transfers(touched[i], 1.0, placement, succ_ptr, succ, succ_edge, edge_time,
-                          edge_bytes, bandwidth, latency, is_cpu, remote, comm)  # fmt: skip
+        _charge_transfers(
+            touched[i],
+            1.0,
+            placement,
+            succ_ptr,
+            succ,
+            succ_edge,
+            edge_time,
+            edge_bytes,
+            bandwidth,
+            latency,
+            is_cpu,
+            remote,
+            comm,
+        )
         mark[touched[i]] = False
     top = 0.0
     for d in range(busy.shape[0]):

@@ -356,8 +356,12 @@ class CostModel:
         if not self._scratch_ready:
             g, n_dev = self.graph, self.cluster.num_devices
             floats, ints = kernels.scratch_sizes(g.num_nodes, g.num_edges, n_dev)
-            self._scratch = (np.empty(floats), np.empty(ints, dtype=np.int64),
-                             np.empty(g.num_nodes), np.empty(g.num_nodes))  # fmt: skip
+            self._scratch = (
+                np.empty(floats),
+                np.empty(ints, dtype=np.int64),
+                np.empty(g.num_nodes),
+                np.empty(g.num_nodes),
+            )
             self._scratch_ready = True
         return self._scratch
 
@@ -396,11 +400,34 @@ def _step_time(model: CostModel, placement: np.ndarray, times: bool) -> SimResul
     if times:
         start, finish = np.empty(n), np.empty(n)
     runtime = kernels.step_time(
-        placement, model.durations, model.in_degree, a.succ_ptr, a.succ, a.succ_edge,
-        a.pred_ptr, a.pred, model.edge_time, a.edge_bytes, a.out_bytes, c.bandwidth, c.latency,
-        model.comm_model, c.transfer_gap, c.op_gap, a.mem_bytes, model.capacity, floats, ints,
-        start, finish, busy, comm, memory, peak, excess,
-    )  # fmt: skip
+        placement,
+        model.durations,
+        model.in_degree,
+        a.succ_ptr,
+        a.succ,
+        a.succ_edge,
+        a.pred_ptr,
+        a.pred,
+        model.edge_time,
+        a.edge_bytes,
+        a.out_bytes,
+        c.bandwidth,
+        c.latency,
+        model.comm_model,
+        c.transfer_gap,
+        c.op_gap,
+        a.mem_bytes,
+        model.capacity,
+        floats,
+        ints,
+        start,
+        finish,
+        busy,
+        comm,
+        memory,
+        peak,
+        excess,
+    )
     if not times:
         return model.result(placement, runtime, out)
     return model.result(placement, runtime, out, start=start, finish=finish)
@@ -411,9 +438,20 @@ def _pipeline(model: CostModel, placement: np.ndarray, times: bool) -> SimResult
     a, c = model.arrays, model.cluster
     out = model._device_arrays()
     runtime = kernels.pipeline(
-        placement, model.durations, a.succ_ptr, a.succ, a.succ_edge, model.edge_time, a.edge_bytes,
-        c.bandwidth, c.latency, model.is_cpu, a.mem_bytes, model.capacity, *out,
-    )  # fmt: skip
+        placement,
+        model.durations,
+        a.succ_ptr,
+        a.succ,
+        a.succ_edge,
+        model.edge_time,
+        a.edge_bytes,
+        c.bandwidth,
+        c.latency,
+        model.is_cpu,
+        a.mem_bytes,
+        model.capacity,
+        *out,
+    )
     return model.result(placement, runtime, out)
 
 

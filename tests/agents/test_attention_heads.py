@@ -47,8 +47,9 @@ def test_padding_rows_change_nothing():
     padded_env = _env(max_nodes=24, max_edges=40)
     padded = make_agent("maskable_ppo", padded_env, "gnn", seed=1)
     padded.policy.load_state_dict(tight.policy.state_dict())
-    np.testing.assert_allclose(_logits(padded, padded_env)[:, : 16 * 3], _logits(tight, _env()),
-                               rtol=1e-4, atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        _logits(padded, padded_env)[:, : 16 * 3], _logits(tight, _env()), rtol=1e-4, atol=1e-5
+    )
 
 
 def test_cloning_reproduces_the_expert():
@@ -61,11 +62,23 @@ def test_cloning_reproduces_the_expert():
 
 def test_the_trained_one_shot_policy_is_a_placer_with_every_search(tmp_path):
     agent = AgentGroup(warm_start="heft", hyperparams={"n_steps": 16, "batch_size": 16})
-    result = train({"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER},
-                    "order": OrderGroup(), "env": EnvGroup(kind="one_shot"), "agent": agent,
-                    "n_envs": 2, "total_steps": 64, "eval_every": 0, "eval_samples": 0,
-                    "baselines": ["single_device"], "progress_bar": False, "resume": False},
-                   out_dir=str(tmp_path))  # fmt: skip
+    result = train(
+        {
+            "graph": {"spec": GRAPH},
+            "cluster": {"spec": CLUSTER},
+            "order": OrderGroup(),
+            "env": EnvGroup(kind="one_shot"),
+            "agent": agent,
+            "n_envs": 2,
+            "total_steps": 64,
+            "eval_every": 0,
+            "eval_samples": 0,
+            "baselines": ["single_device"],
+            "progress_bar": False,
+            "resume": False,
+        },
+        out_dir=str(tmp_path),
+    )
     path = str(tmp_path / "model.zip")
     greedy = solve("policy", GRAPH, CLUSTER, path=path)
     assert greedy.runtime == pytest.approx(result.graphs[0].final_runtime)

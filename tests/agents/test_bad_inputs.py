@@ -4,7 +4,6 @@ Like the engine's ``test_bad_inputs`` modules: one table per entry point, each r
 and the :class:`~placerl.errors.ConfigError` (or ``PlacementError``) text that names it.
 """
 
-
 import numpy as np
 import pytest
 
@@ -18,8 +17,12 @@ from placerl.run_config import AgentGroup, EnvGroup, RunConfig
 
 GRAPH, CLUSTER = "synthetic:layered?n=12&seed=0", "placeto?n_devices=2"
 #: The groups' bare defaults (the construct env, no warm start), the MLP extractor.
-SMALL = {"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER}, "env": EnvGroup(),
-         "agent": AgentGroup(extractor="mlp", warm_start=None)}  # fmt: skip
+SMALL = {
+    "graph": {"spec": GRAPH},
+    "cluster": {"spec": CLUSTER},
+    "env": EnvGroup(),
+    "agent": AgentGroup(extractor="mlp", warm_start=None),
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,37 +38,60 @@ def model(env):
 TRAIN = [
     ({"baselines": ["nope"]}, "unknown placer 'nope'; known: best_of"),
     ({"baselines": "heft"}, "baselines must be a list of specs, got 'heft'"),
-    ({"baselines": ["local_search?max_evaluations={steps}&depth=2"]},
-     "unknown option.*depth for placer 'local_search'"),
+    (
+        {"baselines": ["local_search?max_evaluations={steps}&depth=2"]},
+        "unknown option.*depth for placer 'local_search'",
+    ),
     ({"agent": {"warm_start": "heft?depth=2"}}, "unknown option.*depth for placer 'heft'"),
     ({"agent": {"warm_start_epochs": 0}}, "agent.warm_start_epochs must be an integer >= 1, got 0"),
-    ({"agent": {"warm_start_rounds": -1}},
-     "agent.warm_start_rounds must be an integer >= 0, got -1"),
-    ({"agent": {"warm_start_rounds": 2, "warm_start": None}},
-     "agent.warm_start_rounds=2 needs an agent.warm_start expert to label the rounds, got None"),
-    ({"agent": {"hyperparams": [1]}},
-     r"agent.hyperparams must be a mapping of option names to values, got \[1\]"),
-    ({"env": "reward"}, r"env is a group: give env.kind \({'env': {'kind': 'reward'}}\) or an? "
-                        "EnvGroup, got 'reward'"),
-    ({"env_kwargs": {"reward": "delta"}},
-     r"'env_kwargs' is now env.<argument> \(e.g. env.reward\)"),
+    (
+        {"agent": {"warm_start_rounds": -1}},
+        "agent.warm_start_rounds must be an integer >= 0, got -1",
+    ),
+    (
+        {"agent": {"warm_start_rounds": 2, "warm_start": None}},
+        "agent.warm_start_rounds=2 needs an agent.warm_start expert to label the rounds, got None",
+    ),
+    (
+        {"agent": {"hyperparams": [1]}},
+        r"agent.hyperparams must be a mapping of option names to values, got \[1\]",
+    ),
+    (
+        {"env": "reward"},
+        r"env is a group: give env.kind \({'env': {'kind': 'reward'}}\) or an? "
+        "EnvGroup, got 'reward'",
+    ),
+    (
+        {"env_kwargs": {"reward": "delta"}},
+        r"'env_kwargs' is now env.<argument> \(e.g. env.reward\)",
+    ),
     ({"agent": {"extractor_kwargs": 3}}, "agent.extractor_kwargs must be a mapping"),
     ({"device": "gpu0"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps'"),
-    ({"env": {"kind": "beam"}}, "env.kind must be one of construct, refine, dual, one_shot, "
-                                "hierarchical, got 'beam'"),
+    (
+        {"env": {"kind": "beam"}},
+        "env.kind must be one of construct, refine, dual, one_shot, hierarchical, got 'beam'",
+    ),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
     ({"order": {"name": "bsf"}}, "order.name must be one of topo, .*bfs.*, got 'bsf'"),
     ({"agent": {"algo": "ppx"}}, "agent.algo must be one of maskable_ppo, ppo, .*got 'ppx'"),
-    ({"env": {"invalid_action": "ignore"}},
-     "env.invalid_action must be one of raise, penalize, nearest, got 'ignore'"),
+    (
+        {"env": {"invalid_action": "ignore"}},
+        "env.invalid_action must be one of raise, penalize, nearest, got 'ignore'",
+    ),
     ({"vec_env": "ray"}, "vec_env must be one of dummy, subproc, got 'ray'"),
-    ({"validation_graphs": [GRAPH], "eval_every": 0},
-     "validation_graphs choose the weights keep_best keeps at each evaluation: they need "
-     "keep_best=True and eval_every > 0, got keep_best=True, eval_every=0"),
-    ({"validation_graphs": [GRAPH], "keep_best": False, "eval_every": 64},
-     "they need keep_best=True and eval_every > 0, got keep_best=False, eval_every=64"),
-    ({"agent": {"warm_start": "best_move"}},
-     r"warm_start 'best_move' needs the refine env \(env=refine\), not PlacementEnv"),
+    (
+        {"validation_graphs": [GRAPH], "eval_every": 0},
+        "validation_graphs choose the weights keep_best keeps at each evaluation: they need "
+        "keep_best=True and eval_every > 0, got keep_best=True, eval_every=0",
+    ),
+    (
+        {"validation_graphs": [GRAPH], "keep_best": False, "eval_every": 64},
+        "they need keep_best=True and eval_every > 0, got keep_best=False, eval_every=64",
+    ),
+    (
+        {"agent": {"warm_start": "best_move"}},
+        r"warm_start 'best_move' needs the refine env \(env=refine\), not PlacementEnv",
+    ),
 ]
 
 
@@ -84,8 +110,10 @@ CLONE = [
     ({"rounds": 1.5}, "behaviour cloning rounds must be an integer >= 0, got 1.5"),
     ({"learning_rate": -1}, "behaviour cloning learning_rate must be a number > 0, got -1"),
     ({"learning_rate": "fast"}, "behaviour cloning learning_rate must be a number > 0"),
-    ({"placer": "best_move"},
-     r"warm_start 'best_move' needs the refine env \(env=refine\), not PlacementEnv"),
+    (
+        {"placer": "best_move"},
+        r"warm_start 'best_move' needs the refine env \(env=refine\), not PlacementEnv",
+    ),
 ]
 
 
@@ -102,8 +130,11 @@ SEARCH = [
     ({"seed": "a"}, "search seed must be an integer >= 0, got 'a'"),
     ({"search": "sample", "budget": 0}, "search 'sample' needs a budget > 0"),
     ({"init": "nope"}, "unknown placer 'nope'"),
-    ({"init": "policy?path=m.zip"}, "search option 'init' must be a placer spec other than "
-                                    "'policy' .* got 'policy\\?path=m.zip'"),
+    (
+        {"init": "policy?path=m.zip"},
+        "search option 'init' must be a placer spec other than "
+        "'policy' .* got 'policy\\?path=m.zip'",
+    ),
     ({"init": 3}, "search option 'init' must be a placer spec .* got 3"),
     ({"init": "heft?depth=2"}, "depth"),
     ({"start": "heft"}, "run_search: option 'start' is now 'init'"),

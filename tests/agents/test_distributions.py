@@ -12,8 +12,12 @@ from placerl.agents.distributions import MaskableGridDistribution, grid_distribu
 
 
 @settings(max_examples=30, deadline=None)
-@given(batch=st.integers(1, 4), rows=st.integers(1, 6), choices=st.integers(1, 5),
-       seed=st.integers(0, 2**16))  # fmt: skip
+@given(
+    batch=st.integers(1, 4),
+    rows=st.integers(1, 6),
+    choices=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+)
 def test_log_prob_entropy_and_mode_match_the_per_row_distribution(batch, rows, choices, seed):
     rng = np.random.default_rng(seed)
     logits = torch.as_tensor(rng.normal(size=(batch, rows * choices)), dtype=torch.float32)

@@ -51,10 +51,15 @@ def test_sampled_refine_episodes_keep_their_best_placement_too():
 _CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
-@pytest.mark.parametrize(("algo", "device"), [
-    ("maskable_ppo", "cpu"), ("ppo", "cpu"),
-    pytest.param("maskable_ppo", "cuda", marks=_CUDA), pytest.param("ppo", "cuda", marks=_CUDA),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("algo", "device"),
+    [
+        ("maskable_ppo", "cpu"),
+        ("ppo", "cpu"),
+        pytest.param("maskable_ppo", "cuda", marks=_CUDA),
+        pytest.param("ppo", "cuda", marks=_CUDA),
+    ],
+)
 def test_a_greedy_rollout_takes_the_action_predict_gives(algo, device):
     """The greedy step reads the largest allowed logit instead of building the distribution:
     the action SB3's ``predict`` gives, step for step, ties included (the untrained
@@ -94,19 +99,25 @@ def _mode(logits, masks):
     return int(distribution.mode())
 
 
-@pytest.mark.parametrize(("logits", "masks"), [
-    ([-2e-5, 0.0, 1000.0], [True, True, False]),  # rounds into a tie beside a large masked one
-    ([0.5, 0.5, 0.1], None),  # an exact tie
-    ([0.1, 0.3, 0.3 + 3e-8, 0.2], None),  # a later logit one rounding above
-    ([4.0, 0.3, 0.3, 0.2], [False, True, True, True]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("logits", "masks"),
+    [
+        ([-2e-5, 0.0, 1000.0], [True, True, False]),  # rounds into a tie beside a large masked one
+        ([0.5, 0.5, 0.1], None),  # an exact tie
+        ([0.1, 0.3, 0.3 + 3e-8, 0.2], None),  # a later logit one rounding above
+        ([4.0, 0.3, 0.3, 0.2], [False, True, True, True]),
+    ],
+)
 def test_the_greedy_action_is_the_categoricals_mode_ties_included(logits, masks):
     features = torch.tensor([logits], dtype=torch.float32)
     assert _most_likely(_Logits(), features, masks and np.array(masks)) == _mode(logits, masks)
 
 
-@given(logits=st.lists(st.floats(-30, 30, width=32), min_size=2, max_size=6),
-       ulps=st.integers(0, 4), masked=st.lists(st.booleans(), min_size=6, max_size=6))
+@given(
+    logits=st.lists(st.floats(-30, 30, width=32), min_size=2, max_size=6),
+    ulps=st.integers(0, 4),
+    masked=st.lists(st.booleans(), min_size=6, max_size=6),
+)
 def test_the_greedy_action_is_the_mode_also_among_near_ties(logits, ulps, masked):
     """Any logits with the largest repeated a few roundings apart, any masks."""
     top = np.float32(max(logits))

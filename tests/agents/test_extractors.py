@@ -31,8 +31,10 @@ def _batch(env, steps=24, seed=0):
 @pytest.fixture(scope="module")
 def env():
     # two graphs of different sizes: padding and ragged batches are exercised
-    return PlacementEnv(graph=["synthetic:layered?n=30&seed=1", "synthetic:layered?n=18&seed=2"],
-                        cluster="placeto?n_devices=3")  # fmt: skip
+    return PlacementEnv(
+        graph=["synthetic:layered?n=30&seed=1", "synthetic:layered?n=18&seed=2"],
+        cluster="placeto?n_devices=3",
+    )
 
 
 @pytest.mark.parametrize("name", sorted(EXTRACTORS))
@@ -52,8 +54,9 @@ def test_batched_equals_one_by_one(env, name):
     batch = _batch(env)
     with torch.no_grad():
         together = extractor(batch)
-        alone = torch.cat([extractor({k: v[i:i + 1] for k, v in batch.items()})
-                           for i in range(24)])  # fmt: skip
+        alone = torch.cat(
+            [extractor({k: v[i : i + 1] for k, v in batch.items()}) for i in range(24)]
+        )
     torch.testing.assert_close(together, alone, rtol=1e-4, atol=1e-5)
 
 
@@ -152,13 +155,23 @@ def test_the_plan_lists_the_nearest_nodes_first_and_messages_both_ways():
     assert rows[:2] == [2, 9] and plan.within == [2, 5, 8]  # seeds; then 1, 3, 8; then 0, 4, 7
     assert set(rows[2:5]) == {1, 3, 8} and set(rows[5:]) == {0, 4, 7}
     assert 5 not in rows and 6 not in rows  # 3 and 4 hops from seed 9
-    messages = {(rows[s], rows[t // 2], "along" if t % 2 == 0 else "against")
-                for s, t in zip(plan.sources.tolist(), plan.targets.tolist(), strict=True)}
+    messages = {
+        (rows[s], rows[t // 2], "along" if t % 2 == 0 else "against")
+        for s, t in zip(plan.sources.tolist(), plan.targets.tolist(), strict=True)
+    }
     # into the 5 rows a round updates: along each edge into its consumer, against into its
     # producer (0 and 4 and 7 are updated by no round)
-    assert messages == {(0, 1, "along"), (1, 2, "along"), (2, 3, "along"), (7, 8, "along"),
-                        (8, 9, "along"), (2, 1, "against"), (3, 2, "against"),
-                        (4, 3, "against"), (9, 8, "against")}  # fmt: skip
+    assert messages == {
+        (0, 1, "along"),
+        (1, 2, "along"),
+        (2, 3, "along"),
+        (7, 8, "along"),
+        (8, 9, "along"),
+        (2, 1, "against"),
+        (3, 2, "against"),
+        (4, 3, "against"),
+        (9, 8, "against"),
+    }
     assert plan.targets.tolist() == sorted(plan.targets.tolist())
     assert plan.upto == [3, 9, 9] and plan.messages(2) == 3  # the seeds' messages first
     assert plan.scale.tolist() == [1.0] * 9  # every target here has one message per direction
@@ -184,10 +197,15 @@ def _torch_sums(h, sources, targets, scale, num_targets):
 
 
 @settings(max_examples=30, deadline=None)
-@given(rows=st.integers(1, 40), messages=st.integers(0, 120), extra=st.integers(0, 5),
-       seed=st.integers(0, 2**16))  # fmt: skip
-def test_compiled_message_sums_are_torchs_bit_for_bit_forward_and_backward(rows, messages,
-                                                                          extra, seed):  # fmt: skip
+@given(
+    rows=st.integers(1, 40),
+    messages=st.integers(0, 120),
+    extra=st.integers(0, 5),
+    seed=st.integers(0, 2**16),
+)
+def test_compiled_message_sums_are_torchs_bit_for_bit_forward_and_backward(
+    rows, messages, extra, seed
+):
     """The CPU kernel sums each target's messages in message order, as ``index_add_`` does, and
     its gradient each source's, as the backward of ``index_select`` does: equal bit for bit
     (so seeded training follows the same path), targets without messages included."""
@@ -201,8 +219,9 @@ def test_compiled_message_sums_are_torchs_bit_for_bit_forward_and_backward(rows,
     expected = _torch_sums(h, sources, targets, scale, num_targets)
     assert torch.equal(got, expected)
     grad = torch.randn(num_targets, 6, generator=generator)
-    assert torch.equal(torch.autograd.grad(got, h, grad)[0],
-                       torch.autograd.grad(expected, h, grad)[0])  # fmt: skip
+    assert torch.equal(
+        torch.autograd.grad(got, h, grad)[0], torch.autograd.grad(expected, h, grad)[0]
+    )
 
 
 def test_compiled_message_sums_pass_gradcheck():
@@ -214,12 +233,15 @@ def test_compiled_message_sums_pass_gradcheck():
     assert torch.autograd.gradcheck(lambda x: message_sums(x, sources, targets, scale, 4), (h,))
 
 
-@pytest.mark.parametrize(("sources", "targets", "message"), [
-    ([0, 3], [0, 1], "reads a row that does not exist"),
-    ([0, -1], [0, 1], "reads a row that does not exist"),
-    ([0, 1], [1, 0], "must be sorted"),
-    ([0, 1], [0, 2], "below the number of targets"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sources", "targets", "message"),
+    [
+        ([0, 3], [0, 1], "reads a row that does not exist"),
+        ([0, -1], [0, 1], "reads a row that does not exist"),
+        ([0, 1], [1, 0], "must be sorted"),
+        ([0, 1], [0, 2], "below the number of targets"),
+    ],
+)
 def test_message_sums_refuse_indices_the_kernel_cannot_use(sources, targets, message):
     h = torch.randn(3, 2)
     with pytest.raises(ValueError, match=message):
@@ -228,8 +250,9 @@ def test_message_sums_refuse_indices_the_kernel_cannot_use(sources, targets, mes
 
 def test_message_sums_have_no_second_derivative():
     h = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
-    sums = message_sums(h, torch.tensor([0, 2]), torch.tensor([0, 1]),
-                        torch.ones(2, dtype=torch.float64), 2)  # fmt: skip
+    sums = message_sums(
+        h, torch.tensor([0, 2]), torch.tensor([0, 1]), torch.ones(2, dtype=torch.float64), 2
+    )
     (grad,) = torch.autograd.grad(sums.sum(), h, create_graph=True)
     with pytest.raises(RuntimeError, match=r"once_differentiable|does not require grad"):
         grad.sum().backward()
@@ -239,8 +262,9 @@ def test_message_sums_of_other_dtypes_take_torchs_operations():
     h = torch.randn(3, 4).to(torch.bfloat16)
     sources, targets = torch.tensor([0, 2]), torch.tensor([1, 1])
     scale = torch.tensor([0.5, 0.5], dtype=torch.bfloat16)
-    assert torch.equal(message_sums(h, sources, targets, scale, 2),
-                       _torch_sums(h, sources, targets, scale, 2))  # fmt: skip
+    assert torch.equal(
+        message_sums(h, sources, targets, scale, 2), _torch_sums(h, sources, targets, scale, 2)
+    )
 
 
 def test_the_sage_round_starts_from_the_weights_two_sageconv_layers_draw():
@@ -250,16 +274,21 @@ def test_the_sage_round_starts_from_the_weights_two_sageconv_layers_draw():
 
     hidden = 8
     torch.manual_seed(3)
-    old = torch.nn.ModuleDict({"forward_conv": SAGEConv(hidden, hidden),
-                               "backward_conv": SAGEConv(hidden, hidden),
-                               "mix": torch.nn.Linear(2 * hidden, hidden)})  # fmt: skip
+    old = torch.nn.ModuleDict(
+        {
+            "forward_conv": SAGEConv(hidden, hidden),
+            "backward_conv": SAGEConv(hidden, hidden),
+            "mix": torch.nn.Linear(2 * hidden, hidden),
+        }
+    )
     torch.manual_seed(3)
     new = GNN_LAYERS["sage"](hidden)
     loaded = GNN_LAYERS["sage"](hidden)
     loaded.load_state_dict(old.state_dict())
     for name, value in loaded.state_dict().items():
-        torch.testing.assert_close(new.state_dict()[name] * (new.mask if name == "weight" else 1),
-                                   value, rtol=0, atol=0)  # fmt: skip
+        torch.testing.assert_close(
+            new.state_dict()[name] * (new.mask if name == "weight" else 1), value, rtol=0, atol=0
+        )
 
 
 def test_the_sage_rounds_zero_blocks_stay_zero_so_passes_without_gradients_skip_the_mask():
@@ -290,9 +319,13 @@ def test_the_sage_round_loads_a_two_sageconv_checkpoint_exactly():
 
     torch.manual_seed(0)
     hidden = 8
-    old = torch.nn.ModuleDict({"forward_conv": SAGEConv(hidden, hidden),
-                               "backward_conv": SAGEConv(hidden, hidden),
-                               "mix": torch.nn.Linear(2 * hidden, hidden)})  # fmt: skip
+    old = torch.nn.ModuleDict(
+        {
+            "forward_conv": SAGEConv(hidden, hidden),
+            "backward_conv": SAGEConv(hidden, hidden),
+            "mix": torch.nn.Linear(2 * hidden, hidden),
+        }
+    )
     new = GNN_LAYERS["sage"](hidden)
     new.load_state_dict(old.state_dict())
     edges = torch.tensor([[0, 1, 2, 3, 1], [2, 2, 3, 4, 4]])
@@ -304,8 +337,9 @@ def test_the_sage_round_loads_a_two_sageconv_checkpoint_exactly():
 
 
 def test_node_bags_list_each_distinct_row_once_and_every_real_row():
-    nodes = torch.tensor([[[1.0, 0.0], [2.0, 0.0], [1.0, 0.0]],
-                          [[2.0, 0.0], [3.0, 1.0], [9.0, 9.0]]])  # fmt: skip
+    nodes = torch.tensor(
+        [[[1.0, 0.0], [2.0, 0.0], [1.0, 0.0]], [[2.0, 0.0], [3.0, 1.0], [9.0, 9.0]]]
+    )
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])  # the last row is padding
     bags = node_bags(nodes, mask)
     flat = nodes.flatten(0, 1)

@@ -31,8 +31,9 @@ def test_learning_writes_no_log_folder_and_prints_only_when_verbose(
     from placerl.agents.placer import load_model
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where SB3 makes SB3-<date>
-    model = make_agent("maskable_ppo", SanityEnv("chain"), "mlp", n_steps=16, batch_size=16,
-                       verbose=verbose)  # fmt: skip
+    model = make_agent(
+        "maskable_ppo", SanityEnv("chain"), "mlp", n_steps=16, batch_size=16, verbose=verbose
+    )
     model.learn(32)
     model.save(tmp_path / "m.zip")
     loaded = load_model(tmp_path / "m.zip", "cpu")
@@ -70,11 +71,13 @@ def test_the_ppo_variants_step_a_fused_adam_with_sb3s_epsilon(algo):
     optimizer = make_agent(algo, SanityEnv("chain"), "mlp").policy.optimizer
     assert type(optimizer).__name__ == "Adam"
     assert optimizer.defaults["fused"] is True and optimizer.defaults["eps"] == 1e-5
-    given = make_agent(algo, SanityEnv("chain"), "mlp",
-                       policy_kwargs={"optimizer_kwargs": {"eps": 1e-6}}).policy.optimizer
+    given = make_agent(
+        algo, SanityEnv("chain"), "mlp", policy_kwargs={"optimizer_kwargs": {"eps": 1e-6}}
+    ).policy.optimizer
     assert not given.defaults["fused"] and given.defaults["eps"] == 1e-6  # given: kept
-    sgd = make_agent(algo, SanityEnv("chain"), "mlp",
-                     policy_kwargs={"optimizer_class": torch.optim.SGD}).policy.optimizer
+    sgd = make_agent(
+        algo, SanityEnv("chain"), "mlp", policy_kwargs={"optimizer_class": torch.optim.SGD}
+    ).policy.optimizer
     assert type(sgd).__name__ == "SGD"  # another class: none of Adam's options forced on it
 
 
@@ -83,8 +86,7 @@ def test_a2c_keeps_its_rmsprop():
     assert type(optimizer).__name__ == "RMSprop"
 
 
-@pytest.mark.parametrize(("n_envs", "n_steps"),
-                         [(1, 256), (4, 256), (8, 128), (16, 64), (24, 43)])  # fmt: skip
+@pytest.mark.parametrize(("n_envs", "n_steps"), [(1, 256), (4, 256), (8, 128), (16, 64), (24, 43)])
 def test_the_rollout_is_split_over_the_envs(n_envs, n_steps):
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -105,8 +107,10 @@ def test_batch_size_fits_the_rollout():
 BAD = [
     (dict(algo="dqn"), "unknown algorithm 'dqn'; known: a2c, maskable_ppo, ppo, recurrent_ppo"),
     (dict(extractor="transformer"), "unknown feature extractor 'transformer'; known: gnn"),
-    (dict(head="transformer"),
-     "'maskable_ppo' has heads devices, mlp, nodes, attention, groups, not"),
+    (
+        dict(head="transformer"),
+        "'maskable_ppo' has heads devices, mlp, nodes, attention, groups, not",
+    ),
     (dict(algo="recurrent_ppo", head="devices"), "has heads mlp, not 'devices'"),
     (dict(learning_rat=1e-3), "unknown option.*learning_rat for algorithm 'maskable_ppo'"),
     (dict(n_epochs="4"), "option 'n_epochs' of algorithm 'maskable_ppo' must be an integer"),
@@ -116,20 +120,25 @@ BAD = [
     (dict(n_steps=0), "option 'n_steps' of algorithm 'maskable_ppo' must be an integer >= 1"),
     (dict(batch_size=-8), "option 'batch_size' of algorithm 'maskable_ppo' must be an integer"),
     (dict(extractor_kwargs={"hidden": 0}), "MlpExtractor option 'hidden' must be an integer >= 1"),
-    (dict(extractor="gnn", extractor_kwargs={"rounds": -1}),
-     "GnnExtractor option 'rounds' must be an integer >= 1, got -1"),
-    (dict(extractor="lstm", extractor_kwargs={"layers": 0}),
-     "LstmExtractor option 'layers' must be an integer >= 1, got 0"),
+    (
+        dict(extractor="gnn", extractor_kwargs={"rounds": -1}),
+        "GnnExtractor option 'rounds' must be an integer >= 1, got -1",
+    ),
+    (
+        dict(extractor="lstm", extractor_kwargs={"layers": 0}),
+        "LstmExtractor option 'layers' must be an integer >= 1, got 0",
+    ),
     (dict(policy_kwargs={"head_hidden": 0}), "the device head option 'head_hidden' must be an"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("change", "message"), BAD, ids=[m[:30] for _, m in BAD])
 def test_bad_arguments(change, message):
     arguments = {"algo": "maskable_ppo", "extractor": "mlp", **change}
     with pytest.raises(ConfigError, match=message):
-        make_agent(arguments.pop("algo"), SanityEnv("chain"), arguments.pop("extractor"),
-                   **arguments)  # fmt: skip
+        make_agent(
+            arguments.pop("algo"), SanityEnv("chain"), arguments.pop("extractor"), **arguments
+        )
 
 
 def test_one_device_warns_that_there_is_nothing_to_choose():

@@ -39,8 +39,9 @@ def test_raw_indices_saturate_and_flat_does_not():
 @pytest.mark.parametrize("problem", ["chain", "branches"])
 def test_default_multi_input_policy_learns_on_flat(problem):
     env = SanityEnv(problem, observation="flat")
-    model = PPO("MultiInputPolicy", env, seed=0, n_steps=64, batch_size=64, gamma=1.0,
-                learning_rate=1e-3)  # fmt: skip
+    model = PPO(
+        "MultiInputPolicy", env, seed=0, n_steps=64, batch_size=64, gamma=1.0, learning_rate=1e-3
+    )
     model.learn(2_000)
     result = rollout(model, SanityEnv(problem, observation="flat"))
     assert result.runtime == pytest.approx(env.problem.optimal_runtime, rel=1e-9)

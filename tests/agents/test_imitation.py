@@ -41,12 +41,17 @@ def test_keeps_and_moves_weigh_equal_shares(flags):
 
 
 def test_best_move_demonstrations_are_one_improvement_step_per_node():
-    env = PlacementRefineEnv(graph=[GRAPH, "synthetic:layered?n=12&seed=2"], cluster=CLUSTER,
-                             init="m_topo", undo_worse=True)  # fmt: skip
+    env = PlacementRefineEnv(
+        graph=[GRAPH, "synthetic:layered?n=12&seed=2"],
+        cluster=CLUSTER,
+        init="m_topo",
+        undo_worse=True,
+    )
     demos = expert_episodes(env, "best_move")
     assert len(demos.actions) == 24  # a pass over each graph's 12 nodes
-    replay = PlacementRefineEnv(graph=[GRAPH, "synthetic:layered?n=12&seed=2"], cluster=CLUSTER,
-                                init="m_topo")  # fmt: skip
+    replay = PlacementRefineEnv(
+        graph=[GRAPH, "synthetic:layered?n=12&seed=2"], cluster=CLUSTER, init="m_topo"
+    )
     keeps, starts, ends = [], [], []
     for g in range(2):
         _, info = replay.reset(seed=0, options={"graph": g})
@@ -93,8 +98,7 @@ def test_dagger_samples_are_the_policys_states_labelled_by_the_expert():
             for t in range(12):
                 label, played = replay.best_move(), act(obs, replay, True)
                 assert demos.actions[12 * g + t] == label
-                np.testing.assert_array_equal(demos.observations["nodes"][12 * g + t],
-                                              obs["nodes"])  # fmt: skip
+                np.testing.assert_array_equal(demos.observations["nodes"][12 * g + t], obs["nodes"])
                 differs += label != played
                 obs, *_ = replay.step(played)
     assert differs > 0  # the untrained policy strays from the expert: other states
@@ -107,11 +111,13 @@ def test_demonstrations_add_up_with_weights_balanced_over_both():
     np.testing.assert_array_equal(both.actions, np.concatenate([first.actions, second.actions]))
     for key, rows in both.observations.items():
         np.testing.assert_array_equal(
-            rows, np.concatenate([first.observations[key], second.observations[key]]))
+            rows, np.concatenate([first.observations[key], second.observations[key]])
+        )
     np.testing.assert_array_equal(both.returns, np.concatenate([first.returns, second.returns]))
     np.testing.assert_array_equal(both.masks, np.concatenate([first.masks, second.masks]))
-    np.testing.assert_allclose(both.weights,
-                               balanced_weights(np.concatenate([first.keeps, second.keeps])))
+    np.testing.assert_allclose(
+        both.weights, balanced_weights(np.concatenate([first.keeps, second.keeps]))
+    )
     assert both.runtimes == first.runtimes + second.runtimes
 
 
@@ -161,12 +167,16 @@ def test_dagger_restores_the_first_fit_when_every_later_one_is_slower(monkeypatc
         if model is not None and not first_fit:
             first_fit.update(copy.deepcopy(model.policy.state_dict()))
             return played
-        return played if model is None else dataclasses.replace(
-            played, runtimes=[np.inf] * len(played.runtimes))
+        return (
+            played
+            if model is None
+            else dataclasses.replace(played, runtimes=[np.inf] * len(played.runtimes))
+        )
 
     monkeypatch.setattr(imitation, "expert_episodes", episodes)
-    monkeypatch.setattr(imitation, "rollout", lambda *args, **kwargs: SimpleNamespace(
-        runtime=np.inf))
+    monkeypatch.setattr(
+        imitation, "rollout", lambda *args, **kwargs: SimpleNamespace(runtime=np.inf)
+    )
     report = behaviour_clone(model, env, "best_move", epochs=3, rounds=2)
     assert report.kept_round == 0 and report.round_runtimes[1:] == (np.inf, np.inf)
     kept = model.policy.state_dict()

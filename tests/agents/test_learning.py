@@ -29,8 +29,9 @@ def _steps_to_optimum(problem: str, extractor: str, seed: int) -> int | None:
 
 # Seed 0 checks that each extractor learns each problem; seeds 1 and 2, that it was not luck
 # (slow: they double the suite's learning time and have never failed alone).
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),
-                                  pytest.param(2, marks=pytest.mark.slow)])  # fmt: skip
+@pytest.mark.parametrize(
+    "seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)]
+)
 @pytest.mark.parametrize("extractor", ["gnn", "lstm"])
 @pytest.mark.parametrize("problem", sorted(SANITY_PROBLEMS))
 def test_reaches_the_known_optimum(problem, extractor, seed):
@@ -43,9 +44,14 @@ def test_identity_style_the_fast_device_is_learned():
     from placerl.cluster import Cluster, Device
     from placerl.graph import CompGraph
 
-    nodes = [{"name": f"op{i}", "cost": 1e-3, "costs": {"a": 1e-3 if i % 2 else 1e-2,
-                                                       "b": 1e-2 if i % 2 else 1e-3}}
-             for i in range(6)]  # fmt: skip
+    nodes = [
+        {
+            "name": f"op{i}",
+            "cost": 1e-3,
+            "costs": {"a": 1e-3 if i % 2 else 1e-2, "b": 1e-2 if i % 2 else 1e-3},
+        }
+        for i in range(6)
+    ]
     graph = CompGraph(nodes, [(f"op{i}", f"op{i + 1}") for i in range(5)], name="identity")
     cluster = Cluster((Device("A", kind="a"), Device("B", kind="b")), comm_model="ideal")
     env = PlacementEnv(graph=graph, cluster=cluster, reward="improvement")
@@ -65,12 +71,21 @@ def test_trained_policy_beats_random_and_round_robin(extractor):
     from placerl.run_config import AgentGroup, EnvGroup, OrderGroup
     from placerl.train import train
 
-    result = train({"graph": {"spec": "synthetic:layered?n=80&seed=0"},
-                    "cluster": {"spec": "placeto?n_devices=4"}, "order": OrderGroup(),
-                    "env": EnvGroup(), "agent": AgentGroup(extractor=extractor, warm_start=None),
-                    "total_steps": 20_000, "seed": 0, "eval_samples": 0,
-                    "baselines": ["random", "round_robin"], "progress_bar": False,
-                    "resume": False})  # fmt: skip
+    result = train(
+        {
+            "graph": {"spec": "synthetic:layered?n=80&seed=0"},
+            "cluster": {"spec": "placeto?n_devices=4"},
+            "order": OrderGroup(),
+            "env": EnvGroup(),
+            "agent": AgentGroup(extractor=extractor, warm_start=None),
+            "total_steps": 20_000,
+            "seed": 0,
+            "eval_samples": 0,
+            "baselines": ["random", "round_robin"],
+            "progress_bar": False,
+            "resume": False,
+        }
+    )
     (outcome,) = result.graphs
     for placer, runtime in outcome.baselines.items():
         assert outcome.final_runtime < runtime, placer

@@ -75,12 +75,23 @@ def test_cloning_imitates_the_expert_in_its_order():
 
 
 def test_the_trained_dual_policy_is_a_placer_with_every_search(tmp_path):
-    result = train({"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER},
-                    "order": OrderGroup(), "env": EnvGroup(kind="dual"),
-                    "agent": AgentGroup(warm_start="heft", warm_start_epochs=20), "n_envs": 2,
-                    "total_steps": 128, "eval_every": 0, "eval_samples": 0,
-                    "baselines": ["single_device"], "progress_bar": False, "resume": False},
-                   out_dir=str(tmp_path))  # fmt: skip
+    result = train(
+        {
+            "graph": {"spec": GRAPH},
+            "cluster": {"spec": CLUSTER},
+            "order": OrderGroup(),
+            "env": EnvGroup(kind="dual"),
+            "agent": AgentGroup(warm_start="heft", warm_start_epochs=20),
+            "n_envs": 2,
+            "total_steps": 128,
+            "eval_every": 0,
+            "eval_samples": 0,
+            "baselines": ["single_device"],
+            "progress_bar": False,
+            "resume": False,
+        },
+        out_dir=str(tmp_path),
+    )
     path = str(tmp_path / "model.zip")
     greedy = solve("policy", GRAPH, CLUSTER, path=path)
     assert greedy.runtime == pytest.approx(result.graphs[0].final_runtime)
@@ -126,6 +137,7 @@ def test_per_node_states_match_the_neighbourhood_context():
     whole.load_state_dict(plain.state_dict())
     batch = {k: torch.as_tensor(v)[None] for k, v in obs.items()}
     context, states = whole.encode(batch)
-    np.testing.assert_allclose(context[:, :16].detach(), plain.context(batch)[:, :16].detach(),
-                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        context[:, :16].detach(), plain.context(batch)[:, :16].detach(), rtol=1e-5, atol=1e-6
+    )
     assert states.shape == (1, 16, 16)

@@ -17,11 +17,20 @@ GRAPH = "synthetic:layered?n=12&seed=0"
 
 def tiny_run(env: EnvGroup) -> dict:
     """64 steps of the GNN policy on ``GRAPH`` over two devices, in ``env``."""
-    return {"graph": {"spec": GRAPH}, "cluster": {"spec": "placeto?n_devices=2"},
-            "order": OrderGroup(), "env": env,
-            "agent": AgentGroup(warm_start=None, hyperparams={"n_steps": 32, "batch_size": 32}),
-            "n_envs": 1, "total_steps": 64, "eval_every": 0, "eval_samples": 0,
-            "baselines": ["single_device"], "resume": False, "progress_bar": False}  # fmt: skip
+    return {
+        "graph": {"spec": GRAPH},
+        "cluster": {"spec": "placeto?n_devices=2"},
+        "order": OrderGroup(),
+        "env": env,
+        "agent": AgentGroup(warm_start=None, hyperparams={"n_steps": 32, "batch_size": 32}),
+        "n_envs": 1,
+        "total_steps": 64,
+        "eval_every": 0,
+        "eval_samples": 0,
+        "baselines": ["single_device"],
+        "resume": False,
+        "progress_bar": False,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +45,14 @@ def test_policy_is_a_placer_in_the_result_schema(model_path):
     assert result.placer == "policy" and result.feasible
     assert len(result.placement) == 12
     # another graph that fits the padding
-    other = solve("policy", "synthetic:layered?n=10&seed=5", "placeto?n_devices=2",
-                  path=str(model_path), search="sample", budget=40)  # fmt: skip
+    other = solve(
+        "policy",
+        "synthetic:layered?n=10&seed=5",
+        "placeto?n_devices=2",
+        path=str(model_path),
+        search="sample",
+        budget=40,
+    )
     assert len(other.placement) == 10
 
 
@@ -81,8 +96,7 @@ def test_a_gnn_policy_places_graphs_beyond_its_padding_as_it_would_with_more(mod
     env = env_for(model, problem)
     assert (env.max_nodes, env.max_edges) == (30, 40)  # its 36 edges fit the padding
     settings = {k: model.placerl_settings[k] for k in ("order", "memory", "observation")}
-    roomier = PlacementEnv(problem.graph, problem.cluster, max_nodes=64, max_edges=200,
-                           **settings)  # fmt: skip
+    roomier = PlacementEnv(problem.graph, problem.cluster, max_nodes=64, max_edges=200, **settings)
     placement = rollout(model, env).placement
     np.testing.assert_array_equal(placement, rollout(model, roomier).placement)
     placed = solve("policy", larger, "placeto?n_devices=2", path=str(model_path))
@@ -96,10 +110,17 @@ def test_a_recurrent_policy_refuses_a_graph_beyond_its_padding(tmp_path):
     env = PlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40)
     model = make_agent("recurrent_ppo", env, "gnn", n_steps=16, batch_size=16)
     model.save(tmp_path / "model.zip")
-    with pytest.raises(ConfigError, match=r"has 30 nodes; the policy's padding is max_nodes=16, "
-                                          r"and its network reads only graphs within it"):
-        solve("policy", "synthetic:layered?n=30&seed=0", "placeto?n_devices=2",
-              path=str(tmp_path / "model.zip"))
+    with pytest.raises(
+        ConfigError,
+        match=r"has 30 nodes; the policy's padding is max_nodes=16, "
+        r"and its network reads only graphs within it",
+    ):
+        solve(
+            "policy",
+            "synthetic:layered?n=30&seed=0",
+            "placeto?n_devices=2",
+            path=str(tmp_path / "model.zip"),
+        )
 
 
 @pytest.mark.parametrize("kind", ["hierarchical", "dual", "one_shot"])
@@ -116,8 +137,11 @@ def test_a_per_node_policy_places_a_larger_graph_rebuilt_for_its_padding(tmp_pat
     from placerl.envs import PlacementDualEnv, PlacementHierarchicalEnv, PlacementOneShotEnv
     from placerl.graph import load_graph
 
-    cls = {"hierarchical": PlacementHierarchicalEnv, "dual": PlacementDualEnv,
-           "one_shot": PlacementOneShotEnv}[kind]  # fmt: skip
+    cls = {
+        "hierarchical": PlacementHierarchicalEnv,
+        "dual": PlacementDualEnv,
+        "one_shot": PlacementOneShotEnv,
+    }[kind]
     extra = {"groups": 4} if kind == "hierarchical" else {}
     env = cls(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40, **extra)
     make_agent("maskable_ppo", env, "gnn", n_steps=16, batch_size=16).save(tmp_path / "m.zip")
@@ -134,8 +158,7 @@ def test_a_per_node_policy_places_a_larger_graph_rebuilt_for_its_padding(tmp_pat
     for name, tensor in fitted.policy.state_dict().items():
         assert torch.equal(tensor, weights[name]), name
     settings = {k: model.placerl_settings[k] for k in ("order", "memory", "observation")}
-    roomier = cls(problem.graph, problem.cluster, max_nodes=64, max_edges=200, **settings,
-                  **extra)  # fmt: skip
+    roomier = cls(problem.graph, problem.cluster, max_nodes=64, max_edges=200, **settings, **extra)
     placement = rollout(model, padded).placement  # rollout fits the model itself
     np.testing.assert_array_equal(placement, rollout(model, roomier).placement)
     placed = solve("policy", larger, "placeto?n_devices=2", path=str(tmp_path / "m.zip"))
@@ -148,22 +171,27 @@ def test_a_policy_whose_weights_depend_on_the_padding_is_not_rebuilt():
     from placerl.agents.fitting import fit_to_env, places_any_size
     from placerl.envs import PlacementEnv
 
-    env = PlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40,
-                       observation="flat")  # fmt: skip
+    env = PlacementEnv(GRAPH, "placeto?n_devices=2", max_nodes=16, max_edges=40, observation="flat")
     model = make_agent("maskable_ppo", env, None, n_steps=16, batch_size=16)
     assert not places_any_size(model)
-    larger = PlacementEnv("synthetic:layered?n=30&seed=0", "placeto?n_devices=2",
-                          observation="flat")  # fmt: skip
-    with pytest.raises(ConfigError, match=r"parameter '.+' has shape .+ its network's weights "
-                                          r"depend on the padding"):
+    larger = PlacementEnv(
+        "synthetic:layered?n=30&seed=0", "placeto?n_devices=2", observation="flat"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"parameter '.+' has shape .+ its network's weights "
+        r"depend on the padding",
+    ):
         fit_to_env(model, larger)
 
 
 @pytest.fixture(scope="module")
 def refine_path(tmp_path_factory):
     out = tmp_path_factory.mktemp("refine")
-    train(tiny_run(EnvGroup(kind="refine", init="single_device", reward="normalized_delta")),
-          out_dir=str(out))  # fmt: skip
+    train(
+        tiny_run(EnvGroup(kind="refine", init="single_device", reward="normalized_delta")),
+        out_dir=str(out),
+    )
     return out / "model.zip"
 
 
@@ -182,8 +210,13 @@ def test_a_refining_policy_starts_where_init_says(refine_path):
     heft = solve("heft", GRAPH, "placeto?n_devices=2")
     found = run_search(model, env, "greedy")
     assert found.runtime <= heft.runtime * (1 + 1e-12)  # a refinement never ends above its start
-    placed = solve("policy", GRAPH, "placeto?n_devices=2", path=str(refine_path),
-                   init="best_of?placers=heft,m_etf")  # fmt: skip
+    placed = solve(
+        "policy",
+        GRAPH,
+        "placeto?n_devices=2",
+        path=str(refine_path),
+        init="best_of?placers=heft,m_etf",
+    )
     assert placed.runtime <= heft.runtime * (1 + 1e-12)
 
 
@@ -194,8 +227,11 @@ def test_init_starts_a_constructing_policys_search_not_its_env(model_path):
     from placerl.graph import load_graph
 
     problem = Problem(load_graph(GRAPH), load_cluster("placeto?n_devices=2"), "step_time")
-    with pytest.raises(ConfigError, match=r"init='heft': the policy's env \(construct\) starts "
-                                          r"from no placement; only a refining policy takes one"):
+    with pytest.raises(
+        ConfigError,
+        match=r"init='heft': the policy's env \(construct\) starts "
+        r"from no placement; only a refining policy takes one",
+    ):
         env_for(load_model(model_path, "cpu"), problem, init="heft")
     placed = solve("policy", GRAPH, "placeto?n_devices=2", path=str(model_path), init="heft")
     assert placed.runtime <= solve("heft", GRAPH, "placeto?n_devices=2").runtime * (1 + 1e-12)
@@ -262,19 +298,31 @@ def test_a_policy_with_per_device_parameters_names_them_on_another_count(tmp_pat
     from placerl.agents import make_agent
     from placerl.envs import PlacementEnv
 
-    model = make_agent("maskable_ppo", PlacementEnv(GRAPH, "placeto?n_devices=2"), "gnn",
-                       head="mlp", n_steps=32, batch_size=32)  # fmt: skip
+    model = make_agent(
+        "maskable_ppo",
+        PlacementEnv(GRAPH, "placeto?n_devices=2"),
+        "gnn",
+        head="mlp",
+        n_steps=32,
+        batch_size=32,
+    )
     model.save(tmp_path / "mlp_head.zip")
-    message = (r"the policy was trained on 2 devices and the cluster has 3; its parameter "
-               r"'mlp_extractor.policy_net.0.weight' .* places on 2 devices only")
+    message = (
+        r"the policy was trained on 2 devices and the cluster has 3; its parameter "
+        r"'mlp_extractor.policy_net.0.weight' .* places on 2 devices only"
+    )
     with pytest.raises(ConfigError, match=message):
         solve("policy", GRAPH, "placeto?n_devices=3", path=str(tmp_path / "mlp_head.zip"))
 
 
 @pytest.mark.parametrize(("change", "message"), BAD, ids=["path", "init"])
 def test_bad_uses(model_path, change, message):
-    arguments = {"graph": GRAPH, "cluster": "placeto?n_devices=2", "path": str(model_path),
-                 **change}  # fmt: skip
+    arguments = {
+        "graph": GRAPH,
+        "cluster": "placeto?n_devices=2",
+        "path": str(model_path),
+        **change,
+    }
     with pytest.raises(ConfigError, match=message):
         solve("policy", arguments.pop("graph"), arguments.pop("cluster"), **arguments)
 
@@ -309,15 +357,18 @@ def test_a_policy_of_other_observations_is_refused(tmp_path, saved):
     from placerl.envs import PlacementEnv
     from placerl.envs.case import OBSERVATION_VERSION
 
-    model = make_agent("maskable_ppo", PlacementEnv(GRAPH, "placeto?n_devices=2"), "mlp",
-                       n_steps=32, batch_size=32)  # fmt: skip
+    model = make_agent(
+        "maskable_ppo", PlacementEnv(GRAPH, "placeto?n_devices=2"), "mlp", n_steps=32, batch_size=32
+    )
     assert model.placerl_settings["observation_version"] == OBSERVATION_VERSION
     settings = {k: v for k, v in model.placerl_settings.items() if k != "observation_version"}
     if saved is not None:
         settings["observation_version"] = saved
     model.placerl_settings = settings
     model.save(tmp_path / "old.zip")
-    message = (r"old.zip was trained on observations of version 1; this placerl's envs give "
-               rf"version {OBSERVATION_VERSION}")
+    message = (
+        r"old.zip was trained on observations of version 1; this placerl's envs give "
+        rf"version {OBSERVATION_VERSION}"
+    )
     with pytest.raises(ConfigError, match=message):
         solve("policy", GRAPH, "placeto?n_devices=2", path=str(tmp_path / "old.zip"))

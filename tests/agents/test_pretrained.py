@@ -36,11 +36,11 @@ def test_a_policy_ships_for_each_family_of_the_tier():
 def test_a_shipped_policy_places_a_test_case_as_its_card_says(name):
     card = load_card(name)
     case = card["test"][0]
-    placement = place("policy", case["graph"], card["cluster"], card["objective"],
-                      pretrained=name)  # fmt: skip
+    placement = place("policy", case["graph"], card["cluster"], card["objective"], pretrained=name)
     runtime = simulate(case["graph"], placement, card["cluster"], card["objective"]).runtime
-    assert (placement.tolist() == case["placement"]
-            or runtime == pytest.approx(case["runtime"], rel=1e-9))  # fmt: skip
+    assert placement.tolist() == case["placement"] or runtime == pytest.approx(
+        case["runtime"], rel=1e-9
+    )
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -59,17 +59,21 @@ def test_a_card_describes_its_zip_and_the_cases_it_was_scored_on(name):
 
 
 def test_an_unknown_name_lists_the_shipped_ones():
-    with pytest.raises(ConfigError, match=r"no pretrained policy 'imagenet'; shipped: "
-                                          + ", ".join(SHIPPED)):  # fmt: skip
+    with pytest.raises(
+        ConfigError, match=r"no pretrained policy 'imagenet'; shipped: " + ", ".join(SHIPPED)
+    ):
         place("policy", LAYERED, "placeto?n_devices=4", pretrained="imagenet")
 
 
-@pytest.mark.parametrize(("options", "given"), [({}, "neither"),
-                                                ({"path": "m.zip", "pretrained": "layered"},
-                                                 "both")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("options", "given"), [({}, "neither"), ({"path": "m.zip", "pretrained": "layered"}, "both")]
+)
 def test_a_path_or_a_pretrained_name_not_both_or_neither(options, given):
-    with pytest.raises(ConfigError, match=rf"a model zip \(path=...\) or a shipped policy "
-                                          rf"\(pretrained=...\), not {given}"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=rf"a model zip \(path=...\) or a shipped policy "
+        rf"\(pretrained=...\), not {given}",
+    ):
         place("policy", LAYERED, "placeto?n_devices=4", **options)
 
 
@@ -85,31 +89,53 @@ def test_a_shipped_policy_places_on_other_device_counts(devices):
 
 def test_another_device_count_says_what_a_tied_policy_was_trained_for():
     """A card whose policy has per-device parameters refuses another count before any work."""
-    card = {"name": "x", "cluster": "placeto?n_devices=4",
-            "reads": {"num_devices": 4, "any_device_count": False,
-                      "feature_width": {"nodes": 14, "devices": 10}}}  # fmt: skip
-    message = (r"pretrained policy 'x' was trained for cluster 'placeto\?n_devices=4' "
-               r"\(4 devices; feature widths nodes=14, devices=10\); the cluster has 3 "
-               r"devices: place it on 4 devices")  # fmt: skip
+    card = {
+        "name": "x",
+        "cluster": "placeto?n_devices=4",
+        "reads": {
+            "num_devices": 4,
+            "any_device_count": False,
+            "feature_width": {"nodes": 14, "devices": 10},
+        },
+    }
+    message = (
+        r"pretrained policy 'x' was trained for cluster 'placeto\?n_devices=4' "
+        r"\(4 devices; feature widths nodes=14, devices=10\); the cluster has 3 "
+        r"devices: place it on 4 devices"
+    )
     with pytest.raises(ConfigError, match=message):
         check_cluster(card, load_cluster("placeto?n_devices=3"))
-    check_cluster(card | {"reads": card["reads"] | {"any_device_count": True}},
-                  load_cluster("placeto?n_devices=3"))
+    check_cluster(
+        card | {"reads": card["reads"] | {"any_device_count": True}},
+        load_cluster("placeto?n_devices=3"),
+    )
 
 
 def test_other_feature_widths_say_what_the_policy_was_trained_for():
-    card = {"name": "x", "cluster": "placeto?n_devices=4",
-            "reads": {"num_devices": 4, "feature_width": {"nodes": 14, "devices": 10}}}
-    space = spaces.Dict({"nodes": spaces.Box(0, 1, (80, 15)),
-                         "devices": spaces.Box(0, 1, (4, 10)),
-                         "edge_index": spaces.Box(0, 80, (2, 192), dtype=np.int64)})
-    with pytest.raises(ConfigError, match=r"trained for cluster 'placeto\?n_devices=4' \(4 "
-                                          r"devices; feature widths nodes=14, devices=10\); "
-                                          r"this cluster gives feature widths nodes=15, "
-                                          r"devices=10"):  # fmt: skip
+    card = {
+        "name": "x",
+        "cluster": "placeto?n_devices=4",
+        "reads": {"num_devices": 4, "feature_width": {"nodes": 14, "devices": 10}},
+    }
+    space = spaces.Dict(
+        {
+            "nodes": spaces.Box(0, 1, (80, 15)),
+            "devices": spaces.Box(0, 1, (4, 10)),
+            "edge_index": spaces.Box(0, 80, (2, 192), dtype=np.int64),
+        }
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"trained for cluster 'placeto\?n_devices=4' \(4 "
+        r"devices; feature widths nodes=14, devices=10\); "
+        r"this cluster gives feature widths nodes=15, "
+        r"devices=10",
+    ):
         check_widths(card, space)
-    check_widths(card, spaces.Dict({"nodes": spaces.Box(0, 1, (300, 14)),
-                                    "devices": spaces.Box(0, 1, (4, 10))}))  # fmt: skip
+    check_widths(
+        card,
+        spaces.Dict({"nodes": spaces.Box(0, 1, (300, 14)), "devices": spaces.Box(0, 1, (4, 10))}),
+    )
 
 
 @pytest.mark.skipif("layered" not in SHIPPED, reason="no layered policy shipped")
@@ -137,6 +163,9 @@ def test_a_card_without_a_field_or_of_another_version_is_refused(tmp_path, monke
     assert shipped() == ("a", "b")
     with pytest.raises(ConfigError, match=r"a.json lacks field 'reads'"):
         load_card("a")
-    with pytest.raises(ConfigError, match=r"b.json is of version 99; this placerl reads "
-                                          r"version 1"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"b.json is of version 99; this placerl reads "
+        r"version 1",
+    ):
         load_card("b")

@@ -87,8 +87,9 @@ def test_a_step_that_raises_leaves_the_cache_as_the_last_good_step_left_it(monke
                 with pytest.raises(RuntimeError, match="interrupted"):
                     extractor.encode(_as_batch(steps[1]))
             for obs, states in zip(steps[1:], expected[1:], strict=True):
-                torch.testing.assert_close(extractor.encode(_as_batch(obs))[1], states,
-                                           rtol=1e-5, atol=1e-6)  # fmt: skip
+                torch.testing.assert_close(
+                    extractor.encode(_as_batch(obs))[1], states, rtol=1e-5, atol=1e-6
+                )
 
 
 def _interrupted(*args, **kwargs):
@@ -134,8 +135,7 @@ def test_a_greedy_episode_reusing_rows_places_as_the_whole_pass_does():
     sampled = []
     for flag in (True, False):
         torch.manual_seed(1)
-        sampled.append(rollout(model, env, graph=0, seed=0, deterministic=False,
-                               incremental=flag))  # fmt: skip
+        sampled.append(rollout(model, env, graph=0, seed=0, deterministic=False, incremental=flag))
     np.testing.assert_array_equal(sampled[0].placement, sampled[1].placement)
 
 
@@ -160,5 +160,6 @@ def test_reusing_rows_on_cuda_gives_the_whole_passes_embeddings():
         expected = [extractor.encode(cuda(obs))[1] for obs in steps]
         with extractor.episode():
             for obs, states in zip(steps, expected, strict=True):
-                torch.testing.assert_close(extractor.encode(cuda(obs))[1], states,
-                                           rtol=1e-5, atol=1e-5)  # fmt: skip
+                torch.testing.assert_close(
+                    extractor.encode(cuda(obs))[1], states, rtol=1e-5, atol=1e-5
+                )

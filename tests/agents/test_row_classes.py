@@ -12,8 +12,10 @@ from tests.agents.test_extractors import _batch
 
 @pytest.fixture(scope="module")
 def batch():
-    env = PlacementEnv(graph=["synthetic:layered?n=30&seed=1", "synthetic:layered?n=18&seed=2"],
-                       cluster="placeto?n_devices=3")  # fmt: skip
+    env = PlacementEnv(
+        graph=["synthetic:layered?n=30&seed=1", "synthetic:layered?n=18&seed=2"],
+        cluster="placeto?n_devices=3",
+    )
     return _batch(env, steps=40)
 
 
@@ -47,8 +49,9 @@ def test_shared_rounds_give_every_rows_embedding(batch, layer, whole):
 def test_copies_of_an_observation_share_every_class(batch):
     one = {k: v[:5] for k, v in batch.items()}
     four = {k: torch.cat([v[:5]] * 4) for k, v in batch.items()}
-    single, repeated = (share_rows(plan_batch(b, 2, whole=True), b["nodes"], whole=True)
-                        for b in (one, four))  # fmt: skip
+    single, repeated = (
+        share_rows(plan_batch(b, 2, whole=True), b["nodes"], whole=True) for b in (one, four)
+    )
     assert len(repeated.inputs) == len(single.inputs)
     assert [s.size for s in repeated.rounds] == [s.size for s in single.rounds]
     assert torch.equal(repeated.outputs, single.outputs.repeat(4))
@@ -63,8 +66,9 @@ def test_gradients_reach_every_shared_parameter(batch):
     for layer, step in zip(layers, shared.rounds, strict=True):
         h = layer(h, step)
     h[shared.outputs].pow(2).sum().backward()
-    reference = [p.grad.clone() for p in [*embed.parameters(), *(p for m in layers for p in
-                                                                  m.parameters())]]  # fmt: skip
+    reference = [
+        p.grad.clone() for p in [*embed.parameters(), *(p for m in layers for p in m.parameters())]
+    ]
     for p in [*embed.parameters(), *(p for m in layers for p in m.parameters())]:
         p.grad = None
     _row_level(layers, embed, batch, 2, whole=False).pow(2).sum().backward()

@@ -67,9 +67,13 @@ def test_every_sb3_private_member_placerl_uses_is_listed():
             for name in set(re.findall(r"(?:def |\.|[\"'])(_[a-z]\w*)", text)):
                 used.setdefault(name, set()).add(str(path.relative_to(ROOT)))
     listed = {(p.member, f) for p in PRIVATE_MEMBERS for f in p.used_in}
-    unlisted = sorted(f"{name} in {path}" for name in used.keys() & _sb3_underscore_names()
-                      if name not in NOT_SB3 for path in used[name]
-                      if (name, path) not in listed)  # fmt: skip
+    unlisted = sorted(
+        f"{name} in {path}"
+        for name in used.keys() & _sb3_underscore_names()
+        if name not in NOT_SB3
+        for path in used[name]
+        if (name, path) not in listed
+    )
     assert unlisted == [], f"list these in placerl/agents/sb3_private.py: {unlisted}"
 
 
@@ -105,8 +109,14 @@ def test_problems_name_what_no_longer_holds():
     vec_env = "stable_baselines3.common.vec_env:DummyVecEnv"
     renamed = Private(vec_env, "buf_info", "attribute", (), "")
     assert problems(renamed) == ["no class of DummyVecEnv's bases assigns self.buf_info"]
-    gone = Private(f"{vec_env}", "_step_wait", "method", (), "",
-                   relies_on=(("step_wait", "copy.deepcopy(self.buf_infos)"),))  # fmt: skip
+    gone = Private(
+        f"{vec_env}",
+        "_step_wait",
+        "method",
+        (),
+        "",
+        relies_on=(("step_wait", "copy.deepcopy(self.buf_infos)"),),
+    )
     assert problems(gone) == [
         "DummyVecEnv._step_wait is no method of DummyVecEnv",
         "DummyVecEnv.step_wait no longer holds 'copy.deepcopy(self.buf_infos)'",

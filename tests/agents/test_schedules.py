@@ -26,14 +26,16 @@ def test_numbers_and_other_options_pass_through():
 
 def test_make_agent_trains_with_a_schedule():
     env = PlacementEnv("synthetic:layered?n=8&seed=0", "placeto?n_devices=2")
-    model = make_agent("maskable_ppo", env, "mlp", learning_rate="lin_1e-3", n_steps=16,
-                       batch_size=16)  # fmt: skip
+    model = make_agent(
+        "maskable_ppo", env, "mlp", learning_rate="lin_1e-3", n_steps=16, batch_size=16
+    )
     model.learn(32)
     assert model.lr_schedule(0.25) == pytest.approx(2.5e-4)
 
 
 @pytest.mark.parametrize("text", ["lin_x", "exp_0.1", "lin_-1", "lin_", "0.2", "lin_inf"])
 def test_bad_schedules_name_the_option(text):
-    with pytest.raises(ConfigError, match=f"clip_range must be a number or a schedule "
-                                          f"'lin_<start>'.*got '{text}'"):  # fmt: skip
+    with pytest.raises(
+        ConfigError, match=f"clip_range must be a number or a schedule 'lin_<start>'.*got '{text}'"
+    ):
         parse_schedules({"clip_range": text})

@@ -22,11 +22,23 @@ GRAPH, CLUSTER = "synthetic:layered?n=16&seed=1", "placeto?n_devices=3"
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
     out = tmp_path_factory.mktemp("search")
-    train({"graph": {"spec": GRAPH}, "cluster": {"spec": CLUSTER}, "order": OrderGroup(),
-           "env": EnvGroup(reward="normalized_delta"), "agent": AgentGroup(warm_start=None),
-           "n_envs": 2, "total_steps": 128, "eval_every": 0, "eval_samples": 0,
-           "baselines": ["single_device"], "resume": False, "progress_bar": False},
-          out_dir=str(out))  # fmt: skip
+    train(
+        {
+            "graph": {"spec": GRAPH},
+            "cluster": {"spec": CLUSTER},
+            "order": OrderGroup(),
+            "env": EnvGroup(reward="normalized_delta"),
+            "agent": AgentGroup(warm_start=None),
+            "n_envs": 2,
+            "total_steps": 128,
+            "eval_every": 0,
+            "eval_samples": 0,
+            "baselines": ["single_device"],
+            "resume": False,
+            "progress_bar": False,
+        },
+        out_dir=str(out),
+    )
     return out / "model.zip"
 
 
@@ -53,8 +65,10 @@ def test_every_search_is_registered():
     assert set(SEARCHES) >= {"greedy", "sample", "local", "active"}
 
 
-@pytest.mark.parametrize(("search", "budget"), [("greedy", 0), ("sample", 80), ("local", 0),
-                                                ("local", 40), ("active", 80)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("search", "budget"),
+    [("greedy", 0), ("sample", 80), ("local", 0), ("local", 40), ("active", 80)],
+)
 def test_never_worse_than_greedy_and_within_budget(model, search, budget):
     env = _env()
     result = run_search(model, env, search, budget=budget, seed=0)
@@ -71,7 +85,8 @@ def test_never_worse_than_greedy_and_within_budget(model, search, budget):
     from placerl.sim import simulate
 
     assert simulate(env.graphs[0], result.placement, env.cluster).runtime == pytest.approx(
-        result.runtime)
+        result.runtime
+    )
 
 
 def test_sample_counts_its_episodes(model):
@@ -90,7 +105,8 @@ def test_local_reaches_a_local_optimum_without_a_budget(model):
             moved = result.placement.copy()
             moved[node] = device
             assert simulate(env.graphs[0], moved, env.cluster).runtime >= result.runtime * (
-                1 - 1e-9)
+                1 - 1e-9
+            )
 
 
 def test_local_uses_the_policys_probabilities(model):
@@ -112,8 +128,11 @@ def test_active_search_fine_tunes_a_copy_and_leaves_the_model_as_it_was(model):
 
 
 def test_active_search_refuses_a_budget_that_pays_for_no_training(model):
-    with pytest.raises(ConfigError, match=r"search 'active' needs a budget above 32 simulator "
-                                          r"evaluations on this graph .* got 30"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"search 'active' needs a budget above 32 simulator "
+        r"evaluations on this graph .* got 30",
+    ):
         run_search(model, _env(), "active", budget=30)
 
 
@@ -125,15 +144,19 @@ def test_searches_place_a_graph_beyond_the_padding_but_active_search_refuses_it(
     from placerl.cluster import load_cluster
     from placerl.graph import load_graph
 
-    problem = Problem(load_graph("synthetic:layered?n=24&seed=3"), load_cluster(CLUSTER),
-                      "step_time")
+    problem = Problem(
+        load_graph("synthetic:layered?n=24&seed=3"), load_cluster(CLUSTER), "step_time"
+    )
     for search, budget in (("greedy", 0), ("sample", 60), ("local", 60)):
         result = run_search(model, env_for(model, problem), search, budget=budget)
         assert len(result.placement) == 24 and result.feasible
         assert result.runtime <= result.greedy_runtime * (1 + 1e-12)
-    with pytest.raises(ConfigError, match=r"search 'active' fine-tunes the policy on the env, "
-                                          r"whose observations have another shape .*padding "
-                                          r"max_nodes=24, .*the policy's: max_nodes=16"):
+    with pytest.raises(
+        ConfigError,
+        match=r"search 'active' fine-tunes the policy on the env, "
+        r"whose observations have another shape .*padding "
+        r"max_nodes=24, .*the policy's: max_nodes=16",
+    ):
         run_search(model, env_for(model, problem), "active", budget=400)
 
 
@@ -195,8 +218,9 @@ def test_every_search_places_with_a_policy_on_a_gpu_as_on_the_cpu(model_path, se
     for device in ("cpu", "cuda"):
         model = load_model(model_path, device)
         assert model.policy.device.type == device
-        found[device] = run_search(model, _env(), search, budget=0 if search == "greedy" else 80,
-                                   seed=0)  # fmt: skip
+        found[device] = run_search(
+            model, _env(), search, budget=0 if search == "greedy" else 80, seed=0
+        )
     on_gpu = found["cuda"]
     assert on_gpu.feasible and on_gpu.runtime <= on_gpu.greedy_runtime * (1 + 1e-12)
     assert on_gpu.greedy_runtime == pytest.approx(found["cpu"].greedy_runtime)
@@ -212,8 +236,9 @@ def test_the_policy_placer_takes_a_search_and_a_budget(model_path):
 
 # local at 30 evaluations: at 60 the untrained policy's climb already reached best_of's
 # runtime, so its own search would not be worse than the start it is bounded by.
-@pytest.mark.parametrize(("search", "budget"), [("greedy", 0), ("sample", 80), ("local", 30),
-                                                ("active", 80)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("search", "budget"), [("greedy", 0), ("sample", 80), ("local", 30), ("active", 80)]
+)
 def test_an_init_placer_bounds_every_search(search, budget):
     untrained = _untrained(_env())
     best_of = reference(GRAPH, CLUSTER, placer="best_of").runtime  # cached, as init= reads it
@@ -248,8 +273,11 @@ def test_the_old_names_of_init_are_refused_naming_it(model_path, model, old):
     from placerl.cluster import load_cluster
     from placerl.graph import load_graph
 
-    with pytest.raises(ConfigError, match=rf"unknown option\(s\) {old} for placer 'policy'; "
-                                          r"known: .*\binit\b"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=rf"unknown option\(s\) {old} for placer 'policy'; "
+        r"known: .*\binit\b",
+    ):
         solve("policy", GRAPH, CLUSTER, path=str(model_path), **{old: "heft"})
     with pytest.raises(ConfigError, match=f"policy_placer: option '{old}' is now 'init'"):
         policy_placer(model_path, **{old: "heft"})
@@ -268,21 +296,27 @@ BAD = [
     ({"search": "sample"}, r"search 'sample' needs a budget > 0 \(simulator evaluations\)"),
     ({"search": "active", "budget": 0}, "search 'active' needs a budget > 0"),
     ({"search": "local", "budget": -5}, "search budget must be an integer >= 0, got -5"),
-    ({"search": "local", "budget": 2.5},
-     "option 'budget' of placer 'policy' must be an integer, got 2.5"),
+    (
+        {"search": "local", "budget": 2.5},
+        "option 'budget' of placer 'policy' must be an integer, got 2.5",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("options", "message"), BAD, ids=[
-    "unknown", "sample-no-budget", "active-zero", "negative", "float"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("options", "message"),
+    BAD,
+    ids=["unknown", "sample-no-budget", "active-zero", "negative", "float"],
+)
 def test_bad_searches_fail_before_any_work(model_path, options, message):
     with pytest.raises(ConfigError, match=message):
         solve("policy", GRAPH, CLUSTER, path=str(model_path), **options)
 
 
 def test_an_env_over_several_graphs_is_refused(model):
-    env = PlacementEnv([GRAPH, "synthetic:layered?n=12&seed=2"], CLUSTER, max_nodes=16,
-                       max_edges=64)  # fmt: skip
+    env = PlacementEnv(
+        [GRAPH, "synthetic:layered?n=12&seed=2"], CLUSTER, max_nodes=16, max_edges=64
+    )
     with pytest.raises(ConfigError, match="run_search places one graph; the env has 2"):
         run_search(model, env, "greedy")
 

@@ -18,8 +18,10 @@ from tests.agents.test_extractors import _batch
 @pytest.fixture(scope="module")
 def env():
     # two graphs of one size: no padding, and two donor runs in one minibatch
-    return PlacementEnv(graph=["synthetic:layered?n=24&seed=1", "synthetic:layered?n=24&seed=2"],
-                        cluster="placeto?n_devices=3")  # fmt: skip
+    return PlacementEnv(
+        graph=["synthetic:layered?n=24&seed=1", "synthetic:layered?n=24&seed=2"],
+        cluster="placeto?n_devices=3",
+    )
 
 
 def _minibatch(env, size=64, steps=200, seed=0):
@@ -89,8 +91,11 @@ def test_every_sample_shares_a_prefix_only_with_a_root_whose_rows_start_the_same
 def test_a_fingerprint_collision_costs_only_the_saving(env, monkeypatch):
     # every prefix and graph fingerprinted alike: the row-by-row checks must still keep foreign
     # prefixes and graphs out
-    monkeypatch.setattr(shared_lstm, "_prefix_fingerprints",
-                        lambda nodes: torch.zeros(nodes.shape[0], nodes.shape[1] + 1))  # fmt: skip
+    monkeypatch.setattr(
+        shared_lstm,
+        "_prefix_fingerprints",
+        lambda nodes: torch.zeros(nodes.shape[0], nodes.shape[1] + 1),
+    )
     torch.manual_seed(0)
     extractor = LstmExtractor(env.observation_space, hidden=16, per_node=True)
     batch = _minibatch(env)
@@ -152,8 +157,9 @@ def _episodes(draw):
     samples, currents = [], []
     for _ in range(draw(st.integers(2, 6))):
         graph = draw(st.integers(0, 1))
-        placement = draw(st.lists(st.integers(0, devices - 1), min_size=num_nodes,
-                                  max_size=num_nodes))  # fmt: skip
+        placement = draw(
+            st.lists(st.integers(0, devices - 1), min_size=num_nodes, max_size=num_nodes)
+        )
         for step in sorted(draw(st.sets(st.integers(0, num_nodes - 1), min_size=1))):
             rows = graphs[graph].clone()
             for row in range(step):
@@ -202,8 +208,11 @@ def test_any_batch_of_episodes_gives_the_plain_lstms_states_and_gradients(episod
 
 def test_a_prefix_that_differs_only_in_its_last_placed_row_is_not_shared(monkeypatch):
     # two episodes alike up to the device of row 2; samples at row 3 must not share a root
-    monkeypatch.setattr(shared_lstm, "_prefix_fingerprints",
-                        lambda rows: torch.zeros(rows.shape[0], rows.shape[1] + 1))  # fmt: skip
+    monkeypatch.setattr(
+        shared_lstm,
+        "_prefix_fingerprints",
+        lambda rows: torch.zeros(rows.shape[0], rows.shape[1] + 1),
+    )
     num_nodes, devices, copies = 6, 2, 20
     nodes = torch.rand(1, num_nodes, NUM_BASE_FEATURES + devices).repeat(2 * copies, 1, 1)
     nodes[:, :, dynamic_columns(nodes.shape[2])] = 0
@@ -227,9 +236,16 @@ def test_a_stacked_lstm_runs_plainly(env):
     _assert_same(extractor, _minibatch(env))
 
 
-@pytest.mark.parametrize("options", [{"num_layers": 2}, {"bidirectional": False},
-                                     {"batch_first": False}, {"bias": False},
-                                     {"proj_size": 2}])  # fmt: skip
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"num_layers": 2},
+        {"bidirectional": False},
+        {"batch_first": False},
+        {"bias": False},
+        {"proj_size": 2},
+    ],
+)
 def test_the_shared_pass_refuses_lstms_it_cannot_run(env, options):
     settings_ = {"batch_first": True, "bidirectional": True, **options}
     lstm = torch.nn.LSTM(8, 4, **settings_)

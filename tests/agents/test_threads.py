@@ -66,10 +66,12 @@ def test_the_load_is_ignored_under_a_quota(monkeypatch):
 
 def test_cpu_times_sum_the_process_cpus(tmp_path):
     stat = tmp_path / "stat"
-    stat.write_text("cpu  9 9 9 9 9 9 9 9 0 0\n"
-                    "cpu0 10 0 5 80 5 0 0 0 0 0\n"
-                    "cpu1 50 0 10 40 0 0 0 0 0 0\n"
-                    "cpu2 1 1 1 1 1 1 1 1 0 0\nintr 5\n")  # fmt: skip
+    stat.write_text(
+        "cpu  9 9 9 9 9 9 9 9 0 0\n"
+        "cpu0 10 0 5 80 5 0 0 0 0 0\n"
+        "cpu1 50 0 10 40 0 0 0 0 0 0\n"
+        "cpu2 1 1 1 1 1 1 1 1 0 0\nintr 5\n"
+    )
     assert threads._cpu_times({0, 1}, stat) == (75, 200)  # idle and iowait are not busy
     assert threads._cpu_times({7}, stat) is None
     assert threads._cpu_times({0}, tmp_path / "absent") is None
@@ -89,8 +91,12 @@ def test_env_workers_run_single_threaded(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "2")  # restored after the test
     before = torch.get_num_threads()
     try:
-        env = _worker_env({"graph": "synthetic:layered?n=8&seed=0", "cluster": "placeto"},
-                          "construct", False, environ=dict(os.environ))  # fmt: skip
+        env = _worker_env(
+            {"graph": "synthetic:layered?n=8&seed=0", "cluster": "placeto"},
+            "construct",
+            False,
+            environ=dict(os.environ),
+        )
         assert torch.get_num_threads() == 1
         assert threads.os.environ["OMP_NUM_THREADS"] == "1"
         env.close()
@@ -121,14 +127,28 @@ def test_rollouts_and_updates_get_their_own_thread_counts():
     before = torch.get_num_threads()
     record = _RecordThreads()
     try:
-        agent = AgentGroup(extractor="mlp", warm_start=None,
-                           hyperparams={"n_steps": 16, "batch_size": 16})  # fmt: skip
-        result = train({"graph": {"spec": "synthetic:layered?n=10&seed=0"},
-                        "cluster": {"spec": "placeto"}, "order": OrderGroup(), "env": EnvGroup(),
-                        "agent": agent, "n_envs": 2, "total_steps": 64, "eval_every": 0,
-                        "eval_samples": 0, "baselines": [], "progress_bar": False,
-                        "resume": False, "threads": 3, "rollout_threads": 1},
-                       callbacks=[record])  # fmt: skip
+        agent = AgentGroup(
+            extractor="mlp", warm_start=None, hyperparams={"n_steps": 16, "batch_size": 16}
+        )
+        result = train(
+            {
+                "graph": {"spec": "synthetic:layered?n=10&seed=0"},
+                "cluster": {"spec": "placeto"},
+                "order": OrderGroup(),
+                "env": EnvGroup(),
+                "agent": agent,
+                "n_envs": 2,
+                "total_steps": 64,
+                "eval_every": 0,
+                "eval_samples": 0,
+                "baselines": [],
+                "progress_bar": False,
+                "resume": False,
+                "threads": 3,
+                "rollout_threads": 1,
+            },
+            callbacks=[record],
+        )
         assert record.during_rollouts == {1}
         assert record.during_updates == {3} and record.at_training_end == 1
         assert result.timings["torch_threads"] == 3

@@ -103,7 +103,8 @@ def brute_force_pipeline(graph: CompGraph, cluster: Cluster, *, contiguous: bool
 def _orderable(placement: np.ndarray, src: np.ndarray, dst: np.ndarray) -> bool:
     g = nx.DiGraph()
     g.add_edges_from(
-        (int(placement[u]), int(placement[v])) for u, v in zip(src, dst, strict=True)
+        (int(placement[u]), int(placement[v]))
+        for u, v in zip(src, dst, strict=True)
         if placement[u] != placement[v]
-    )  # fmt: skip
+    )
     return nx.is_directed_acyclic_graph(g)

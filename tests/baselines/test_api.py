@@ -43,8 +43,19 @@ def small():
 
 
 def test_the_registry_holds_every_placer_of_the_issue():
-    assert set(PLACERS) >= {"single_device", "round_robin", "random", "m_topo", "heft", "m_etf",
-                            "m_sct", "min_cut", "tarnawski_dp", "local_search", "milp"}  # fmt: skip
+    assert set(PLACERS) >= {
+        "single_device",
+        "round_robin",
+        "random",
+        "m_topo",
+        "heft",
+        "m_etf",
+        "m_sct",
+        "min_cut",
+        "tarnawski_dp",
+        "local_search",
+        "milp",
+    }
 
 
 @pytest.mark.parametrize("name", sorted(n for n, p in PLACERS.items() if p.standalone))
@@ -81,8 +92,11 @@ def test_place_returns_the_placement_of_solve(name, small):
 @st.composite
 def grouped_dags(draw):
     graph = draw(dags(min_nodes=1, max_nodes=8))
-    groups = draw(st.lists(st.sampled_from([None, "x", "y"]), min_size=graph.num_nodes,
-                           max_size=graph.num_nodes))  # fmt: skip
+    groups = draw(
+        st.lists(
+            st.sampled_from([None, "x", "y"]), min_size=graph.num_nodes, max_size=graph.num_nodes
+        )
+    )
     nodes = [{**n.to_dict(), "group": g} for n, g in zip(graph.nodes, groups, strict=True)]
     return CompGraph(nodes, [e.to_dict() for e in graph.edges], name="grouped")
 
@@ -98,8 +112,9 @@ def test_placers_are_valid_and_feasible_when_every_device_can_hold_everything(
     graph, n_devices, objective, comm_model
 ):
     everything = graph.arrays.mem_bytes.sum() + graph.arrays.out_bytes.sum()  # + activations
-    cluster = Cluster.preset("homogeneous", n_devices=n_devices, comm_model=comm_model,
-                             memory=everything + 1)  # fmt: skip
+    cluster = Cluster.preset(
+        "homogeneous", n_devices=n_devices, comm_model=comm_model, memory=everything + 1
+    )
     for name in STANDALONE:
         result = run(name, graph, cluster, objective)
         assert result.placement.shape == (graph.num_nodes,)

@@ -11,15 +11,27 @@ bench = module_fixture("bench_baselines")
 
 
 def test_writes_csv_markdown_and_json(bench, tmp_path, capsys):
-    argv = ["--quick", "--out", str(tmp_path), "--graphs", "fork_join_16,bert24_inference",
-            "--placers", "heft,tarnawski_dp,milp"]  # fmt: skip
+    argv = [
+        "--quick",
+        "--out",
+        str(tmp_path),
+        "--graphs",
+        "fork_join_16,bert24_inference",
+        "--placers",
+        "heft,tarnawski_dp,milp",
+    ]
     rows = bench.main(argv)
     assert len(rows) == 2 * 2 * 3
     with open(tmp_path / "baselines.csv") as f:
         table = list(csv.DictReader(f))
     assert {r["placer"] for r in table} == {"heft", "tarnawski_dp", "milp"}
-    dp = next(r for r in table if r["graph"] == "bert24_inference" and r["placer"] == "tarnawski_dp"
-              and r["objective"] == "pipeline")  # fmt: skip
+    dp = next(
+        r
+        for r in table
+        if r["graph"] == "bert24_inference"
+        and r["placer"] == "tarnawski_dp"
+        and r["objective"] == "pipeline"
+    )
     assert float(dp["runtime"]) == pytest.approx(bench.MSR_OPTIMA["bert24_inference"])
     too_big = next(r for r in table if r["graph"] == "bert24_inference" and r["placer"] == "milp")
     assert too_big["status"].startswith("error: milp is for small graphs")
@@ -38,8 +50,17 @@ def test_the_inception_stand_in_has_the_shape_of_the_msr_graph(bench):
 
 
 def test_summary_counts_wins_and_failures(bench, tmp_path):
-    argv = ["--quick", "--out", str(tmp_path), "--graphs", "fork_join_16,bert24_inference",
-            "--placers", "heft,tarnawski_dp,milp", "--objectives", "pipeline"]  # fmt: skip
+    argv = [
+        "--quick",
+        "--out",
+        str(tmp_path),
+        "--graphs",
+        "fork_join_16,bert24_inference",
+        "--placers",
+        "heft,tarnawski_dp,milp",
+        "--objectives",
+        "pipeline",
+    ]
     rows = bench.main(argv)
     by_placer = {e["placer"]: e for e in bench.summary(rows, ["heft", "tarnawski_dp", "milp"])}
     dp, milp = by_placer["tarnawski_dp"], by_placer["milp"]
@@ -53,8 +74,19 @@ def test_summary_counts_wins_and_failures(bench, tmp_path):
 
 
 def test_a_zoo_case_runs_with_the_exact_placers(bench, tmp_path):
-    rows = bench.main(["--quick", "--out", str(tmp_path), "--graphs", "zoo_resnet50_20",
-                       "--placers", "tarnawski_dp,milp", "--objectives", "pipeline"])  # fmt: skip
+    rows = bench.main(
+        [
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--graphs",
+            "zoo_resnet50_20",
+            "--placers",
+            "tarnawski_dp,milp",
+            "--objectives",
+            "pipeline",
+        ]
+    )
     assert {r["suite"] for r in rows} == {"zoo"} and {r["status"] for r in rows} == {"ok"}
     dp, milp = rows
     assert dp["nodes"] == 20 and dp["devices"] == "gpu4_pcie 4 gpu"

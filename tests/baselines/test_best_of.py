@@ -12,8 +12,14 @@ GRAPH, CLUSTER = "synthetic:layered?n=24&seed=3", "placeto?n_devices=4"
 @pytest.mark.parametrize("objective", ["step_time", "pipeline"])
 def test_keeps_the_best_candidate(objective):
     result = solve("best_of", GRAPH, CLUSTER, objective)
-    candidates = ["single_device", "heft", "m_etf", "m_sct", "m_topo",
-                  "tarnawski_dp?max_pairs=50000000"]  # fmt: skip
+    candidates = [
+        "single_device",
+        "heft",
+        "m_etf",
+        "m_sct",
+        "m_topo",
+        "tarnawski_dp?max_pairs=50000000",
+    ]
     runtimes = {spec: reference(GRAPH, CLUSTER, objective, spec).runtime for spec in candidates}
     assert result.runtime == pytest.approx(min(runtimes.values()))
     assert result.info["runtimes"][result.info["chosen"]] == pytest.approx(result.runtime)
@@ -37,8 +43,9 @@ def test_takes_a_list_of_specs():
 
 def test_a_spec_string_selects_candidates():
     ref = reference(GRAPH, CLUSTER, "step_time", "best_of?placers=heft,m_etf")
-    assert ref.runtime == pytest.approx(min(solve(p, GRAPH, CLUSTER).runtime
-                                            for p in ("heft", "m_etf")))  # fmt: skip
+    assert ref.runtime == pytest.approx(
+        min(solve(p, GRAPH, CLUSTER).runtime for p in ("heft", "m_etf"))
+    )
 
 
 BAD = [

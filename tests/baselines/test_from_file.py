@@ -39,15 +39,24 @@ def test_needs_a_path():
     assert not PLACERS["file"].standalone
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ([0, 1], r"places 2 nodes; graph .* has 6"),
-    ([0, 1, 2, 3, 0, 0], r"names device 3; the cluster has gpu:0, gpu:1, gpu:2 \(or indices 0-2\)"),
-    ([0, 1, 2, True, 0, 0], r"names device True"),
-    ({"nope": 0}, r"places op 'nope', which graph .* does not have"),
-    ({"other-graph": {"placement": [0]}}, r"holds placements of graphs other-graph, not of graph"),
-    ({"input": 0}, r"does not place op 'layer1' \(5 ops unplaced\)"),
-    ("heft", r"holds no placement of graph .*: give a list of device indices"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ([0, 1], r"places 2 nodes; graph .* has 6"),
+        (
+            [0, 1, 2, 3, 0, 0],
+            r"names device 3; the cluster has gpu:0, gpu:1, gpu:2 \(or indices 0-2\)",
+        ),
+        ([0, 1, 2, True, 0, 0], r"names device True"),
+        ({"nope": 0}, r"places op 'nope', which graph .* does not have"),
+        (
+            {"other-graph": {"placement": [0]}},
+            r"holds placements of graphs other-graph, not of graph",
+        ),
+        ({"input": 0}, r"does not place op 'layer1' \(5 ops unplaced\)"),
+        ("heft", r"holds no placement of graph .*: give a list of device indices"),
+    ],
+)
 def test_bad_files_say_what_is_wrong(tmp_path, problem, content, message):
     with pytest.raises(PlacementError, match=message):
         place("file", *problem, path=_write(tmp_path, content))

@@ -45,11 +45,17 @@ def to_saga(graph, cluster):
     """SAGA's network and task graph of a placerl graph and cluster (ideal links)."""
     a, names = graph.arrays, graph.names
     tasks = [(names[v], float(a.cost[v])) for v in range(graph.num_nodes)]
-    deps = [(names[int(a.src[e])], names[int(a.dst[e])], float(a.edge_bytes[e]))
-            for e in range(a.num_edges)]  # fmt: skip
+    deps = [
+        (names[int(a.src[e])], names[int(a.dst[e])], float(a.edge_bytes[e]))
+        for e in range(a.num_edges)
+    ]
     devices = cluster.devices
-    links = [(devices[i].name, devices[j].name, float(cluster.bandwidth[i, j]))
-             for i in range(len(devices)) for j in range(len(devices)) if i != j]  # fmt: skip
+    links = [
+        (devices[i].name, devices[j].name, float(cluster.bandwidth[i, j]))
+        for i in range(len(devices))
+        for j in range(len(devices))
+        if i != j
+    ]
     nodes = [(d.name, float(d.speed)) for d in devices]
     logging.disable(logging.WARNING)  # SAGA warns that it adds a super source and sink
     try:

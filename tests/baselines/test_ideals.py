@@ -70,8 +70,12 @@ def test_level_width_is_an_antichain_bounding_the_ideals_from_below(poset):
     reach = np.eye(n, dtype=bool)  # reach[u, v]: a path u -> v (blocks numbered topologically)
     for u, v in sorted(edges.tolist(), key=lambda e: -e[0]):
         reach[u] |= reach[v]
-    widest = max(len(a) for k in range(1, n + 1) for a in itertools.combinations(range(n), k)
-                 if not any(reach[x, y] for x in a for y in a if x != y))  # fmt: skip
+    widest = max(
+        len(a)
+        for k in range(1, n + 1)
+        for a in itertools.combinations(range(n), k)
+        if not any(reach[x, y] for x in a for y in a if x != y)
+    )
     assert 1 <= width <= widest
 
 

@@ -83,8 +83,11 @@ def naive_earliest_task_first(problem, favourite_parent=None):
     a, assignment = problem.graph.arrays, schedule.assignment
     waiting = a.in_degree.copy()
     ready = set(np.flatnonzero(waiting == 0).tolist())
-    child = {int(p): v for v, p in enumerate(favourite_parent if favourite_parent is not None
-                                             else []) if p >= 0}  # fmt: skip
+    child = {
+        int(p): v
+        for v, p in enumerate(favourite_parent if favourite_parent is not None else [])
+        if p >= 0
+    }
     last_on = {}
 
     def devices(v):
@@ -95,10 +98,17 @@ def naive_earliest_task_first(problem, favourite_parent=None):
         return [int(d) for d in assignment.candidates(v)]
 
     while ready:
-        kept = {d: child[u] for d, u in last_on.items()
-                if child.get(u) in ready and assignment.fits(child[u], d)}  # fmt: skip
-        start, _, v, d = min((schedule.earliest_start(v, d, insertion=False), -rank[v], v, d)
-                             for v in ready for d in devices(v) if kept.get(d, v) == v)
+        kept = {
+            d: child[u]
+            for d, u in last_on.items()
+            if child.get(u) in ready and assignment.fits(child[u], d)
+        }
+        start, _, v, d = min(
+            (schedule.earliest_start(v, d, insertion=False), -rank[v], v, d)
+            for v in ready
+            for d in devices(v)
+            if kept.get(d, v) == v
+        )
         schedule.commit(v, d, start)
         last_on[d] = v
         ready.discard(v)
@@ -130,8 +140,11 @@ def random_dag(seed, n=80, comm_model="links"):
     consumer's edge, differs from what another consumer assumed."""
     rng = np.random.default_rng(seed)
     nodes = [{"name": f"v{i}", "cost": float(rng.uniform(0.1, 2.0))} for i in range(n)]
-    edges = [{"src": f"v{u}", "dst": f"v{v}", "bytes": float(rng.uniform(1e6, 4e9))}
-             for v in range(1, n) for u in rng.choice(v, size=min(v, 3), replace=False)]
+    edges = [
+        {"src": f"v{u}", "dst": f"v{v}", "bytes": float(rng.uniform(1e6, 4e9))}
+        for v in range(1, n)
+        for u in rng.choice(v, size=min(v, 3), replace=False)
+    ]
     bandwidth = np.array([[np.inf, 8e9, 2e9], [8e9, np.inf, 4e9], [2e9, 4e9, np.inf]])
     cluster = Cluster.preset("homogeneous", n_devices=3, comm_model=comm_model)
     cluster = Cluster(cluster.devices, bandwidth=bandwidth, comm_model=comm_model)
@@ -190,8 +203,9 @@ def test_each_op_is_the_favourite_child_of_at_most_one_parent():
     assert all((int(p), v) in edges for v, p in enumerate(favourite) if p >= 0)
 
 
-@pytest.mark.parametrize("cluster",
-                         ["cpu_gpu?n_gpus=3", "msr:bert24_training", "placeto?n_devices=4"])
+@pytest.mark.parametrize(
+    "cluster", ["cpu_gpu?n_gpus=3", "msr:bert24_training", "placeto?n_devices=4"]
+)
 def test_mean_edge_time_is_the_mean_over_device_pairs_bit_for_bit(cluster):
     """Summed pair by pair (no ``pairs x edges`` stack): the very bits of ``np.mean`` over
     the stack, so that HEFT's ranks, and every committed classic row, stay as they were."""
@@ -200,6 +214,7 @@ def test_mean_edge_time_is_the_mean_over_device_pairs_bit_for_bit(cluster):
         graph = load_graph(cluster)
     problem = Problem(graph, load_cluster(cluster))
     d = problem.num_devices
-    stacked = np.mean([problem.edge_times(s, t) for s in range(d) for t in range(d) if s != t],
-                      axis=0)  # fmt: skip
+    stacked = np.mean(
+        [problem.edge_times(s, t) for s in range(d) for t in range(d) if s != t], axis=0
+    )
     assert problem.mean_edge_time.tobytes() == stacked.tobytes()

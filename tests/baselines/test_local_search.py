@@ -26,6 +26,7 @@ def test_the_time_limit_counts_the_search_not_the_placer_it_starts_from():
     machine) still leaves the climb its seconds."""
     graph, cluster = load_graph("synthetic:cifar10?n=60&seed=0"), Cluster.preset("gpu4_pcie")
     with PLACERS.scope():
+
         @register_placer("slow_round_robin")
         def slow_round_robin(problem):
             time.sleep(0.3)
@@ -44,8 +45,9 @@ def test_starts_from_a_given_placement_and_improves_it():
 
 def test_groups_move_together():
     nodes = [{"name": f"n{i}", "cost": 1.0, "group": "g" if i % 2 else None} for i in range(6)]
-    result = solve("local_search", CompGraph(nodes), Cluster.preset("homogeneous", n_devices=3),
-                   "pipeline")  # fmt: skip
+    result = solve(
+        "local_search", CompGraph(nodes), Cluster.preset("homogeneous", n_devices=3), "pipeline"
+    )
     assert len(set(result.placement[1::2])) == 1 and result.feasible
 
 
@@ -104,8 +106,9 @@ def test_preferences_climb_to_a_local_optimum(objective):
     problem = _problem(objective)
     start = np.zeros(problem.graph.num_nodes, dtype=int)
     preferences = np.random.default_rng(0).dirichlet(np.ones(4), size=problem.graph.num_nodes)
-    solution = hill_climb(problem, start, rng=np.random.default_rng(0), max_rounds=10**6,
-                          preferences=preferences)  # fmt: skip
+    solution = hill_climb(
+        problem, start, rng=np.random.default_rng(0), max_rounds=10**6, preferences=preferences
+    )
     final = _score(problem, solution.placement)
     assert final < _score(problem, start)
     for node in range(problem.graph.num_nodes):  # no single move improves
@@ -122,15 +125,20 @@ def test_preferences_decide_the_first_move():
     problem = _problem()
     start = np.zeros(problem.graph.num_nodes, dtype=int)
     base = _score(problem, start)
-    improving = [(v, d) for v in range(problem.graph.num_nodes) for d in (1, 2, 3)
-                 if _score(problem, np.where(np.arange(len(start)) == v, d, start)) < base]
+    improving = [
+        (v, d)
+        for v in range(problem.graph.num_nodes)
+        for d in (1, 2, 3)
+        if _score(problem, np.where(np.arange(len(start)) == v, d, start)) < base
+    ]
     node, device = improving[-1]
     preferences = np.full((len(start), 4), 0.25)
     preferences[:, 0] = 0.9  # every unit is sure of device 0 ...
     preferences[node] = [0.0, 0.0, 0.0, 0.0]  # ... but this one,
     preferences[node, device] = 1.0  # which prefers an improving device
-    solution = hill_climb(problem, start, rng=np.random.default_rng(0), max_evaluations=2,
-                          preferences=preferences)  # fmt: skip
+    solution = hill_climb(
+        problem, start, rng=np.random.default_rng(0), max_evaluations=2, preferences=preferences
+    )
     expected = start.copy()
     expected[node] = device
     np.testing.assert_array_equal(solution.placement, expected)
@@ -147,12 +155,28 @@ def test_max_evaluations_rejects_a_negative_budget():
 def test_kicks_leave_the_local_optimum_within_the_budget(objective):
     graph, cluster = "synthetic:layered?n=40&seed=3", "placeto?n_devices=4"
     climbed = solve("local_search", graph, cluster, objective, init="heft")
-    iterated = solve("local_search", graph, cluster, objective, init="heft", restarts=10**6,
-                     max_evaluations=3000, time_limit=60.0)  # fmt: skip
+    iterated = solve(
+        "local_search",
+        graph,
+        cluster,
+        objective,
+        init="heft",
+        restarts=10**6,
+        max_evaluations=3000,
+        time_limit=60.0,
+    )
     assert iterated.info["evaluations"] == 3000 and iterated.info["kicks"] > 1
     assert iterated.runtime < 0.97 * climbed.runtime  # past the first climb's optimum
-    again = solve("local_search", graph, cluster, objective, init="heft", restarts=10**6,
-                  max_evaluations=3000, time_limit=60.0)  # fmt: skip
+    again = solve(
+        "local_search",
+        graph,
+        cluster,
+        objective,
+        init="heft",
+        restarts=10**6,
+        max_evaluations=3000,
+        time_limit=60.0,
+    )
     np.testing.assert_array_equal(again.placement, iterated.placement)  # seeded
 
 
@@ -161,13 +185,17 @@ def test_no_restarts_is_plain_hill_climbing():
     plain = solve("local_search", graph, cluster, init="heft")
     assert plain.info["kicks"] == 0
     np.testing.assert_array_equal(
-        plain.placement, solve("local_search", graph, cluster, init="heft", kick=9).placement)
+        plain.placement, solve("local_search", graph, cluster, init="heft", kick=9).placement
+    )
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"restarts": -1}, "option 'restarts' must be an integer >= 0, got -1"),
-    ({"kick": 0}, "option 'kick' must be an integer >= 1, got 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"restarts": -1}, "option 'restarts' must be an integer >= 0, got -1"),
+        ({"kick": 0}, "option 'kick' must be an integer >= 1, got 0"),
+    ],
+)
 def test_bad_kicks_are_named(options, message):
     with pytest.raises(ConfigError, match=message):
         solve("local_search", "synthetic:layered?n=12&seed=0", "placeto?n_devices=2", **options)

@@ -95,8 +95,14 @@ def test_the_dp_is_exact_in_any_order_on_random_tables(case):
 def test_folded_tables_score_tied_strategies_exactly(case, data):
     tables, _ = case
     n = len(tables.unary)
-    into = np.array([data.draw(st.sampled_from([i] + [j for j in range(i) if
-                     tables.counts[j] == tables.counts[i]])) for i in range(n)])  # fmt: skip
+    into = np.array(
+        [
+            data.draw(
+                st.sampled_from([i] + [j for j in range(i) if tables.counts[j] == tables.counts[i]])
+            )
+            for i in range(n)
+        ]
+    )
     for _ in range(n):  # each variable points lower: follow to a representative of itself
         into = into[into]
     folded = tables.folded(into)
@@ -107,8 +113,10 @@ def test_folded_tables_score_tied_strategies_exactly(case, data):
 
 def test_pase_order_keeps_dependent_sets_smaller_than_breadth_first():
     model = CostModel("zoo:inception_v3?variant=small", "gpu8_nvlink", "strategy")
-    plans = {o: elimination_plan(Tables.of(model.prepared), variable_order(model.prepared, o))
-             for o in ("pase", "bfs")}  # fmt: skip
+    plans = {
+        o: elimination_plan(Tables.of(model.prepared), variable_order(model.prepared, o))
+        for o in ("pase", "bfs")
+    }
     assert plans["pase"].largest_dependent_set < plans["bfs"].largest_dependent_set
     assert plans["pase"].max_table * 1000 < plans["bfs"].max_table
     assert plans["pase"].total_table <= plans["pase"].max_table * len(plans["pase"].order)
@@ -156,8 +164,9 @@ def test_data_parallel_splits_every_batch_by_the_largest_common_degree(transform
     for i, v in enumerate(space.variables):
         config = space.config(v, strategy[v])
         assert set(config.values()) <= {1, 2}  # bert_tiny has a batch of 2
-        assert config.get("b", 1) == (2 if space.dims[i].get("b", 1) % 2 == 0 and
-                                      space.dims[i].get("b", 1) > 1 else 1)  # fmt: skip
+        assert config.get("b", 1) == (
+            2 if space.dims[i].get("b", 1) % 2 == 0 and space.dims[i].get("b", 1) > 1 else 1
+        )
 
 
 def test_megatron_splits_columns_then_rows(transformer):
@@ -182,8 +191,10 @@ def test_megatron_splits_columns_then_rows(transformer):
 # ------------------------------------------------------------------------- bad input
 def test_device_placers_and_configuration_placers_do_not_mix():
     graph = small_models()["mlp"]
-    message = (r"placer 'heft' chooses a device per node, objective 'strategy' takes a "
-               r"configuration per node; placers that fit: .*pase_dp")  # fmt: skip
+    message = (
+        r"placer 'heft' chooses a device per node, objective 'strategy' takes a "
+        r"configuration per node; placers that fit: .*pase_dp"
+    )
     with pytest.raises(ConfigError, match=message):
         place("heft", graph, CLUSTER, "strategy")
     with pytest.raises(ConfigError, match="placer 'pase_dp' chooses a configuration per node"):
@@ -227,8 +238,10 @@ def test_a_strategy_over_memory_is_not_claimed_optimal():
 
 def test_megatron_without_attention_heads_is_data_parallel():
     graph = small_models()["mlp"]
-    assert np.array_equal(place("megatron", graph, CLUSTER, "strategy"),
-                          place("data_parallel", graph, CLUSTER, "strategy"))  # fmt: skip
+    assert np.array_equal(
+        place("megatron", graph, CLUSTER, "strategy"),
+        place("data_parallel", graph, CLUSTER, "strategy"),
+    )
 
 
 def test_data_parallel_takes_the_batch_of_the_model_inputs():

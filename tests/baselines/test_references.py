@@ -78,8 +78,12 @@ def test_computed_once_in_memory_then_on_disk(fresh_cache, counting_placer):
 def test_the_key_covers_graph_cluster_objective_placer_and_options(
     fresh_cache, counting_placer, change
 ):
-    base = {"graph": GRAPH, "cluster": "gpu4_pcie", "objective": "step_time",
-            "placer": "test_counting"}  # fmt: skip
+    base = {
+        "graph": GRAPH,
+        "cluster": "gpu4_pcie",
+        "objective": "step_time",
+        "placer": "test_counting",
+    }
     reference(**base)
     reference(**{**base, **change})
     assert len(counting_placer) == 2 and len(list(fresh_cache.glob("*.json"))) == 2
@@ -119,8 +123,15 @@ print(reference(sys.argv[2], "gpu4_pcie", "step_time", "slow_counting").runtime)
 def test_workers_starting_together_compute_a_reference_once(fresh_cache, tmp_path):
     log = tmp_path / "log.txt"
     env = {**os.environ, "PLACERL_CACHE": str(fresh_cache.parent)}
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(log), GRAPH], env=env,
-                                stdout=subprocess.PIPE, text=True) for _ in range(3)]  # fmt: skip
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(log), GRAPH],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
     outputs = {worker.communicate()[0] for worker in workers}
     assert all(worker.returncode == 0 for worker in workers)
     assert len(outputs) == 1 and log.read_text() == "computed\n"
@@ -132,15 +143,21 @@ def test_processes_share_the_disk_cache(fresh_cache):
         f"print(reference({GRAPH!r}, 'gpu4_pcie', 'step_time', 'heft').runtime)"
     )
     env = {**os.environ, "PLACERL_CACHE": str(fresh_cache.parent)}
-    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, check=True).stdout for _ in range(2)]  # fmt: skip
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1] and len(list(fresh_cache.glob("*.json"))) == 1
     assert float(runs[0]) == reference(GRAPH, "gpu4_pcie", "step_time", "heft").runtime
 
 
 def test_an_infeasible_single_device_reference_is_scored_by_the_penalty(fresh_cache):
-    graph = CompGraph([{"name": f"op{i}", "cost": 1e-3, "mem_bytes": 6 * GiB} for i in range(3)],
-                      [("op0", "op1"), ("op1", "op2")])  # fmt: skip
+    graph = CompGraph(
+        [{"name": f"op{i}", "cost": 1e-3, "mem_bytes": 6 * GiB} for i in range(3)],
+        [("op0", "op1"), ("op1", "op2")],
+    )
     cluster = homogeneous(2, memory=16 * GiB)
     ref = reference(graph, cluster)  # no warning: an infeasible reference is legitimate
     sim = CostModel(graph, cluster).evaluate(ref.placement)
@@ -150,8 +167,15 @@ def test_an_infeasible_single_device_reference_is_scored_by_the_penalty(fresh_ca
 def test_round_trip_and_placer_specs(fresh_cache):
     ref = reference(GRAPH, "gpu4_pcie", placer="local_search?time_limit=0.5&seed=3")
     assert ref.placer == "local_search"
-    assert ref.options == {"init": "m_topo", "max_rounds": 50, "time_limit": 0.5,
-                           "max_evaluations": 0, "seed": 3, "restarts": 0, "kick": 4}
+    assert ref.options == {
+        "init": "m_topo",
+        "max_rounds": 50,
+        "time_limit": 0.5,
+        "max_evaluations": 0,
+        "seed": 3,
+        "restarts": 0,
+        "kick": 4,
+    }
     back = Reference.from_dict(json.loads(json.dumps(ref.to_dict())))
     assert back.to_dict() == ref.to_dict()
     assert parse_placer("random?seed=4") == ("random", {"seed": 4})

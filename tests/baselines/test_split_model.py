@@ -53,10 +53,13 @@ def test_backward_edges_do_not_order_parts_but_orphans_are_mirrored():
 
 def test_cycles_closed_by_colocation_are_fused_and_named():
     graph = CompGraph(
-        [{"name": "a", "cost": 1, "group": "g"}, {"name": "b", "cost": 1},
-         {"name": "c", "cost": 1, "group": "g"}],
+        [
+            {"name": "a", "cost": 1, "group": "g"},
+            {"name": "b", "cost": 1},
+            {"name": "c", "cost": 1, "group": "g"},
+        ],
         [("a", "b"), ("b", "c")],
-    )  # fmt: skip
+    )
     with pytest.warns(ContractionCycleWarning, match=r"fused \(e.g. g, b\)"):
         m = model(graph, msr_like_cluster(2, 0))
     assert m.num_blocks == 1

@@ -34,8 +34,10 @@ def test_single_device_without_a_device_that_holds_everything_is_the_least_overf
 
 
 def test_single_device_without_a_device_that_runs_everything_is_an_error():
-    nodes = [{"name": "a", "cost": 1.0, "costs": {"cpu": math.inf}},
-             {"name": "b", "cost": 1.0, "costs": {"gpu": math.inf}}]  # fmt: skip
+    nodes = [
+        {"name": "a", "cost": 1.0, "costs": {"cpu": math.inf}},
+        {"name": "b", "cost": 1.0, "costs": {"gpu": math.inf}},
+    ]
     graph = CompGraph(nodes, [("a", "b")], name="split")
     cluster = Cluster((Device("g", "gpu"), Device("c", "cpu")))
     with pytest.raises(PlacementError, match="single_device: no device can run every node"):
@@ -89,8 +91,10 @@ def test_m_topo_moves_on_when_memory_is_full():
 
 
 def test_m_topo_with_a_device_that_cannot_run_some_node():
-    nodes = [{"name": f"n{i}", "cost": 1.0, "costs": {"cpu": math.inf if i == 3 else 1.0}}
-             for i in range(4)]  # fmt: skip
+    nodes = [
+        {"name": f"n{i}", "cost": 1.0, "costs": {"cpu": math.inf if i == 3 else 1.0}}
+        for i in range(4)
+    ]
     graph = CompGraph(nodes, [(f"n{i}", f"n{i + 1}") for i in range(3)])
     cluster = Cluster.preset("cpu_gpu", n_gpus=1)
     result = solve("m_topo", graph, cluster)

@@ -17,9 +17,16 @@ from tests.bench_modules import module_fixture
 
 bench = module_fixture("bench_ablation")
 #: The fewest steps that train and place: the protocol is tested, not the policies.
-TINY = ["total_steps=16", "n_envs=1", "eval_every=0", "eval_samples=0", "progress_bar=false",
-        "checkpoint_every=0", "agent.warm_start_epochs=1",
-        "+agent.hyperparams.n_steps=16"]  # fmt: skip
+TINY = [
+    "total_steps=16",
+    "n_envs=1",
+    "eval_every=0",
+    "eval_samples=0",
+    "progress_bar=false",
+    "checkpoint_every=0",
+    "agent.warm_start_epochs=1",
+    "+agent.hyperparams.n_steps=16",
+]
 
 
 @pytest.mark.parametrize("preset", ["placeto_faithful", "doppler_faithful", "gdp_faithful"])
@@ -56,8 +63,8 @@ def test_each_step_pairs_with_the_one_below_by_case_and_seed():
         "faithful": [_record(c, s, 2.0) for c in "abcdef" for s in (0, 1)],
         "+heft_features": [_record(c, s, 1.0) for c in "abcdef" for s in (0, 1)],
         "+clone": [_record(c, s, 1.0) for c in "abc" for s in (0, 1)]
-                  + [{**_record("z", 0, 5.0), "feasible": False}],  # pairs with nothing
-    }  # fmt: skip
+        + [{**_record("z", 0, 5.0), "feasible": False}],  # pairs with nothing
+    }
     first, second = paired_rows("p", records)
     assert (first["step"], first["versus"], first["pairs"]) == ("+heft_features", "faithful", 12)
     assert first["ratio"] == pytest.approx(0.5) and first["wins"] == 12
@@ -79,16 +86,33 @@ def test_only_the_steps_asked_for_run_and_an_unknown_one_is_refused(tmp_path):
 
 def test_the_script_climbs_a_ladder_and_writes_the_paired_steps_and_the_board(bench, tmp_path):
     """Two steps of DOPPLER's ladder (the fastest to train) on one tiny family, one seed."""
-    bench.main(["--presets", "doppler_faithful", "--family", "tiny/chain-n12", "--seeds", "0",
-                "--steps", "faithful", "+heft_features", "--classic", "heft",
-                "--out", str(tmp_path), "--budget", *TINY])  # fmt: skip
+    bench.main(
+        [
+            "--presets",
+            "doppler_faithful",
+            "--family",
+            "tiny/chain-n12",
+            "--seeds",
+            "0",
+            "--steps",
+            "faithful",
+            "+heft_features",
+            "--classic",
+            "heft",
+            "--out",
+            str(tmp_path),
+            "--budget",
+            *TINY,
+        ]
+    )
     steps = tmp_path / "doppler_faithful"
     assert sorted(p.name for p in steps.iterdir()) == ["+heft_features", "faithful"]
     record = json.loads(next((steps / "faithful").glob("tiny__*.json")).read_text())
     assert record["placer"].startswith("recipe:doppler_faithful[total_steps=16")
     rows = json.loads((tmp_path / "ablation.json").read_text())["rows"]
     assert [(r["step"], r["versus"], r["pairs"]) for r in rows] == [
-        ("+heft_features", "faithful", 2)]  # fmt: skip
+        ("+heft_features", "faithful", 2)
+    ]
     text = (tmp_path / "ablation.md").read_text()
     assert "| doppler_faithful | +heft_features | faithful | 2 |" in text
     board = (tmp_path / "LEADERBOARD.md").read_text()

@@ -14,18 +14,28 @@ def _record(reference, trace):
     return {"reference": {"runtime": reference}, "trace": trace}
 
 
-RECORDS = [_record(2.0, [[0, 0.1, 4.0], [10, 0.5, 2.0], [50, 1.0, 1.0]]),
-           _record(1.0, [[5, 0.2, 1.0]])]  # fmt: skip
+RECORDS = [
+    _record(2.0, [[0, 0.1, 4.0], [10, 0.5, 2.0], [50, 1.0, 1.0]]),
+    _record(1.0, [[5, 0.2, 1.0]]),
+]
 
 
-@pytest.mark.parametrize(("axis", "grid", "expected"), [
-    ("calls", [0, 4, 5, 10, 49, 50, 1000],
-     [math.nan, math.nan, math.sqrt(0.5), 1.0, 1.0, math.sqrt(2.0), math.sqrt(2.0)]),
-    ("seconds", [0.0, 0.1, 0.2, 0.5, 2.0],
-     [math.nan, math.nan, math.sqrt(0.5), 1.0, math.sqrt(2.0)]),
-])  # fmt: skip
-def test_the_curve_is_the_geometric_mean_of_the_best_score_within_each_budget(axis, grid,
-                                                                            expected):
+@pytest.mark.parametrize(
+    ("axis", "grid", "expected"),
+    [
+        (
+            "calls",
+            [0, 4, 5, 10, 49, 50, 1000],
+            [math.nan, math.nan, math.sqrt(0.5), 1.0, 1.0, math.sqrt(2.0), math.sqrt(2.0)],
+        ),
+        (
+            "seconds",
+            [0.0, 0.1, 0.2, 0.5, 2.0],
+            [math.nan, math.nan, math.sqrt(0.5), 1.0, math.sqrt(2.0)],
+        ),
+    ],
+)
+def test_the_curve_is_the_geometric_mean_of_the_best_score_within_each_budget(axis, grid, expected):
     curve = anytime_curve(RECORDS, axis, np.array(grid, dtype=float))
     np.testing.assert_allclose(curve, expected)  # nan until every case has a placement
 
@@ -45,9 +55,17 @@ def test_the_plot_is_a_png(tmp_path):
 def test_labels_keep_what_tells_two_specs_of_a_placer_apart():
     from placerl.bench.anytime import short_labels
 
-    specs = ["heft", "local_search?init=best_of",
-             "local_search?init=best_of&max_evaluations=1000",
-             "local_search?init=best_of&max_evaluations=10000", "recipe:placeto[total_steps=8]"]
+    specs = [
+        "heft",
+        "local_search?init=best_of",
+        "local_search?init=best_of&max_evaluations=1000",
+        "local_search?init=best_of&max_evaluations=10000",
+        "recipe:placeto[total_steps=8]",
+    ]
     assert list(short_labels(specs).values()) == [
-        "heft", "local_search", "local_search max_evaluations=1000",
-        "local_search max_evaluations=10000", "recipe:placeto[total_steps=8]"]  # fmt: skip
+        "heft",
+        "local_search",
+        "local_search max_evaluations=1000",
+        "local_search max_evaluations=10000",
+        "recipe:placeto[total_steps=8]",
+    ]

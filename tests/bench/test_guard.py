@@ -12,13 +12,19 @@ def test_selection_and_tuning_may_read_validation_cases_and_graphs_of_no_suite()
         check_reads(["synthetic:layered?n=80&seed=100", "synthetic:cifar10?seed=0"], use)
 
 
-@pytest.mark.parametrize(("spec", "use", "message"), [
-    ("synthetic:layered?n=80&seed=24", "selection",
-     "placebench-v1's test case 'families/layered-n80-s24': selection may not read it"),
-    ("synthetic:layered?seed=24&n=80", "tuning", "test case 'families/layered-n80-s24'"),
-    ("synthetic:nmt?seed=27", "tuning", "test case 'families/nmt-s27': tuning may not"),
-    ("msr:gnmt_inference", "selection", "test case 'models/msr-gnmt_inference'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("spec", "use", "message"),
+    [
+        (
+            "synthetic:layered?n=80&seed=24",
+            "selection",
+            "placebench-v1's test case 'families/layered-n80-s24': selection may not read it",
+        ),
+        ("synthetic:layered?seed=24&n=80", "tuning", "test case 'families/layered-n80-s24'"),
+        ("synthetic:nmt?seed=27", "tuning", "test case 'families/nmt-s27': tuning may not"),
+        ("msr:gnmt_inference", "selection", "test case 'models/msr-gnmt_inference'"),
+    ],
+)
 def test_a_test_case_is_refused_by_name(spec, use, message):
     with pytest.raises(ConfigError, match=message):
         check_reads([spec], use)

@@ -19,8 +19,14 @@ from placerl.errors import ConfigError
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     run_cases("placebench-v1", "tiny", "test", "heft", root / "heft", progress=False)
-    run_cases("placebench-v1", "tiny", "test", "local_search?max_evaluations=20", root / "ls",
-              progress=False)  # fmt: skip
+    run_cases(
+        "placebench-v1",
+        "tiny",
+        "test",
+        "local_search?max_evaluations=20",
+        root / "ls",
+        progress=False,
+    )
     return root
 
 
@@ -88,7 +94,8 @@ def test_a_record_read_twice_counts_once_and_splits_never_pool(tmp_path):
     for path in (tmp_path / "test").glob("*.json"):  # as if the validation cases had run
         record = json.loads(path.read_text())
         (tmp_path / "validation" / path.name).write_text(
-            json.dumps({**record, "split": "validation", "case": record["case"] + "-v"}))
+            json.dumps({**record, "split": "validation", "case": record["case"] + "-v"})
+        )
     table = leaderboard([tmp_path, tmp_path / "test"])  # the test folder under both
     rows = sorted(zip(table["split"], table["cases"], strict=True))
     assert rows == [("test", 16), ("validation", 16)]
@@ -120,8 +127,12 @@ def test_each_row_is_paired_with_the_strongest_classic_placer_its_budget_affords
 def test_a_training_is_counted_once_and_seeds_pool_into_one_row(runs, tmp_path):
     for seed in (0, 1):
         for record in _records(runs / "ls"):
-            training = {"id": f"recipe|tiny|seed={seed}", "simulator_calls": 1000,
-                        "wall_s": 2.0, "seed": seed}  # fmt: skip
+            training = {
+                "id": f"recipe|tiny|seed={seed}",
+                "simulator_calls": 1000,
+                "wall_s": 2.0,
+                "seed": seed,
+            }
             named = {**record, "placer": "recipe:x", "seed": seed, "training": training}
             path = tmp_path / f"{record['case'].replace('/', '__')}@seed{seed}.json"
             path.write_text(json.dumps(named))
@@ -139,13 +150,22 @@ def _records(folder):
 def test_records_of_one_recipe_with_two_budgets_never_pool(runs, tmp_path):
     for seed, steps in ((0, 4000), (1, 8000)):
         record = _records(runs / "ls")[0]
-        training = {"id": f"r|{seed}", "simulator_calls": 1, "wall_s": 1.0, "seed": seed,
-                    "budget": {"total_steps": steps, "time_limit_s": 0.0}}  # fmt: skip
-        (tmp_path / f"r{seed}.json").write_text(json.dumps(
-            {**record, "placer": "recipe:x", "seed": seed, "training": training}))
-    with pytest.raises(ConfigError, match=r"r0.json and .*r1.json are records of 'recipe:x' "
-                                          r"with different budgets \(training.budget "
-                                          r"\{'total_steps': 4000"):  # fmt: skip
+        training = {
+            "id": f"r|{seed}",
+            "simulator_calls": 1,
+            "wall_s": 1.0,
+            "seed": seed,
+            "budget": {"total_steps": steps, "time_limit_s": 0.0},
+        }
+        (tmp_path / f"r{seed}.json").write_text(
+            json.dumps({**record, "placer": "recipe:x", "seed": seed, "training": training})
+        )
+    with pytest.raises(
+        ConfigError,
+        match=r"r0.json and .*r1.json are records of 'recipe:x' "
+        r"with different budgets \(training.budget "
+        r"\{'total_steps': 4000",
+    ):
         leaderboard([tmp_path])
 
 
@@ -154,8 +174,12 @@ def test_the_reference_covers_the_row_s_cases(runs, tmp_path):
     own cases: it is no reference for a row over more cases."""
     shutil.copytree(runs, tmp_path / "runs")
     record = _records(runs / "heft")[0]
-    faster = {**record, "placer": "exact", "runtime": record["runtime"] / 2,
-              "score": record["score"] * 2}  # fmt: skip
+    faster = {
+        **record,
+        "placer": "exact",
+        "runtime": record["runtime"] / 2,
+        "score": record["score"] * 2,
+    }
     (tmp_path / "runs" / "exact.json").write_text(json.dumps(faster))
     table = leaderboard([tmp_path / "runs"]).set_index("placer")
     assert table.loc["local_search?max_evaluations=20"]["reference"] == "heft"

@@ -44,8 +44,10 @@ def test_the_policy_trains_on_train_selects_on_validation_and_scores_test(suite,
         assert training["device"].split(":")[0] in ("cpu", "cuda", "mps")
         assert {c.split for c in train} == {"train"}
         assert training["validation"] == [c.name for c in validation]
-        assert record["placer"] == "recipe:placeto[total_steps=128,n_envs=2,eval_every=64," \
-                                   "eval_samples=0]"  # how it runs is no part of the name
+        assert (
+            record["placer"] == "recipe:placeto[total_steps=128,n_envs=2,eval_every=64,"
+            "eval_samples=0]"
+        )  # how it runs is no part of the name
         assert record["seed"] == training["seed"] == 3 and record["error"] is None
         assert record["feasible"] and record["score"] > 0
     saved = json.loads((out / "training" / "tiny__chain-n12-seed3" / "result.json").read_text())
@@ -69,7 +71,8 @@ def test_every_training_call_is_counted_once_and_starts_the_trace(scored):
     row = leaderboard([out]).iloc[0]
     assert row["seeds"] == 1 and row["cases"] == len(records)
     assert row["simulator_calls"] == training["simulator_calls"] + sum(
-        r["simulator_calls"] for r in records)  # fmt: skip
+        r["simulator_calls"] for r in records
+    )
 
 
 def test_a_finished_run_is_read_back_without_training_again(suite, scored, monkeypatch):
@@ -99,21 +102,25 @@ def test_a_new_seed_in_the_same_folder_trains_again(suite, scored, monkeypatch):
     assert trained.value.args == (4, str(out / "training" / "tiny__chain-n12-seed4"))
 
 
-@pytest.mark.parametrize(("recipe", "overrides", "message"), [
-    ("placetoo", (), r"unknown recipe 'placetoo'; known: doppler, doppler_faithful, .*placeto"),
-    ("placeto", ("graph.spec=x",), r"'graph.spec=x': the suite sets graph.spec"),
-    ("placeto", ("seed=3",), r"'seed=3': the suite sets seed"),
-    ("placeto", ("env.objective=pipeline",), r"the suite sets env.objective"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("recipe", "overrides", "message"),
+    [
+        ("placetoo", (), r"unknown recipe 'placetoo'; known: doppler, doppler_faithful, .*placeto"),
+        ("placeto", ("graph.spec=x",), r"'graph.spec=x': the suite sets graph.spec"),
+        ("placeto", ("seed=3",), r"'seed=3': the suite sets seed"),
+        ("placeto", ("env.objective=pipeline",), r"the suite sets env.objective"),
+    ],
+)
 def test_an_unknown_recipe_or_an_override_of_the_suite_is_refused(recipe, overrides, message):
     with pytest.raises(ConfigError, match=message):
         check_recipe(recipe, overrides)
 
 
 def test_a_policy_trains_on_one_cluster():
-    train = [Case("t/a-s0", "t", "train", "synthetic:chain?n=8&seed=0", "homogeneous?n_devices=2"),
-             Case("t/a-s1", "t", "train", "synthetic:chain?n=8&seed=1",
-                  "homogeneous?n_devices=3")]  # fmt: skip
+    train = [
+        Case("t/a-s0", "t", "train", "synthetic:chain?n=8&seed=0", "homogeneous?n_devices=2"),
+        Case("t/a-s1", "t", "train", "synthetic:chain?n=8&seed=1", "homogeneous?n_devices=3"),
+    ]
     with pytest.raises(ConfigError, match="a policy trains on one cluster"):
         training_run("placeto", (), 0, train, [])
     with pytest.raises(ConfigError, match="no training case"):
@@ -123,11 +130,9 @@ def test_a_policy_trains_on_one_cluster():
 def test_validation_on_another_cluster_does_not_select_and_padding_fits_every_graph():
     train = [Case("t/a-s0", "t", "train", "synthetic:chain?n=8&seed=0", "homogeneous?n_devices=2")]
     validation = [
-        Case("t/a-s1", "t", "validation", "synthetic:chain?n=30&seed=1",
-             "homogeneous?n_devices=2"),
-        Case("t/a-s2", "t", "validation", "synthetic:chain?n=9&seed=2",
-             "homogeneous?n_devices=3"),
-    ]  # fmt: skip
+        Case("t/a-s1", "t", "validation", "synthetic:chain?n=30&seed=1", "homogeneous?n_devices=2"),
+        Case("t/a-s2", "t", "validation", "synthetic:chain?n=9&seed=2", "homogeneous?n_devices=3"),
+    ]
     run = training_run("placeto", (), 0, train, validation)
     assert run.validation_graphs == ["synthetic:chain?n=30&seed=1"]
     assert run.env.max_nodes >= 30 and run.cluster.spec == "homogeneous?n_devices=2"
@@ -137,8 +142,11 @@ def test_a_family_without_training_cases_learns_where_the_suite_says(suite):
     train, validation = suite.training_cases("devices/layered-n80")
     assert train and {c.family for c in train} == {"families/layered-n80"}
     assert {c.split for c in validation} == {"validation"}
-    lonely = Suite("mine", 1, (Case("mine/g", "mine", "test", "synthetic:chain?n=8&seed=0",
-                                    "homogeneous?n_devices=2"),))  # fmt: skip
+    lonely = Suite(
+        "mine",
+        1,
+        (Case("mine/g", "mine", "test", "synthetic:chain?n=8&seed=0", "homogeneous?n_devices=2"),),
+    )
     with pytest.raises(ConfigError, match="family 'mine/g': no training case"):
         run_recipe(lonely, list(lonely.cases), "placeto", QUICK, 0, "unused")
 
@@ -151,10 +159,13 @@ def test_the_family_is_the_name_without_its_seed_and_cluster():
 
 def test_the_label_names_the_budget_not_how_it_ran():
     assert recipe_label("gdp") == "recipe:gdp"
-    assert recipe_label("gdp", ["total_steps=8", "threads=1", "logger=wandb"]) == \
-        "recipe:gdp[total_steps=8]"  # fmt: skip
-    assert recipe_label("gdp", ["total_steps=8"], "case") == \
-        "recipe:gdp[learn_on=case,total_steps=8]"  # fmt: skip
+    assert (
+        recipe_label("gdp", ["total_steps=8", "threads=1", "logger=wandb"])
+        == "recipe:gdp[total_steps=8]"
+    )
+    assert (
+        recipe_label("gdp", ["total_steps=8"], "case") == "recipe:gdp[learn_on=case,total_steps=8]"
+    )
 
 
 def test_learning_on_each_case_scores_the_best_placement_its_training_found(suite, tmp_path):
@@ -171,9 +182,13 @@ def test_learning_on_each_case_scores_the_best_placement_its_training_found(suit
     assert record["training"]["simulator_calls"] == result["simulator_calls"]["total"] > 0
     saved = json.loads((folder / "training.json").read_text())
     assert saved["provenance"] == result["provenance"] and "provenance" not in record["training"]
-    assert record["trace"] == [[record["training"]["simulator_calls"],
-                                pytest.approx(record["training"]["wall_s"] + record["wall_s"]),
-                                record["runtime"]]]  # fmt: skip
+    assert record["trace"] == [
+        [
+            record["training"]["simulator_calls"],
+            pytest.approx(record["training"]["wall_s"] + record["wall_s"]),
+            record["runtime"],
+        ]
+    ]
     again = run_recipe(suite, [case], "placeto", QUICK, 1, tmp_path, learn_on="case")
     assert again == records  # read back, not trained again
 
@@ -187,12 +202,21 @@ def test_a_search_at_inference_places_and_names_the_row(suite, scored, tmp_path)
     out, cases, _ = scored
     training = out / "training"
     (tmp_path / "training").symlink_to(training)  # the family's training, read back
-    records = run_recipe(suite, cases[:1], "placeto", QUICK, 3, tmp_path,
-                         search={"search": "local", "budget": 20})  # fmt: skip
+    records = run_recipe(
+        suite, cases[:1], "placeto", QUICK, 3, tmp_path, search={"search": "local", "budget": 20}
+    )
     assert records[0]["placer"].endswith("eval_samples=0]?search=local&budget=20")
     # every evaluation of the search counts in the case's record but its start's, which the
     # env's reset gives (sampled episodes, the test's search before, may repeat a placement)
     assert records[0]["simulator_calls"] >= 20 - 1
     with pytest.raises(ConfigError, match="learn_on='case' keeps the best placement"):
-        run_recipe(suite, cases[:1], "placeto", QUICK, 3, tmp_path, learn_on="case",
-                   search={"search": "local"})  # fmt: skip
+        run_recipe(
+            suite,
+            cases[:1],
+            "placeto",
+            QUICK,
+            3,
+            tmp_path,
+            learn_on="case",
+            search={"search": "local"},
+        )

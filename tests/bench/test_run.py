@@ -20,16 +20,25 @@ from placerl.errors import ConfigError
 from placerl.graph import load_graph
 from placerl.sim import CostModel
 
-STEP = Case("mine/layered-n20", "mine", "test", "synthetic:layered?n=20&seed=1",
-            "placeto?n_devices=3", "step_time")  # fmt: skip
+STEP = Case(
+    "mine/layered-n20",
+    "mine",
+    "test",
+    "synthetic:layered?n=20&seed=1",
+    "placeto?n_devices=3",
+    "step_time",
+)
 
 
 def test_a_record_holds_every_field_and_is_written_under_the_case_name(tmp_path):
     case = load_suite("placebench-v1").select("tiny", "test")[0]
     record = run_case(case, "heft", tmp_path)
     assert set(RECORD_FIELDS) <= set(record) and record["error"] is None
-    assert (record["suite"], record["case"], record["placer"]) == ("placebench-v1", case.name,
-                                                                   "heft")  # fmt: skip
+    assert (record["suite"], record["case"], record["placer"]) == (
+        "placebench-v1",
+        case.name,
+        "heft",
+    )
     assert record["feasible"] and record["score"] > 0 and record["optimum_gap"] is not None
     assert record["reference"]["placer"] in ("heft", "m_etf", "m_sct")
     assert {"command", "machine", "date", "git_revision"} <= set(record["provenance"])
@@ -37,8 +46,14 @@ def test_a_record_holds_every_field_and_is_written_under_the_case_name(tmp_path)
     assert path == record_path(tmp_path, case) and json.loads(path.read_text()) == record
 
 
-PIPE = Case("mine/chain-n24", "mine", "test", "synthetic:chain?n=24&seed=8",
-            "homogeneous?n_devices=3", "pipeline")  # fmt: skip
+PIPE = Case(
+    "mine/chain-n24",
+    "mine",
+    "test",
+    "synthetic:chain?n=24&seed=8",
+    "homogeneous?n_devices=3",
+    "pipeline",
+)
 
 
 @pytest.mark.parametrize("case", [STEP, PIPE], ids=["step_time", "pipeline"])
@@ -48,8 +63,9 @@ def test_simulator_calls_are_what_the_placer_spent_its_start_included(case):
     from placerl.baselines import solve
 
     assert run_case(case, "heft")["simulator_calls"] == 0
-    search = solve("local_search", case.graph, case.cluster, case.objective, init="heft",
-                   max_evaluations=50)  # fmt: skip
+    search = solve(
+        "local_search", case.graph, case.cluster, case.objective, init="heft", max_evaluations=50
+    )
     calls = run_case(case, "local_search?init=heft&max_evaluations=50")["simulator_calls"]
     assert 0 < calls == search.info["evaluations"] <= 50  # what it reports, at most its budget
     started = run_case(case, "local_search?init=m_etf&max_evaluations=50")["simulator_calls"]
@@ -80,13 +96,16 @@ def test_run_cases_resumes_from_the_records_there(tmp_path, monkeypatch):
         run_cases("placebench-v1", "tiny", "test", "random", tmp_path, progress=False)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("placebench-v9", "tiny", "test", "heft"), "known: placebench-v1"),
-    (("placebench-v1", "huge", "test", "heft"), "no tier 'huge'; known: tiny"),
-    (("placebench-v1", "tiny", "exam", "heft"), "unknown split 'exam'; known: train"),
-    (("placebench-v1", "tiny", "test", "hefty"), "hefty"),
-    (("placebench-v1", "tiny", "test", "local_search?budget=3"), "budget"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("placebench-v9", "tiny", "test", "heft"), "known: placebench-v1"),
+        (("placebench-v1", "huge", "test", "heft"), "no tier 'huge'; known: tiny"),
+        (("placebench-v1", "tiny", "exam", "heft"), "unknown split 'exam'; known: train"),
+        (("placebench-v1", "tiny", "test", "hefty"), "hefty"),
+        (("placebench-v1", "tiny", "test", "local_search?budget=3"), "budget"),
+    ],
+)
 def test_bad_input_fails_before_any_work_listing_the_known_values(tmp_path, args, message):
     with pytest.raises(ConfigError, match=message):
         run_cases(*args, tmp_path, progress=False)
@@ -101,8 +120,10 @@ def test_a_dataset_file_that_is_not_a_graph_fails_alone(tmp_path):
     load_graph("synthetic:layered?n=12&seed=1").save(data / "good.json")
     (data / "bad.json").write_text('{"x": 1}')
     suite = folder_suite(data, "homogeneous?n_devices=3")
-    records = {r["case"]: r for r in run_cases(suite, None, "test", "heft", tmp_path / "out",
-                                               progress=False)}  # fmt: skip
+    records = {
+        r["case"]: r
+        for r in run_cases(suite, None, "test", "heft", tmp_path / "out", progress=False)
+    }
     assert records["data/good"]["error"] is None and records["data/good"]["score"] == 1.0
     bad = records["data/bad"]
     assert "GraphError" in bad["error"] and "bad.json" in bad["error"]

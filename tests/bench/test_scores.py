@@ -52,8 +52,7 @@ def _placed(placer: str, case: Case) -> np.ndarray:
 
 
 def _runtimes(case: Case) -> dict[str, float]:
-    return {p: reference(case.graph, case.cluster, case.objective, p).runtime
-            for p in CONSTRUCTIVE}  # fmt: skip
+    return {p: reference(case.graph, case.cluster, case.objective, p).runtime for p in CONSTRUCTIVE}
 
 
 @pytest.mark.parametrize("objective", ["step_time", "pipeline"])
@@ -90,7 +89,11 @@ def test_a_placement_that_does_not_fit_has_no_score():
 def test_a_graph_no_placer_can_place_has_no_reference():
     scored = score_placement(_case(cluster=TINY), np.zeros(20, dtype=int))
     assert (scored.feasible, scored.why, scored.score, scored.reference) == (
-        False, "memory", None, None)  # fmt: skip
+        False,
+        "memory",
+        None,
+        None,
+    )
 
 
 @pytest.mark.parametrize("objective", ["step_time", "pipeline"])
@@ -161,8 +164,16 @@ def test_scores_are_plain_json_and_read_back():
 
 
 def _score(score: float | None) -> CaseScore:
-    return CaseScore("c", 1.0, score is not None, "" if score else "memory", score,
-                     Baseline("heft", 1.0), 0.5, None)  # fmt: skip
+    return CaseScore(
+        "c",
+        1.0,
+        score is not None,
+        "" if score else "memory",
+        score,
+        Baseline("heft", 1.0),
+        0.5,
+        None,
+    )
 
 
 def test_the_geometric_mean_counts_infeasible_cases_apart():
@@ -226,6 +237,7 @@ def test_a_tiny_case_optimum_is_the_milp_s_over_every_placement():
     graph, cluster = load_graph(case.graph), load_cluster(case.cluster)
     optimum = pipeline_optimum(graph, cluster)
     dp = solve("tarnawski_dp", graph, cluster, "pipeline").runtime
-    search = solve("local_search", graph, cluster, "pipeline", init="best_of",
-                   max_evaluations=3000, seed=0).runtime  # fmt: skip
+    search = solve(
+        "local_search", graph, cluster, "pipeline", init="best_of", max_evaluations=3000, seed=0
+    ).runtime
     assert optimum < dp and optimum <= search * (1 + 1e-12)

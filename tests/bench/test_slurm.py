@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("hydra_plugins.hydra_submitit_launcher",
-                    reason="hydra-submitit-launcher is not installed")  # fmt: skip
+pytest.importorskip(
+    "hydra_plugins.hydra_submitit_launcher", reason="hydra-submitit-launcher is not installed"
+)
 
 from placerl.bench import load_suite
 from placerl.bench.run import record_path
@@ -80,10 +81,14 @@ def _free_port() -> int:
 def _node_hardware() -> str:
     """This machine's CPUs, sockets and memory as ``slurmd -C`` reports them (slurmd drains a
     node configured with more than it finds), or the CPU count alone."""
-    done = subprocess.run([_which("slurmd") or "slurmd", "-C"], capture_output=True,
-                          text=True, timeout=30)  # fmt: skip
-    fields = re.findall(r"\b(CPUs|Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore|"
-                        r"RealMemory)=(\d+)", done.stdout)  # fmt: skip
+    done = subprocess.run(
+        [_which("slurmd") or "slurmd", "-C"], capture_output=True, text=True, timeout=30
+    )
+    fields = re.findall(
+        r"\b(CPUs|Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore|"
+        r"RealMemory)=(\d+)",
+        done.stdout,
+    )
     return " ".join(f"{k}={v}" for k, v in fields) or f"CPUs={os.cpu_count() or 1}"
 
 
@@ -129,8 +134,9 @@ PartitionName={PARTITION} Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 def _start(stack: ExitStack, command: list[str], log: Path, env: dict[str, str]) -> None:
     """Start a daemon in the foreground of its own process, stopped when ``stack`` closes."""
     out = stack.enter_context(log.open("w"))
-    daemon = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                              start_new_session=True)  # fmt: skip
+    daemon = subprocess.Popen(
+        command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
     stack.callback(_stop, daemon)
 
 
@@ -150,8 +156,10 @@ def _wait_for(ready: Callable[[], bool], what: str, cluster: LocalSlurm) -> None
     deadline = time.monotonic() + START_TIMEOUT_S
     while not ready():
         if time.monotonic() > deadline:
-            pytest.skip(f"the local SLURM did not start: {what} after {START_TIMEOUT_S:.0f} s\n"
-                        f"{cluster.log_tail(10)}")  # fmt: skip
+            pytest.skip(
+                f"the local SLURM did not start: {what} after {START_TIMEOUT_S:.0f} s\n"
+                f"{cluster.log_tail(10)}"
+            )
         time.sleep(0.2)
 
 
@@ -181,16 +189,34 @@ def local_slurm(tmp_path_factory) -> Iterator[LocalSlurm]:
     env = cluster.env()
     sbin = {name: _which(name) or name for name in ("munged", "slurmctld", "slurmd")}
     with ExitStack() as stack:
-        _start(stack, [sbin["munged"], "--foreground", "--force", f"--key-file={key}",
-                       f"--socket={socket_path}", f"--pid-file={root / 'munged.pid'}",
-                       f"--seed-file={root / 'munged.seed'}",
-                       f"--log-file={root / 'logs' / 'munged.log'}"],
-               root / "logs" / "munged.out", env)  # fmt: skip
+        _start(
+            stack,
+            [
+                sbin["munged"],
+                "--foreground",
+                "--force",
+                f"--key-file={key}",
+                f"--socket={socket_path}",
+                f"--pid-file={root / 'munged.pid'}",
+                f"--seed-file={root / 'munged.seed'}",
+                f"--log-file={root / 'logs' / 'munged.log'}",
+            ],
+            root / "logs" / "munged.out",
+            env,
+        )
         _wait_for(socket_path.exists, "munged made no socket", cluster)
-        _start(stack, [sbin["slurmctld"], "-D", "-f", str(cluster.conf)],
-               root / "logs" / "slurmctld.out", env)  # fmt: skip
-        _start(stack, [sbin["slurmd"], "-D", "-N", "localhost", "-f", str(cluster.conf)],
-               root / "logs" / "slurmd.out", env)  # fmt: skip
+        _start(
+            stack,
+            [sbin["slurmctld"], "-D", "-f", str(cluster.conf)],
+            root / "logs" / "slurmctld.out",
+            env,
+        )
+        _start(
+            stack,
+            [sbin["slurmd"], "-D", "-N", "localhost", "-f", str(cluster.conf)],
+            root / "logs" / "slurmd.out",
+            env,
+        )
         # runs first when the stack closes: no job outlives slurmd
         scancel = ["scancel", f"--partition={cluster.partition}"]
         stack.callback(subprocess.run, scancel, env=env, capture_output=True, timeout=10)
@@ -203,17 +229,30 @@ def _bench(cwd: Path, env: dict[str, str], *overrides: str) -> subprocess.Comple
     script = Path(sys.executable).with_name("placerl-bench")
     main = [sys.executable, "-c", "from placerl.apps import bench_app; bench_app()"]
     command = [str(script)] if script.exists() else main
-    return subprocess.run([*command, *overrides], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=SWEEP_TIMEOUT_S)  # fmt: skip
+    return subprocess.run(
+        [*command, *overrides],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SWEEP_TIMEOUT_S,
+    )
 
 
 def test_a_bench_sweep_runs_its_jobs_through_slurm(local_slurm, tmp_path):
     sweep = tmp_path / "sweep"
     try:
-        done = _bench(tmp_path, local_slurm.env(), "-m", "placer=heft,m_etf", "tier=tiny",
-                      "split=test", "hydra/launcher=slurm_cpu",
-                      f"hydra.launcher.partition={local_slurm.partition}",
-                      f"hydra.sweep.dir={sweep}")  # fmt: skip
+        done = _bench(
+            tmp_path,
+            local_slurm.env(),
+            "-m",
+            "placer=heft,m_etf",
+            "tier=tiny",
+            "split=test",
+            "hydra/launcher=slurm_cpu",
+            f"hydra.launcher.partition={local_slurm.partition}",
+            f"hydra.sweep.dir={sweep}",
+        )
     except subprocess.TimeoutExpired:  # a job died without its result: say where and why
         pytest.fail(f"the sweep ran past {SWEEP_TIMEOUT_S:.0f} s\n{local_slurm.log_tail()}")
     assert done.returncode == 0, done.stderr[-3000:] + local_slurm.log_tail()
@@ -252,8 +291,9 @@ def test_the_cpu_slurm_launcher_asks_for_no_gpu():
     import placerl.apps  # noqa: F401  (registers bench_schema)
 
     with initialize_config_module(config_module="placerl.configs", version_base=None):
-        cfg = compose(config_name="bench", overrides=["hydra/launcher=slurm_cpu"],
-                      return_hydra_config=True)  # fmt: skip
+        cfg = compose(
+            config_name="bench", overrides=["hydra/launcher=slurm_cpu"], return_hydra_config=True
+        )
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
     assert (launcher.gpus_per_node, launcher.cpus_per_task, launcher.mem_gb) == (None, 1, None)

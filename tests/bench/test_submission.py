@@ -36,19 +36,32 @@ def policy_file(tmp_path_factory):
     assert case.split == "train"
     out = tmp_path_factory.mktemp("policy")
     run = RunConfig.from_dict(
-        {"graph": {"spec": case.graph}, "cluster": {"spec": case.cluster},
-         "env": EnvGroup(objective=case.objective, max_nodes=40, max_edges=120),
-         "agent": AgentGroup(warm_start=None, hyperparams={"n_steps": 32, "batch_size": 32}),
-         "n_envs": 2, "total_steps": 64, "eval_every": 0, "eval_samples": 0,
-         "progress_bar": False, "baselines": ["heft"]}, base=RunConfig.schema())  # fmt: skip
+        {
+            "graph": {"spec": case.graph},
+            "cluster": {"spec": case.cluster},
+            "env": EnvGroup(objective=case.objective, max_nodes=40, max_edges=120),
+            "agent": AgentGroup(warm_start=None, hyperparams={"n_steps": 32, "batch_size": 32}),
+            "n_envs": 2,
+            "total_steps": 64,
+            "eval_every": 0,
+            "eval_samples": 0,
+            "progress_bar": False,
+            "baselines": ["heft"],
+        },
+        base=RunConfig.schema(),
+    )
     train(run, out_dir=str(out))
     return out / "model.zip"
 
 
 def test_a_trained_policy_file_is_scored_with_its_search_counted(policy_file, tmp_path):
     greedy = run_cases("placebench-v1", *CASES, f"policy?path={policy_file}", tmp_path / "g")
-    searched = run_cases("placebench-v1", *CASES,
-                         f"policy?path={policy_file}&search=sample&budget=20", tmp_path / "s")
+    searched = run_cases(
+        "placebench-v1",
+        *CASES,
+        f"policy?path={policy_file}&search=sample&budget=20",
+        tmp_path / "s",
+    )
     assert all(r["error"] is None and r["feasible"] for r in greedy + searched)
     assert all(r["simulator_calls"] >= 1 for r in greedy)  # the greedy episode simulates
     assert all(r["simulator_calls"] == 20 for r in searched)  # the budget, all of it counted

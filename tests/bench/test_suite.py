@@ -47,8 +47,11 @@ def test_no_graph_is_in_two_splits(suite):
 
 
 def test_the_families_keep_the_split_every_recipe_benchmark_used(suite):
-    layered = {int(c.name.rsplit("-s", 1)[1]): c.split for c in suite.select("families")
-               if c.name.startswith("families/layered")}  # fmt: skip
+    layered = {
+        int(c.name.rsplit("-s", 1)[1]): c.split
+        for c in suite.select("families")
+        if c.name.startswith("families/layered")
+    }
     assert {s for s, split in layered.items() if split == "test"} == set(range(24, 32))
     assert {s for s, split in layered.items() if split == "validation"} == set(range(100, 116))
     assert "synthetic:cifar10?seed=0" not in {c.graph for c in suite.cases}  # the main job's
@@ -75,15 +78,24 @@ def test_every_cluster_and_every_quick_graph_loads(suite):
             assert load_graph(case.graph).num_nodes <= (40 if case.tier == "tiny" else 600)
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda s: load_suite("placebench-v9"), "unknown suite 'placebench-v9'; known: placebench-v1"),
-    (lambda s: load_suite("placebench"), r"<name>-v<version> \(placebench-v1\)"),
-    (lambda s: s.select("huge"), "no tier 'huge'; known: tiny, families, models, devices"),
-    (lambda s: s.select(split="dev"), "unknown split 'dev'; known: train, validation, test"),
-    (lambda s: s.case("tiny/chain-n99-s0"), "no case 'tiny/chain-n99-s0'; cases of tier 'tiny'"),
-    (lambda s: Case("x", "t", "holdout", "g", "c"), "split must be one of train, validation"),
-    (lambda s: Case("x", "t", "test", "g", "c", "latency"), "objective must be one of"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda s: load_suite("placebench-v9"),
+            "unknown suite 'placebench-v9'; known: placebench-v1",
+        ),
+        (lambda s: load_suite("placebench"), r"<name>-v<version> \(placebench-v1\)"),
+        (lambda s: s.select("huge"), "no tier 'huge'; known: tiny, families, models, devices"),
+        (lambda s: s.select(split="dev"), "unknown split 'dev'; known: train, validation, test"),
+        (
+            lambda s: s.case("tiny/chain-n99-s0"),
+            "no case 'tiny/chain-n99-s0'; cases of tier 'tiny'",
+        ),
+        (lambda s: Case("x", "t", "holdout", "g", "c"), "split must be one of train, validation"),
+        (lambda s: Case("x", "t", "test", "g", "c", "latency"), "objective must be one of"),
+    ],
+)
 def test_unknown_names_fail_with_the_known_ones(suite, call, message):
     with pytest.raises(ConfigError, match=message):
         call(suite)

@@ -12,9 +12,18 @@ from tests.bench_modules import module_fixture
 
 def _record(case, runtime, seed, training_id, calls=10, wall=0.5):
     training = {"id": training_id, "simulator_calls": 1000, "wall_s": 30.0}
-    return {"case": case, "tier": "t", "placer": "recipe:x", "seed": seed, "runtime": runtime,
-            "feasible": True, "error": None, "simulator_calls": calls, "wall_s": wall,
-            "training": training}  # fmt: skip
+    return {
+        "case": case,
+        "tier": "t",
+        "placer": "recipe:x",
+        "seed": seed,
+        "runtime": runtime,
+        "feasible": True,
+        "error": None,
+        "simulator_calls": calls,
+        "wall_s": wall,
+        "training": training,
+    }
 
 
 def test_each_training_counts_once_per_seed_spread_over_the_cases():
@@ -37,14 +46,29 @@ def test_the_searches_stop_at_the_matched_budget_and_are_valid_specs():
 
 
 def test_every_seed_pairs_with_the_search_on_its_case():
-    learned = [_record("a", 1.0, 0, "s0"), _record("b", 2.0, 0, "s0"),
-               _record("a", 0.5, 1, "s1"), _record("b", 2.0, 1, "s1")]  # fmt: skip
-    search = [{"case": c, "placer": "ils", "runtime": 1.0, "feasible": True, "error": None,
-               "simulator_calls": 260, "wall_s": 3.0} for c in "ab"]  # fmt: skip
+    learned = [
+        _record("a", 1.0, 0, "s0"),
+        _record("b", 2.0, 0, "s0"),
+        _record("a", 0.5, 1, "s1"),
+        _record("b", 2.0, 1, "s1"),
+    ]
+    search = [
+        {
+            "case": c,
+            "placer": "ils",
+            "runtime": 1.0,
+            "feasible": True,
+            "error": None,
+            "simulator_calls": 260,
+            "wall_s": 3.0,
+        }
+        for c in "ab"
+    ]
     (row,) = versus_rows(learned, {"calls": search})
     assert (row["regime"], row["pairs"], row["wins"], row["losses"]) == ("equal calls", 4, 1, 2)
-    assert row["ratio"] == pytest.approx(math.exp((0 + math.log(2) + math.log(0.5)
-                                                   + math.log(2)) / 4))  # fmt: skip
+    assert row["ratio"] == pytest.approx(
+        math.exp((0 + math.log(2) + math.log(0.5) + math.log(2)) / 4)
+    )
     assert row["search_calls_per_case"] == 260 and row["calls_per_case"] > 500
     json.dumps(row)  # a result file holds it
 
@@ -53,11 +77,34 @@ script = module_fixture("bench_learned")
 
 
 def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_path):
-    budget = ["total_steps=16", "n_envs=1", "eval_every=0", "eval_samples=0", "progress_bar=false",
-              "checkpoint_every=0", "+agent.hyperparams.n_steps=16"]  # fmt: skip
-    script.main(["--recipes", "scratch", "--tiers", "tiny", "--family", "tiny/chain-n12",
-                 "--seeds", "0", "--learn-on", "case", "--classic", "--out", str(tmp_path),
-                 "--budget", *budget])  # fmt: skip
+    budget = [
+        "total_steps=16",
+        "n_envs=1",
+        "eval_every=0",
+        "eval_samples=0",
+        "progress_bar=false",
+        "checkpoint_every=0",
+        "+agent.hyperparams.n_steps=16",
+    ]
+    script.main(
+        [
+            "--recipes",
+            "scratch",
+            "--tiers",
+            "tiny",
+            "--family",
+            "tiny/chain-n12",
+            "--seeds",
+            "0",
+            "--learn-on",
+            "case",
+            "--classic",
+            "--out",
+            str(tmp_path),
+            "--budget",
+            *budget,
+        ]
+    )
     rows = json.loads((tmp_path / "versus.json").read_text())["rows"]
     assert [(r["regime"], r["pairs"]) for r in rows] == [("equal calls", 2), ("equal seconds", 2)]
     calls = rows[0]
@@ -81,8 +128,10 @@ def test_a_later_run_keeps_the_rows_it_does_not_replace(tmp_path):
     from tests.bench_modules import benchmark_module
 
     path = tmp_path / "versus.json"
-    old = [{"placer": "a", "tier": "t", "regime": "equal calls", "ratio": 1.0},
-           {"placer": "b", "tier": "t", "regime": "equal calls", "ratio": 2.0}]  # fmt: skip
+    old = [
+        {"placer": "a", "tier": "t", "regime": "equal calls", "ratio": 1.0},
+        {"placer": "b", "tier": "t", "regime": "equal calls", "ratio": 2.0},
+    ]
     path.write_text(json.dumps({"rows": old}))
     new = [{"placer": "b", "tier": "t", "regime": "equal calls", "ratio": 3.0}]
     key = ("placer", "tier", "regime")
@@ -95,8 +144,9 @@ def test_a_later_run_keeps_the_rows_it_does_not_replace(tmp_path):
         assert common.merged_rows(tmp_path / "none.json", [kept], key) == [kept]
 
 
-def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(script, tmp_path,
-                                                                        monkeypatch):  # fmt: skip
+def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(
+    script, tmp_path, monkeypatch
+):
     """``--pretrained``: the card's training (here made small) is every record's, counted
     once over the cases; a 4-device policy places the tiny tier's 3 devices."""
     from placerl.agents import pretrained
@@ -104,12 +154,25 @@ def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(script, 
     card = pretrained.load_card("layered")
     card["training"] |= {"simulator_calls": 100, "wall_s": 0.2}
     monkeypatch.setattr(pretrained, "load_card", lambda name: card)
-    script.main(["--recipes", "--pretrained", "layered", "--tiers", "tiny", "--family",
-                 "tiny/chain-n12", "--classic", "--out", str(tmp_path)])  # fmt: skip
+    script.main(
+        [
+            "--recipes",
+            "--pretrained",
+            "layered",
+            "--tiers",
+            "tiny",
+            "--family",
+            "tiny/chain-n12",
+            "--classic",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     rows = json.loads((tmp_path / "versus.json").read_text())["rows"]
     assert [(r["placer"], r["regime"], r["pairs"]) for r in rows] == [
         ("policy?pretrained=layered", "equal calls", 2),
-        ("policy?pretrained=layered", "equal seconds", 2)]  # fmt: skip
+        ("policy?pretrained=layered", "equal seconds", 2),
+    ]
     records = [json.loads(p.read_text()) for p in tmp_path.glob("policy_pretrained_layered/*/*")]
     assert len(records) == 2 and all(r["training"]["simulator_calls"] == 100 for r in records)
     placing = sum(r["simulator_calls"] for r in records)

@@ -33,22 +33,31 @@ def build(tmp_path, page: str) -> int:
         shutil.copy(DOCS / name, source / name)
     (source / "index.md").write_text(INDEX)
     (source / "page.md").write_text(page)
-    return build_main(["-W", "--keep-going", "-n", "-q", "-b", "html", str(source),
-                       str(tmp_path / "html")])  # fmt: skip
+    return build_main(
+        ["-W", "--keep-going", "-n", "-q", "-b", "html", str(source), str(tmp_path / "html")]
+    )
 
 
 def test_a_page_with_good_references_builds(tmp_path):
     """A re-exported name resolves to where it is defined (the module documented here)."""
-    page = ("# Page\n\n{exc}`placerl.ConfigError` and {exc}`ConfigError`\n\n"
-            "```{py:exception} placerl.errors.ConfigError\n```\n")  # fmt: skip
+    page = (
+        "# Page\n\n{exc}`placerl.ConfigError` and {exc}`ConfigError`\n\n"
+        "```{py:exception} placerl.errors.ConfigError\n```\n"
+    )
     assert build(tmp_path, page) == 0
 
 
-@pytest.mark.parametrize(("line", "broken", "message"), [
-    ("{func}`placerl.no_such_function`", 3, "py:func reference target not found: "
-                                            "placerl.no_such_function"),
-    ("[a page](missing.md)", 3, "'missing.md'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("line", "broken", "message"),
+    [
+        (
+            "{func}`placerl.no_such_function`",
+            3,
+            "py:func reference target not found: placerl.no_such_function",
+        ),
+        ("[a page](missing.md)", 3, "'missing.md'"),
+    ],
+)
 def test_a_broken_reference_fails_naming_page_and_line(tmp_path, capsys, line, broken, message):
     assert build(tmp_path, f"# Page\n\n{line}\n") != 0
     err = capsys.readouterr().err

@@ -6,17 +6,39 @@ from hypothesis import strategies as st
 
 def test_a_heading_becomes_a_rubric_set_apart(docstrings):
     lines = ["Intro.", "## Observation space", "A ``Dict``."]
-    assert docstrings.markdown_to_rest(lines) == ["Intro.", "", ".. rubric:: Observation space",
-                                                "", "A ``Dict``."]  # fmt: skip
+    assert docstrings.markdown_to_rest(lines) == [
+        "Intro.",
+        "",
+        ".. rubric:: Observation space",
+        "",
+        "A ``Dict``.",
+    ]
 
 
 def test_a_pipe_table_becomes_a_list_table(docstrings):
-    lines = ["Placers:", "| placer | what |", "|---|---|", "| ``heft`` | HEFT |",
-             "| ``milp`` | |", "After."]  # fmt: skip
+    lines = [
+        "Placers:",
+        "| placer | what |",
+        "|---|---|",
+        "| ``heft`` | HEFT |",
+        "| ``milp`` | |",
+        "After.",
+    ]
     assert docstrings.markdown_to_rest(lines) == [
-        "Placers:", "", ".. list-table::", "   :header-rows: 1", "",
-        "   * - placer", "     - what", "   * - ``heft``", "     - HEFT",
-        "   * - ``milp``", "     -  ", "", "After."]  # fmt: skip
+        "Placers:",
+        "",
+        ".. list-table::",
+        "   :header-rows: 1",
+        "",
+        "   * - placer",
+        "     - what",
+        "   * - ``heft``",
+        "     - HEFT",
+        "   * - ``milp``",
+        "     -  ",
+        "",
+        "After.",
+    ]
 
 
 def test_a_list_after_a_paragraph_gets_a_blank_line_once(docstrings):
@@ -24,12 +46,18 @@ def test_a_list_after_a_paragraph_gets_a_blank_line_once(docstrings):
     assert docstrings.markdown_to_rest(lines) == ["Versions:", "", *lines[1:]]
 
 
-@given(st.lists(st.text(alphabet="ab .:*|#-\n", max_size=20).map(lambda t: t.replace("\n", "")),
-                max_size=12))  # fmt: skip
+@given(
+    st.lists(
+        st.text(alphabet="ab .:*|#-\n", max_size=20).map(lambda t: t.replace("\n", "")), max_size=12
+    )
+)
 def test_only_blank_lines_are_added_outside_headings_and_tables(docstrings, lines):
     """Lines that are neither headings nor table rows all survive, in order."""
-    kept = [line for line in lines if not docstrings.HEADING.match(line)
-            and not docstrings.TABLE_ROW.match(line)]  # fmt: skip
+    kept = [
+        line
+        for line in lines
+        if not docstrings.HEADING.match(line) and not docstrings.TABLE_ROW.match(line)
+    ]
     out = [line for line in docstrings.markdown_to_rest(lines) if line in kept]
     assert [line for line in out if line.strip()] == [line for line in kept if line.strip()]
 

@@ -18,28 +18,40 @@ def test_every_page_is_generated_from_the_committed_results(generate, tmp_path):
 
 
 def test_a_table_escapes_pipes_and_rounds_floats(generate):
-    table = generate.markdown_table([{"a": "x|y", "b": 0.123456, "c": None}],
-                                    {"a": "A", "b": "B", "c": "C"})  # fmt: skip
+    table = generate.markdown_table(
+        [{"a": "x|y", "b": 0.123456, "c": None}], {"a": "A", "b": "B", "c": "C"}
+    )
     assert table.splitlines() == ["| A | B | C |", "|---|---|---|", "| x\\|y | 0.1235 |  |"]
 
 
 def test_provenance_lists_commits_dates_machines(generate):
     machine = {"cpu": "AMD EPYC", "cores": 2, "gpus": []}
-    lines = generate.provenance_lines([
-        {"git_revision": "abcdef1234567890", "date": "2026-12-02T05:40:11+00:00",
-         "machine": machine, "command": "bench.py --x"},
-        {"date": "2026-12-01T00:00:00+00:00"}])  # fmt: skip
+    lines = generate.provenance_lines(
+        [
+            {
+                "git_revision": "abcdef1234567890",
+                "date": "2026-12-02T05:40:11+00:00",
+                "machine": machine,
+                "command": "bench.py --x",
+            },
+            {"date": "2026-12-01T00:00:00+00:00"},
+        ]
+    )
     assert lines.splitlines() == [
         "- commits: `abcdef123456`, `not recorded`",
         "- dates: `2026-12-01`, `2026-12-02`",
         "- machines: `AMD EPYC (2 cores, no GPU)`, `not recorded`",
-        "- command: `bench.py --x`"]  # fmt: skip
+        "- command: `bench.py --x`",
+    ]
 
 
 def test_a_missing_result_file_fails_naming_it(generate, tmp_path, monkeypatch):
     monkeypatch.setattr(generate, "RESULTS", tmp_path / "results")
-    with pytest.raises(FileNotFoundError, match=r"the docs read .*results/ablation/"
-                                                r"ablation.json, which is missing"):  # fmt: skip
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"the docs read .*results/ablation/"
+        r"ablation.json, which is missing",
+    ):
         generate.ablation_page(tmp_path)
 
 

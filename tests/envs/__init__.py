@@ -33,12 +33,25 @@ def masked_problem():
     from placerl.graph import CompGraph
 
     names = ["in", "a0", "a1", "gpu_only", "b1", "c0", "c1", "out"]
-    nodes = [{"name": n, "cost": 1e-3 * (1 + i % 3), "mem_bytes": 4.0, "out_bytes": 1e6}
-             for i, n in enumerate(names)]  # fmt: skip
+    nodes = [
+        {"name": n, "cost": 1e-3 * (1 + i % 3), "mem_bytes": 4.0, "out_bytes": 1e6}
+        for i, n in enumerate(names)
+    ]
     nodes[1]["group"] = nodes[5]["group"] = "g"
     nodes[3]["costs"] = {"cpu": math.inf}
-    edges = [("in", "a0"), ("in", "a1"), ("a0", "gpu_only"), ("a1", "b1"), ("gpu_only", "c0"),
-             ("b1", "c1"), ("c0", "out"), ("c1", "out")]  # fmt: skip
-    devices = [Device("cpu:0", "cpu", memory=16.0), Device("gpu:0", "gpu", memory=16.0),
-               Device("gpu:1", "gpu", memory=16.0)]  # fmt: skip
+    edges = [
+        ("in", "a0"),
+        ("in", "a1"),
+        ("a0", "gpu_only"),
+        ("a1", "b1"),
+        ("gpu_only", "c0"),
+        ("b1", "c1"),
+        ("c0", "out"),
+        ("c1", "out"),
+    ]
+    devices = [
+        Device("cpu:0", "cpu", memory=16.0),
+        Device("gpu:0", "gpu", memory=16.0),
+        Device("gpu:1", "gpu", memory=16.0),
+    ]
     return CompGraph(nodes, edges, name="masked"), Cluster(devices, bandwidth=1e9)

@@ -21,51 +21,127 @@ def build(cls=PlacementEnv, **kwargs):
 
 
 CONSTRUCTION = [
-    ("graph as a number", {"graph": 123}, ConfigError,
-     "graph must be a graph spec, a CompGraph, or a non-empty list of them, got 123"),
+    (
+        "graph as a number",
+        {"graph": 123},
+        ConfigError,
+        "graph must be a graph spec, a CompGraph, or a non-empty list of them, got 123",
+    ),
     ("empty graph list", {"graph": []}, ConfigError, "non-empty list of them, got []"),
-    ("graph list with a number", {"graph": [SMALL, 5]}, ConfigError,
-     "a graph spec must be a string, Path or CompGraph, got int"),
-    ("repeated spec option", {"graph": "synthetic:layered?n=5&n=7"}, ConfigError,
-     "gives option 'n' more than once"),
-    ("max_nodes as text", {"max_nodes": "abc"}, ConfigError,
-     "max_nodes must be an integer >= 1, got 'abc'"),
-    ("max_nodes as a bool", {"max_nodes": True}, ConfigError,
-     "max_nodes must be an integer >= 1, got True"),
-    ("max_edges as a float", {"max_edges": 40.0}, ConfigError,
-     "max_edges must be an integer >= 1, got 40.0"),
-    ("max_nodes too small", {"max_nodes": 3}, ConfigError,
-     "max_nodes=3 is smaller than the largest graph (12)"),
+    (
+        "graph list with a number",
+        {"graph": [SMALL, 5]},
+        ConfigError,
+        "a graph spec must be a string, Path or CompGraph, got int",
+    ),
+    (
+        "repeated spec option",
+        {"graph": "synthetic:layered?n=5&n=7"},
+        ConfigError,
+        "gives option 'n' more than once",
+    ),
+    (
+        "max_nodes as text",
+        {"max_nodes": "abc"},
+        ConfigError,
+        "max_nodes must be an integer >= 1, got 'abc'",
+    ),
+    (
+        "max_nodes as a bool",
+        {"max_nodes": True},
+        ConfigError,
+        "max_nodes must be an integer >= 1, got True",
+    ),
+    (
+        "max_edges as a float",
+        {"max_edges": 40.0},
+        ConfigError,
+        "max_edges must be an integer >= 1, got 40.0",
+    ),
+    (
+        "max_nodes too small",
+        {"max_nodes": 3},
+        ConfigError,
+        "max_nodes=3 is smaller than the largest graph (12)",
+    ),
     ("unknown order", {"order": "nope"}, ConfigError, "unknown traversal order 'nope'; known: "),
-    ("order as a number", {"order": 3}, ConfigError,
-     "a traversal order is a registered name or a callable, got 3"),
-    ("order_seed as a bool", {"order_seed": True}, ConfigError,
-     "order_seed must be an integer >= 0, got True"),
-    ("negative order_seed", {"order_seed": -1}, ConfigError,
-     "order_seed must be an integer >= 0, got -1"),
+    (
+        "order as a number",
+        {"order": 3},
+        ConfigError,
+        "a traversal order is a registered name or a callable, got 3",
+    ),
+    (
+        "order_seed as a bool",
+        {"order_seed": True},
+        ConfigError,
+        "order_seed must be an integer >= 0, got True",
+    ),
+    (
+        "negative order_seed",
+        {"order_seed": -1},
+        ConfigError,
+        "order_seed must be an integer >= 0, got -1",
+    ),
     ("unknown objective", {"objective": "energy"}, ConfigError, "unknown objective 'energy'"),
     ("unknown reward", {"reward": "joy"}, ConfigError, "unknown reward 'joy'; known: "),
-    ("unknown memory mode", {"memory": "ignore"}, ConfigError,
-     "memory must be one of mask, penalty, got 'ignore'"),
-    ("unknown render mode", {"render_mode": "human"}, ConfigError,
-     "render_mode must be 'ansi', 'rgb_array' or None, got 'human'"),
-    ("unknown invalid_action", {"invalid_action": "skip"}, ConfigError,
-     "invalid_action must be one of raise, penalize, nearest, got 'skip'"),
-    ("invalid_action not a string", {"invalid_action": None}, ConfigError,
-     "invalid_action must be one of raise, penalize, nearest, got None"),
-    ("unknown argument", {"grpah": SMALL}, ConfigError,
-     "has no argument 'grpah'; known: graph, cluster, order, objective, reward, memory"),
+    (
+        "unknown memory mode",
+        {"memory": "ignore"},
+        ConfigError,
+        "memory must be one of mask, penalty, got 'ignore'",
+    ),
+    (
+        "unknown render mode",
+        {"render_mode": "human"},
+        ConfigError,
+        "render_mode must be 'ansi', 'rgb_array' or None, got 'human'",
+    ),
+    (
+        "unknown invalid_action",
+        {"invalid_action": "skip"},
+        ConfigError,
+        "invalid_action must be one of raise, penalize, nearest, got 'skip'",
+    ),
+    (
+        "invalid_action not a string",
+        {"invalid_action": None},
+        ConfigError,
+        "invalid_action must be one of raise, penalize, nearest, got None",
+    ),
+    (
+        "unknown argument",
+        {"grpah": SMALL},
+        ConfigError,
+        "has no argument 'grpah'; known: graph, cluster, order, objective, reward, memory",
+    ),
     ("unknown reference placer", {"reference": "oracle"}, ConfigError, "unknown placer 'oracle'"),
-    ("reference option of the wrong type", {"reference": "local_search?time_limit=abc"},
-     ConfigError, "option 'time_limit' of placer 'local_search' must be a number, got 'abc'"),
-    ("reference of the wrong type", {"reference": 1.5}, ConfigError,
-     "reference must be a placer spec ('single_device', 'heft', ...), a Reference"),
+    (
+        "reference option of the wrong type",
+        {"reference": "local_search?time_limit=abc"},
+        ConfigError,
+        "option 'time_limit' of placer 'local_search' must be a number, got 'abc'",
+    ),
+    (
+        "reference of the wrong type",
+        {"reference": 1.5},
+        ConfigError,
+        "reference must be a placer spec ('single_device', 'heft', ...), a Reference",
+    ),
     ("unknown cluster preset", {"cluster": "tpu"}, ClusterError, "unknown cluster preset 'tpu'"),
-    ("cluster as a number", {"cluster": 3}, ClusterError,
-     "a cluster spec must be a Cluster, a preset spec"),
-    ("cluster option as text", {"cluster": "homogeneous?n_devices=2&bandwidth=fast"},
-     ClusterError, "option 'bandwidth' of cluster preset 'homogeneous' must be a number"),
-]  # fmt: skip
+    (
+        "cluster as a number",
+        {"cluster": 3},
+        ClusterError,
+        "a cluster spec must be a Cluster, a preset spec",
+    ),
+    (
+        "cluster option as text",
+        {"cluster": "homogeneous?n_devices=2&bandwidth=fast"},
+        ClusterError,
+        "option 'bandwidth' of cluster preset 'homogeneous' must be a number",
+    ),
+]
 
 REFINE_CONSTRUCTION = [
     ("passes as a bool", {"passes": True}, ConfigError, "passes must be an integer >= 1, got True"),
@@ -73,29 +149,53 @@ REFINE_CONSTRUCTION = [
     ("passes as a float", {"passes": 2.0}, ConfigError, "passes must be an integer >= 1, got 2.0"),
     ("zero moves", {"moves": 0}, ConfigError, "moves must be an integer >= 1, got 0"),
     ("moves as text", {"moves": "8"}, ConfigError, "moves must be an integer >= 1, got '8'"),
-    ("unknown init", {"init": "warm"}, ConfigError,
-     "init='warm' is neither an env start placement (uniform, reference) nor a placer spec"),
-    ("init placer option of the wrong type", {"init": "random?seed=x"}, ConfigError,
-     "option 'seed' of placer 'random' must be an integer, got 'x'"),
-    ("init placer with a bad option", {"init": "heft?depth=1"}, ConfigError,
-     "unknown option(s) depth for placer 'heft'"),
-    ("initial, init's old name", {"initial": "uniform"}, ConfigError,
-     "argument 'initial' of PlacementRefineEnv is now 'init'"),
-    ("undo_worse not a bool", {"undo_worse": "yes"}, ConfigError,
-     "undo_worse must be true or false, got 'yes'"),
-]  # fmt: skip
+    (
+        "unknown init",
+        {"init": "warm"},
+        ConfigError,
+        "init='warm' is neither an env start placement (uniform, reference) nor a placer spec",
+    ),
+    (
+        "init placer option of the wrong type",
+        {"init": "random?seed=x"},
+        ConfigError,
+        "option 'seed' of placer 'random' must be an integer, got 'x'",
+    ),
+    (
+        "init placer with a bad option",
+        {"init": "heft?depth=1"},
+        ConfigError,
+        "unknown option(s) depth for placer 'heft'",
+    ),
+    (
+        "initial, init's old name",
+        {"initial": "uniform"},
+        ConfigError,
+        "argument 'initial' of PlacementRefineEnv is now 'init'",
+    ),
+    (
+        "undo_worse not a bool",
+        {"undo_worse": "yes"},
+        ConfigError,
+        "undo_worse must be true or false, got 'yes'",
+    ),
+]
 
 
 @pytest.mark.parametrize("cls", ENVS)
-@pytest.mark.parametrize(("case", "kwargs", "error", "message"), CONSTRUCTION,
-                         ids=[row[0] for row in CONSTRUCTION])  # fmt: skip
+@pytest.mark.parametrize(
+    ("case", "kwargs", "error", "message"), CONSTRUCTION, ids=[row[0] for row in CONSTRUCTION]
+)
 def test_bad_arguments_fail_at_construction(cls, case, kwargs, error, message):
     with pytest.raises(error, match=re.escape(message)):
         build(cls, **kwargs)
 
 
-@pytest.mark.parametrize(("case", "kwargs", "error", "message"), REFINE_CONSTRUCTION,
-                         ids=[row[0] for row in REFINE_CONSTRUCTION])  # fmt: skip
+@pytest.mark.parametrize(
+    ("case", "kwargs", "error", "message"),
+    REFINE_CONSTRUCTION,
+    ids=[row[0] for row in REFINE_CONSTRUCTION],
+)
 def test_bad_refine_arguments_fail_at_construction(case, kwargs, error, message):
     with pytest.raises(error, match=re.escape(message)):
         build(PlacementRefineEnv, **kwargs)
@@ -164,58 +264,101 @@ def test_stepping_after_an_infeasible_end_raises():
 
 RESET = [
     ("options not a dict", {"options": [1]}, ConfigError, "reset options must be a dict, got [1]"),
-    ("unknown option", {"options": {"start": 1}}, ConfigError,
-     "unknown reset option(s) start; known: graph"),
-    ("graph index out of range", {"options": {"graph": 3}}, ConfigError,
-     "reset option 'graph' is 3; the env has graphs 0..0"),
-    ("graph index as text", {"options": {"graph": "0"}}, ConfigError,
-     "reset option 'graph' must be an integer >= 0, got '0'"),
+    (
+        "unknown option",
+        {"options": {"start": 1}},
+        ConfigError,
+        "unknown reset option(s) start; known: graph",
+    ),
+    (
+        "graph index out of range",
+        {"options": {"graph": 3}},
+        ConfigError,
+        "reset option 'graph' is 3; the env has graphs 0..0",
+    ),
+    (
+        "graph index as text",
+        {"options": {"graph": "0"}},
+        ConfigError,
+        "reset option 'graph' must be an integer >= 0, got '0'",
+    ),
     ("seed as text", {"seed": "abc"}, ConfigError, "reset seed must be an integer >= 0, got 'abc'"),
     ("negative seed", {"seed": -1}, ConfigError, "reset seed must be an integer >= 0, got -1"),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize(("case", "kwargs", "error", "message"), RESET,
-                         ids=[row[0] for row in RESET])  # fmt: skip
+@pytest.mark.parametrize(
+    ("case", "kwargs", "error", "message"), RESET, ids=[row[0] for row in RESET]
+)
 def test_bad_reset_arguments(case, kwargs, error, message):
     with pytest.raises(error, match=re.escape(message)):
         build().reset(**kwargs)
 
 
 REFINE_RESET = [
-    ("init of the wrong length", {"init": [0, 1]}, PlacementError,
-     "reset option 'init': placement has shape (2,); expected (12,)"),
-    ("init device out of range", {"init": [9] * 12}, PlacementError,
-     "reset option 'init': placement puts node"),
+    (
+        "init of the wrong length",
+        {"init": [0, 1]},
+        PlacementError,
+        "reset option 'init': placement has shape (2,); expected (12,)",
+    ),
+    (
+        "init device out of range",
+        {"init": [9] * 12},
+        PlacementError,
+        "reset option 'init': placement puts node",
+    ),
     ("init as floats", {"init": [0.5] * 12}, PlacementError, "non-integer device 0.5"),
-    ("init for a graph the env lacks", {"init": {5: [0] * 12}}, ConfigError,
-     "reset option 'init': graph index 5; the env has graphs 0..0"),
-    ("init keyed by text", {"init": {"0": [0] * 12}}, ConfigError,
-     "reset option 'init': a graph index must be an integer >= 0, got '0'"),
-    ("a bad placement for another key", {"init": {0: [0] * 12, 1: [9]}}, ConfigError,
-     "graph index 1; the env has graphs 0..0"),
-    ("initial, init's old name", {"initial": [0] * 12}, ConfigError,
-     "reset option 'initial' is now 'init'"),
-]  # fmt: skip
+    (
+        "init for a graph the env lacks",
+        {"init": {5: [0] * 12}},
+        ConfigError,
+        "reset option 'init': graph index 5; the env has graphs 0..0",
+    ),
+    (
+        "init keyed by text",
+        {"init": {"0": [0] * 12}},
+        ConfigError,
+        "reset option 'init': a graph index must be an integer >= 0, got '0'",
+    ),
+    (
+        "a bad placement for another key",
+        {"init": {0: [0] * 12, 1: [9]}},
+        ConfigError,
+        "graph index 1; the env has graphs 0..0",
+    ),
+    (
+        "initial, init's old name",
+        {"initial": [0] * 12},
+        ConfigError,
+        "reset option 'initial' is now 'init'",
+    ),
+]
 
 
-@pytest.mark.parametrize(("case", "options", "error", "message"), REFINE_RESET,
-                         ids=[row[0] for row in REFINE_RESET])  # fmt: skip
+@pytest.mark.parametrize(
+    ("case", "options", "error", "message"), REFINE_RESET, ids=[row[0] for row in REFINE_RESET]
+)
 def test_bad_refine_reset_options(case, options, error, message):
     with pytest.raises(error, match=re.escape(message)):
         build(PlacementRefineEnv).reset(seed=0, options=options)
 
 
 def test_initial_on_an_env_without_a_start_placement_names_init_too():
-    with pytest.raises(ConfigError, match=re.escape(
-            "argument 'initial' of PlacementEnv is now 'init' (PlacementEnv takes no 'init' "
-            "either)")):
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            "argument 'initial' of PlacementEnv is now 'init' (PlacementEnv takes no 'init' either)"
+        ),
+    ):
         build(initial="uniform")
-    with pytest.raises(ConfigError, match=re.escape(
-            "argument 'initial' of PlacementRefineEnv is now 'init'")):
+    with pytest.raises(
+        ConfigError, match=re.escape("argument 'initial' of PlacementRefineEnv is now 'init'")
+    ):
         gym.make("placerl/PlacementRefine-v1", graph=SMALL, initial="uniform")
-    with pytest.raises(ConfigError, match=re.escape(
-            "unknown reset option(s) initial; known: graph")):
+    with pytest.raises(
+        ConfigError, match=re.escape("unknown reset option(s) initial; known: graph")
+    ):
         build().reset(options={"initial": [0] * 12})
 
 
@@ -226,13 +369,16 @@ def test_raise_refuses_a_device_whose_kind_cannot_run_the_node_by_name(cls, acti
     from placerl.graph import CompGraph
 
     graph = CompGraph([{"name": "gpu_op", "cost": 1.0, "costs": {"cpu": float("inf")}}])
-    cluster = Cluster([Device("gpu:0", "gpu"), Device("cpu:0", "cpu"), Device("gpu:1", "gpu")],
-                      bandwidth=1e9)  # fmt: skip
+    cluster = Cluster(
+        [Device("gpu:0", "gpu"), Device("cpu:0", "cpu"), Device("gpu:1", "gpu")], bandwidth=1e9
+    )
     env = cls(graph=graph, cluster=cluster, invalid_action="raise")
     env.reset(seed=0)
     if action == 1:
-        with pytest.raises(PlacementError, match=re.escape(
-                "node 0 ('gpu_op'): device 1 (cpu:0) cannot run it; allowed: [0, 2]")):
+        with pytest.raises(
+            PlacementError,
+            match=re.escape("node 0 ('gpu_op'): device 1 (cpu:0) cannot run it; allowed: [0, 2]"),
+        ):
             env.step(action)
     else:
         assert env.step(action)[-1]["placement"].tolist() == [action]
@@ -249,10 +395,13 @@ def test_raise_refuses_a_device_that_cannot_hold_the_group_by_name(cls):
     if cls is PlacementEnv:
         env.step(0)  # n0 on device 0: n1 no longer fits there
     v = int(env.case.order[env._row])
-    message = (f"node {v} ('n{v}'): device {1 - v} (gpu:{1 - v}) cannot hold its group "
-               "(10 bytes, 5 free); allowed: [" if cls is PlacementRefineEnv else
-               "node 1 ('n1'): device 0 (gpu:0) cannot hold its group (10 bytes, 5 free); "
-               "allowed: [1]")  # fmt: skip
+    message = (
+        f"node {v} ('n{v}'): device {1 - v} (gpu:{1 - v}) cannot hold its group "
+        "(10 bytes, 5 free); allowed: ["
+        if cls is PlacementRefineEnv
+        else "node 1 ('n1'): device 0 (gpu:0) cannot hold its group (10 bytes, 5 free); "
+        "allowed: [1]"
+    )
     with pytest.raises(PlacementError, match=re.escape(message)):
         env.step(1 - v if cls is PlacementRefineEnv else 0)
 

@@ -24,15 +24,16 @@ MODES = {
     "refine from single_device": ("placerl/PlacementRefine-v1", {}),
     "refine from uniform": ("placerl/PlacementRefine-v1", {"init": "uniform"}),
     "refine from the random placer": ("placerl/PlacementRefine-v1", {"init": "random?seed=3"}),
-    "refine from reference": ("placerl/PlacementRefine-v1", {"init": "reference",
-                                                             "reference": "heft"}),
+    "refine from reference": (
+        "placerl/PlacementRefine-v1",
+        {"init": "reference", "reference": "heft"},
+    ),
     "refine from a placer": ("placerl/PlacementRefine-v1", {"init": "m_topo", "passes": 2}),
-    "refine, several graphs": ("placerl/PlacementRefine-v1", {"graph": GRAPHS,
-                                                              "init": "uniform"}),
+    "refine, several graphs": ("placerl/PlacementRefine-v1", {"graph": GRAPHS, "init": "uniform"}),
     "refine, pipeline": ("placerl/PlacementRefine-v1", {"objective": "pipeline"}),
     "refine, short episodes": ("placerl/PlacementRefine-v1", {"moves": 5}),
     "sanity": ("placerl/SanityBranches-v1", {}),
-}  # fmt: skip
+}
 
 
 def make(env_id, **kwargs):
@@ -171,7 +172,8 @@ def test_processes_with_their_own_caches_replay_the_same_episodes(tmp_path):
     runs = []
     for name in ("one", "two"):
         env = {**os.environ, "PLACERL_CACHE": str(tmp_path / name)}
-        done = subprocess.run([sys.executable, "-c", REPLAY], env=env, capture_output=True,
-                              text=True, check=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", REPLAY], env=env, capture_output=True, text=True, check=True
+        )
         runs.append(done.stdout.strip())
     assert runs[0] == runs[1] and len(runs[0]) == 64

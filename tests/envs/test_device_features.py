@@ -81,18 +81,21 @@ def test_inputs_are_sent_in_heft_order_whatever_the_edge_list_order():
         obs, *_ = env.step(device)
     heft = [schedule.earliest_start(3, d, insertion=True) for d in range(2)]
     np.testing.assert_allclose(heft, [2e-3, 2e-3])  # device 0 frees at 2 ms; a's output too
-    np.testing.assert_allclose(obs["devices"][:, START] * env.case.device_tables.time_scale,
-                               heft)  # fmt: skip
+    np.testing.assert_allclose(obs["devices"][:, START] * env.case.device_tables.time_scale, heft)
 
 
 def test_a_group_visited_again_leaves_its_first_device():
     """Construct mode visits every member of a colocation group, and each visit moves the whole
     group: the list schedule books it once, on the device of its latest visit."""
-    nodes = [{"name": "a", "cost": 1e-3, "group": "g"}, {"name": "b", "cost": 1e-3, "group": "g"},
-             {"name": "c", "cost": 1e-3}]  # fmt: skip
+    nodes = [
+        {"name": "a", "cost": 1e-3, "group": "g"},
+        {"name": "b", "cost": 1e-3, "group": "g"},
+        {"name": "c", "cost": 1e-3},
+    ]
     graph = CompGraph(nodes, [], name="group")
-    env = PlacementEnv(graph=graph, cluster=homogeneous(2, comm_model="ideal"),
-                       order=lambda g, rng: np.arange(3))  # fmt: skip
+    env = PlacementEnv(
+        graph=graph, cluster=homogeneous(2, comm_model="ideal"), order=lambda g, rng: np.arange(3)
+    )
     env.reset(seed=0)
     env.step(0)  # the group on device 0
     env.step(1)  # b's visit moves it to device 1
@@ -104,9 +107,11 @@ def test_a_group_visited_again_leaves_its_first_device():
 def test_a_node_fills_an_idle_gap_as_heft_inserts_it():
     """x -> y and a free-standing z, placed x, y, z: y waits 1 ms for x's output on device 1,
     and z, placed after it, starts in that gap (insertion) rather than after y."""
-    nodes = [{"name": "x", "cost": 1e-3, "out_bytes": 1e6},
-             {"name": "y", "cost": 1e-3, "out_bytes": 1e6},
-             {"name": "z", "cost": 5e-4, "out_bytes": 1e6}]  # fmt: skip
+    nodes = [
+        {"name": "x", "cost": 1e-3, "out_bytes": 1e6},
+        {"name": "y", "cost": 1e-3, "out_bytes": 1e6},
+        {"name": "z", "cost": 5e-4, "out_bytes": 1e6},
+    ]
     graph = CompGraph(nodes, [("x", "y")], name="gap")
     cluster = homogeneous(2, bandwidth=1e9, comm_model="ideal")
     env = PlacementEnv(graph=graph, cluster=cluster, order=lambda g, rng: np.arange(3))
@@ -142,8 +147,9 @@ def test_refine_counts_the_node_out_of_its_own_device():
 @pytest.mark.parametrize("cls", [PlacementEnv, PlacementRefineEnv])
 @pytest.mark.parametrize("objective", ["step_time", "pipeline"])
 def test_features_in_every_mode_stay_in_the_box(cls, objective):
-    env = cls(graph="synthetic:layered?n=40&seed=3", cluster="cpu_gpu?n_gpus=2",
-              objective=objective)  # fmt: skip
+    env = cls(
+        graph="synthetic:layered?n=40&seed=3", cluster="cpu_gpu?n_gpus=2", objective=objective
+    )
     space = env.observation_space["devices"]
     rng = np.random.default_rng(0)
     obs, _ = env.reset(seed=0)
@@ -201,10 +207,18 @@ def _reference_block(state, members, placement, resident, mem_bytes, mask, start
     best, worst = finish[allowed].min(), finish[allowed].max()
     with np.errstate(invalid="ignore", divide="ignore"):
         rank = np.where(allowed, (finish - best) / (worst - best) if worst > best else 0.0, 1.0)
-    columns = [duration / scale, (state.load - own_load) / scale,
-               (resident - own_mem) / state.capacity, transfer / scale, starts / scale,
-               finish / scale, (finish - best) / scale, mask.astype(float), rank,
-               (allowed & (finish == best)).astype(float)]  # fmt: skip
+    columns = [
+        duration / scale,
+        (state.load - own_load) / scale,
+        (resident - own_mem) / state.capacity,
+        transfer / scale,
+        starts / scale,
+        finish / scale,
+        (finish - best) / scale,
+        mask.astype(float),
+        rank,
+        (allowed & (finish == best)).astype(float),
+    ]
     out = np.stack(columns, axis=1)
     with np.errstate(invalid="ignore"):
         out = np.nan_to_num(out, nan=CLIP, posinf=CLIP)
@@ -247,12 +261,19 @@ def test_construction_features_are_heft_list_schedule(cluster):
     schedule = ListSchedule(Problem(env.case.graph, env.cluster, env.objective))
     for _ in range(80):
         v = int(env.case.order[env._row])
-        starts = np.array([schedule.earliest_start(v, d, insertion=True)
-                           for d in range(env.num_devices)])  # fmt: skip
+        starts = np.array(
+            [schedule.earliest_start(v, d, insertion=True) for d in range(env.num_devices)]
+        )
         mask = env._mask.astype(bool)
-        expected = _reference_block(env._device_state, env.case.members[v], env.placement,
-                                    env._resident, env.case.model.arrays.mem_bytes, mask,
-                                    starts)  # fmt: skip
+        expected = _reference_block(
+            env._device_state,
+            env.case.members[v],
+            env.placement,
+            env._resident,
+            env.case.model.arrays.mem_bytes,
+            mask,
+            starts,
+        )
         np.testing.assert_allclose(obs["devices"], expected, rtol=1e-5, atol=1e-6)
         allowed = np.flatnonzero(env.action_masks())
         device = int(rng.choice(allowed if allowed.size else [0]))
@@ -272,9 +293,15 @@ def test_refine_features_equal_their_definitions(cluster):
         v = int(env.case.order[env._row])
         members = env.case.members[v]
         starts = _refine_starts(env._device_state, int(members[0]), env.placement)
-        expected = _reference_block(env._device_state, members, env.placement, env._resident,
-                                    env.case.model.arrays.mem_bytes, env._mask.astype(bool),
-                                    starts)  # fmt: skip
+        expected = _reference_block(
+            env._device_state,
+            members,
+            env.placement,
+            env._resident,
+            env.case.model.arrays.mem_bytes,
+            env._mask.astype(bool),
+            starts,
+        )
         expected[:, [FINISH_RANK, EARLIEST]] = 0.0  # HEFT's choice only while constructing
         np.testing.assert_allclose(obs["devices"], expected, rtol=1e-5, atol=1e-6)
         obs, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
@@ -283,9 +310,13 @@ def test_refine_features_equal_their_definitions(cluster):
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(8, 60),
-       comm=st.sampled_from(["placeto", "links", "ideal"]), gaps=st.booleans(),
-       shuffled=st.booleans())  # fmt: skip
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(8, 60),
+    comm=st.sampled_from(["placeto", "links", "ideal"]),
+    gaps=st.booleans(),
+    shuffled=st.booleans(),
+)
 def test_earliest_finish_in_heft_order_places_as_heft(seed, n, comm, gaps, shuffled):
     """The rule a policy can learn from these features: in the dual env, select the ready node
     of highest upward rank and take the first ``earliest`` device (HEFT breaks ties by device

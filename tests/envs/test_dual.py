@@ -25,8 +25,9 @@ def training_graph(layers: int = 4) -> CompGraph:
     """A forward chain, its backward chain, and each layer's two nodes in one group: the
     groups feed each other both ways, so readiness by whole groups would deadlock."""
     nodes = [{"name": f"f{i}", "cost": 1.0, "group": f"l{i}"} for i in range(layers)]
-    nodes += [{"name": f"b{i}", "cost": 2.0, "group": f"l{i}", "backward": True}
-              for i in range(layers)]  # fmt: skip
+    nodes += [
+        {"name": f"b{i}", "cost": 2.0, "group": f"l{i}", "backward": True} for i in range(layers)
+    ]
     edges = [(f"f{i}", f"f{i + 1}") for i in range(layers - 1)]
     edges += [(f"b{i + 1}", f"b{i}") for i in range(layers - 1)]
     edges += [(f"f{layers - 1}", f"b{layers - 1}")] + [(f"f{i}", f"b{i}") for i in range(layers)]
@@ -93,13 +94,15 @@ def test_every_selected_node_has_its_producers_placed(graph):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(3, 30), seed=st.integers(0, 10_000), devices=st.integers(1, 4),
-       fold=st.booleans())  # fmt: skip
+@given(
+    n=st.integers(3, 30), seed=st.integers(0, 10_000), devices=st.integers(1, 4), fold=st.booleans()
+)
 def test_random_episodes_always_finish(n, seed, devices, fold):
     """Property: whatever the graph, groups and choices, some node stays ready until all
     are placed, and every node ends on a device."""
-    env = PlacementDualEnv(graph=f"synthetic:layered?n={n}&seed={seed}",
-                           cluster=homogeneous(devices), fold=fold)  # fmt: skip
+    env = PlacementDualEnv(
+        graph=f"synthetic:layered?n={n}&seed={seed}", cluster=homogeneous(devices), fold=fold
+    )
     _, info, selected = play(env, random_choice(seed))
     assert len(selected) == len(env.ready_tables.rows)
     assert (info["placement"] >= 0).all() and info["placement"].max() < devices
@@ -132,8 +135,12 @@ def test_dense_rewards_sum_to_the_final_improvement():
 
 
 def test_no_ready_node_that_fits_ends_the_episode_with_the_penalty():
-    too_big = CompGraph([{"name": "a", "cost": 1.0, "mem_bytes": 10.0},
-                         {"name": "b", "cost": 1.0, "mem_bytes": 10.0}])  # fmt: skip
+    too_big = CompGraph(
+        [
+            {"name": "a", "cost": 1.0, "mem_bytes": 10.0},
+            {"name": "b", "cost": 1.0, "mem_bytes": 10.0},
+        ]
+    )
     env = PlacementDualEnv(graph=too_big, cluster=homogeneous(1, memory=15.0))
     env.reset(seed=0)
     env.step(0)
@@ -151,8 +158,11 @@ def test_registered_and_rebuilt_from_its_settings():
 # ---------------------------------------------------------------------------- bad input
 @pytest.fixture
 def env():
-    env = PlacementDualEnv(graph="synthetic:layered?n=12&seed=1", cluster=load_cluster("gpu4_pcie"),
-                           invalid_action="raise")  # fmt: skip
+    env = PlacementDualEnv(
+        graph="synthetic:layered?n=12&seed=1",
+        cluster=load_cluster("gpu4_pcie"),
+        invalid_action="raise",
+    )
     env.reset(seed=0)
     return env
 
@@ -170,34 +180,44 @@ def test_a_placed_node_or_padding_is_refused(env):
     env.step(0)
     with pytest.raises(PlacementError, match="is placed already"):
         env.step(first)
-    padded = PlacementDualEnv(graph="synthetic:layered?n=12&seed=1", max_nodes=16,
-                              invalid_action="raise")  # fmt: skip
+    padded = PlacementDualEnv(
+        graph="synthetic:layered?n=12&seed=1", max_nodes=16, invalid_action="raise"
+    )
     padded.reset(seed=0)
     with pytest.raises(PlacementError, match=r"row 14 .* 12 rows, 14 is padding"):
         padded.step(14)
 
 
 def test_a_device_the_node_cannot_use_is_refused_by_name():
-    too_big = CompGraph([{"name": "a", "cost": 1.0, "mem_bytes": 10.0},
-                         {"name": "b", "cost": 1.0, "mem_bytes": 10.0}])  # fmt: skip
-    env = PlacementDualEnv(graph=too_big, cluster=homogeneous(2, memory=15.0),
-                           invalid_action="raise")  # fmt: skip
+    too_big = CompGraph(
+        [
+            {"name": "a", "cost": 1.0, "mem_bytes": 10.0},
+            {"name": "b", "cost": 1.0, "mem_bytes": 10.0},
+        ]
+    )
+    env = PlacementDualEnv(
+        graph=too_big, cluster=homogeneous(2, memory=15.0), invalid_action="raise"
+    )
     env.reset(seed=0)
     env.step(0)
     env.step(0)
     env.step(1)
-    message = ("node 1 ('b'): device 0 (gpu:0) cannot hold its group (10 bytes, 5 free); "
-               "allowed: [1]")
+    message = (
+        "node 1 ('b'): device 0 (gpu:0) cannot hold its group (10 bytes, 5 free); allowed: [1]"
+    )
     with pytest.raises(PlacementError, match=re.escape(message)):
         env.step(0)
 
 
-@pytest.mark.parametrize(("action", "message"), [
-    (1.5, "action must be an integer row index in 0..11, got 1.5"),
-    (True, "action must be an integer row"),
-    (-1, "action -1 is not a row index in 0..11"),
-    (12, "action 12 is not a row index in 0..11"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        (1.5, "action must be an integer row index in 0..11, got 1.5"),
+        (True, "action must be an integer row"),
+        (-1, "action -1 is not a row index in 0..11"),
+        (12, "action 12 is not a row index in 0..11"),
+    ],
+)
 def test_actions_that_are_not_rows_are_refused(env, action, message):
     with pytest.raises(PlacementError, match=message):
         env.step(action)
@@ -209,8 +229,10 @@ def test_a_place_step_action_past_the_devices_is_invalid_then_outside_the_space(
     row = int(np.flatnonzero(env.action_masks())[0])
     env.step(row)
     v = int(env.case.order[row])
-    message = (f"node {v} ({env.graphs[0].names[v]!r}): action 7 is not a device (the cluster "
-               "has devices 0..3); allowed: [0, 1, 2, 3]")
+    message = (
+        f"node {v} ({env.graphs[0].names[v]!r}): action 7 is not a device (the cluster "
+        "has devices 0..3); allowed: [0, 1, 2, 3]"
+    )
     with pytest.raises(PlacementError, match=re.escape(message)):
         env.step(7)
     with pytest.raises(PlacementError, match=r"action 12 is not a row or device index in 0\.\.11"):

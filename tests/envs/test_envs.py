@@ -85,8 +85,10 @@ def checker_arguments(env_id):
     if "Measured" in env_id:
         return [{"objective": "step_time"}]
     graph, cluster = masked_problem()
-    return [{"graph": graph, "cluster": cluster, "objective": objective}
-            for objective in ("step_time", "pipeline")]  # fmt: skip
+    return [
+        {"graph": graph, "cluster": cluster, "objective": objective}
+        for objective in ("step_time", "pipeline")
+    ]
 
 
 @pytest.mark.parametrize("order", sorted(ORDERS))
@@ -129,8 +131,11 @@ def test_kind_id_and_class_follow_one_naming_rule(kind, row):
     assert entry.endswith(f":Placement{_camel(kind)}Env") and cls.__name__ == entry.split(":")[1]
     assert cls.kind == kind and getattr(placerl.envs, cls.__name__) is cls
     assert gym.spec(env_id).entry_point == entry
-    old = {"dual": "DualPlacementEnv", "one_shot": "OneShotPlacementEnv",
-           "hierarchical": "HierarchicalPlacementEnv"}.get(kind)  # fmt: skip
+    old = {
+        "dual": "DualPlacementEnv",
+        "one_shot": "OneShotPlacementEnv",
+        "hierarchical": "HierarchicalPlacementEnv",
+    }.get(kind)
     assert old is None or not hasattr(placerl.envs, old)
 
 
@@ -181,8 +186,9 @@ def test_sb3_vec_envs_including_subprocesses():
 
     # placerl's own start method (a fork server that imported torch; spawn where there is
     # none): the env factories are pickled either way, as in training
-    sub = SubprocVecEnv([lambda: make("placerl/PlacementRefine-v1")] * 2,
-                        start_method=start_method())  # fmt: skip
+    sub = SubprocVecEnv(
+        [lambda: make("placerl/PlacementRefine-v1")] * 2, start_method=start_method()
+    )
     try:
         sub.reset()
         _, rewards, _, infos = sub.step(np.array([1, 2]))
@@ -244,8 +250,9 @@ def test_refine_start_time_feature_is_relative_to_current_node():
 
 
 def test_refine_leaving_a_node_in_place_reuses_the_simulation(monkeypatch):
-    env = PlacementRefineEnv(graph=SMALL, cluster="gpu4_pcie", init="uniform",
-                             reward="normalized_delta")  # fmt: skip
+    env = PlacementRefineEnv(
+        graph=SMALL, cluster="gpu4_pcie", init="uniform", reward="normalized_delta"
+    )
     env.reset(seed=1)
     calls = []
     evaluate = env.case.model.evaluate
@@ -294,8 +301,9 @@ def test_best_move_is_the_device_of_one_best_improvement_step():
 
 def _fresh_twin(env, **kwargs):
     """An env reset to ``env``'s placement and step: what its observation must be."""
-    twin = PlacementRefineEnv(graph=env.case.graph, cluster=env.cluster,
-                              objective=env.objective, **kwargs)  # fmt: skip
+    twin = PlacementRefineEnv(
+        graph=env.case.graph, cluster=env.cluster, objective=env.objective, **kwargs
+    )
     twin.reset(seed=0, options={"init": env.placement})
     twin._t = env._t
     twin._focus(int(twin.case.steps[twin._t]))
@@ -332,8 +340,7 @@ def test_undo_worse_undoes_exactly_the_moves_that_slow_the_placement(undo, objec
             if not done:  # every observation array as a fresh env's at this placement
                 twin = _fresh_twin(env, init="uniform")
                 for key, value in twin._observation().items():
-                    np.testing.assert_allclose(obs[key], value, rtol=1e-5, atol=1e-6,
-                                               err_msg=key)  # fmt: skip
+                    np.testing.assert_allclose(obs[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
                 np.testing.assert_array_equal(env.action_masks(), twin.action_masks())
         assert info["runtime"] <= start or not undo
     assert (undone > 0) == undo
@@ -451,10 +458,13 @@ def test_memory_mask_and_stuck_episodes():
 
 
 def test_refine_episodes_that_cannot_go_on_end_with_the_penalty():
-    chain = CompGraph([{"name": f"n{i}", "cost": 1.0, "mem_bytes": 10.0} for i in range(3)],
-                      [("n0", "n1"), ("n1", "n2")])  # fmt: skip
-    env = PlacementRefineEnv(graph=chain, cluster=homogeneous(2, memory=15.0),
-                             reward="log_speedup", init="single_device")  # fmt: skip
+    chain = CompGraph(
+        [{"name": f"n{i}", "cost": 1.0, "mem_bytes": 10.0} for i in range(3)],
+        [("n0", "n1"), ("n1", "n2")],
+    )
+    env = PlacementRefineEnv(
+        graph=chain, cluster=homogeneous(2, memory=15.0), reward="log_speedup", init="single_device"
+    )
     _, info = env.reset(seed=0)  # all on one device: 30 bytes on 15, infeasible
     assert info["feasible"] is False and info["action_mask"].tolist() == [0, 1]
     _, reward, done, _, info = env.step(1)  # n0 moves; n1 fits nowhere now (10 + 10 > 15)
@@ -465,8 +475,9 @@ def test_refine_episodes_that_cannot_go_on_end_with_the_penalty():
 
 @pytest.mark.parametrize("cls", [PlacementEnv, PlacementRefineEnv])
 def test_a_first_node_that_fits_nowhere_still_gets_a_move(cls):
-    huge = CompGraph([{"name": "m", "cost": 1.0, "mem_bytes": 9.0}, {"name": "x", "cost": 1.0}],
-                     [("m", "x")])  # fmt: skip
+    huge = CompGraph(
+        [{"name": "m", "cost": 1.0, "mem_bytes": 9.0}, {"name": "x", "cost": 1.0}], [("m", "x")]
+    )
     env = cls(graph=huge, cluster=homogeneous(2, memory=4.0))
     _, info = env.reset(seed=0)
     assert info["action_mask"].tolist() == [1, 1]  # runnable devices, scored by the penalty
@@ -564,11 +575,15 @@ def test_fold_must_be_a_bool():
         make("placerl/Placement-v1", fold=1)
 
 
-@pytest.mark.parametrize(("cls", "kwargs", "per_episode"), [
-    (PlacementEnv, {"reward": "log_speedup"}, lambda n, moved: 1),
-    (PlacementEnv, {"reward": "normalized_delta"}, lambda n, moved: n),
-    (PlacementRefineEnv, {}, lambda n, moved: 1 + moved),  # the start, then each move
-], ids=["construct-sparse", "construct-dense", "refine"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "per_episode"),
+    [
+        (PlacementEnv, {"reward": "log_speedup"}, lambda n, moved: 1),
+        (PlacementEnv, {"reward": "normalized_delta"}, lambda n, moved: n),
+        (PlacementRefineEnv, {}, lambda n, moved: 1 + moved),  # the start, then each move
+    ],
+    ids=["construct-sparse", "construct-dense", "refine"],
+)
 def test_envs_count_their_simulations(cls, kwargs, per_episode):
     env = cls("synthetic:layered?n=12&seed=0", "placeto?n_devices=3", **kwargs)
     rng = np.random.default_rng(0)
@@ -591,6 +606,7 @@ def test_the_rank_column_is_heft_priority_in_row_order(order):
     env = PlacementEnv(graph=SMALL, cluster="gpu4_pcie", order=order)
     obs, _ = env.reset(seed=0)
     rank = upward_rank(Problem(env.case.graph, env.cluster, env.objective))
-    np.testing.assert_allclose(obs["nodes"][:12, RANK], (rank / rank.max())[env.case.order],
-                               rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        obs["nodes"][:12, RANK], (rank / rank.max())[env.case.order], rtol=1e-6
+    )
     assert obs["nodes"][:12, RANK].max() == 1.0

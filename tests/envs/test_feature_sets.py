@@ -52,13 +52,15 @@ def test_the_default_set_shows_everything_and_settings_keep_the_set():
     assert feature_set("heft").nodes == feature_set("heft").devices == ()
     env = gym.make(ENV_KINDS["construct"], graph=GRAPH, cluster=CLUSTER, features="plain")
     assert env.unwrapped.settings()["features"] == "plain"
-    assert gym.make(ENV_KINDS["construct"], graph=GRAPH, cluster=CLUSTER).unwrapped.features \
-        == "heft"  # fmt: skip
+    assert (
+        gym.make(ENV_KINDS["construct"], graph=GRAPH, cluster=CLUSTER).unwrapped.features == "heft"
+    )
 
 
 def test_a_saved_policy_rebuilds_its_env_with_its_set_and_older_ones_with_heft():
-    settings = gym.make(ENV_KINDS["refine"], graph=GRAPH, cluster=CLUSTER,
-                        features="plain").unwrapped.settings()  # fmt: skip
+    settings = gym.make(
+        ENV_KINDS["refine"], graph=GRAPH, cluster=CLUSTER, features="plain"
+    ).unwrapped.settings()
     problem = Problem(load_graph(GRAPH), load_cluster(CLUSTER), "step_time")
     model = SimpleNamespace(placerl_settings={**settings, "algo": "maskable_ppo"})
     assert env_for(model, problem).features == "plain"
@@ -68,7 +70,10 @@ def test_a_saved_policy_rebuilds_its_env_with_its_set_and_older_ones_with_heft()
 
 @pytest.mark.parametrize("bad", ["none", "HEFT", None, 1])
 def test_an_unknown_set_is_refused_naming_the_known_ones(bad):
-    with pytest.raises(ConfigError, match=r"features must be one of the feature sets heft "
-                                          r"\(HEFT's upward rank .*\); plain .*got"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"features must be one of the feature sets heft "
+        r"\(HEFT's upward rank .*\); plain .*got",
+    ):
         gym.make(ENV_KINDS["construct"], graph=GRAPH, cluster=CLUSTER, features=bad)
     assert set(FEATURE_SETS) == {"heft", "plain"}

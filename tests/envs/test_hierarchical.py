@@ -51,10 +51,14 @@ def test_masks_allow_the_groups_then_the_devices_of_the_groups_that_hold_nodes()
 
 
 def test_a_colocation_group_follows_its_first_row():
-    nodes = [{"name": "f", "cost": 1.0, "group": "g"}, {"name": "x", "cost": 1.0},
-             {"name": "b", "cost": 1.0, "group": "g"}]  # fmt: skip
-    env = PlacementHierarchicalEnv(graph=CompGraph(nodes, [("f", "x"), ("x", "b")]),
-                                   cluster=homogeneous(2), groups=2)  # fmt: skip
+    nodes = [
+        {"name": "f", "cost": 1.0, "group": "g"},
+        {"name": "x", "cost": 1.0},
+        {"name": "b", "cost": 1.0, "group": "g"},
+    ]
+    env = PlacementHierarchicalEnv(
+        graph=CompGraph(nodes, [("f", "x"), ("x", "b")]), cluster=homogeneous(2), groups=2
+    )
     env.reset(seed=0)
     assert env.rows.tolist() == [0, 1]
     env.step(np.array([1, 0, 0]))  # row 2 (b) follows f into group 1 whatever it says
@@ -64,15 +68,24 @@ def test_a_colocation_group_follows_its_first_row():
 
 def test_a_group_goes_only_where_every_node_of_it_runs():
     cluster = Cluster([Device("cpu", "cpu"), Device("gpu", "gpu")], bandwidth=1e10)
-    nodes = [{"name": "a", "cost": 1.0}, {"name": "b", "cost": 1.0, "costs": {"cpu": math.inf}},
-             {"name": "c", "cost": 1.0}]  # fmt: skip
-    env = PlacementHierarchicalEnv(graph=CompGraph(nodes, [("a", "b"), ("b", "c")]),
-                                   cluster=cluster, groups=2, invalid_action="raise")  # fmt: skip
+    nodes = [
+        {"name": "a", "cost": 1.0},
+        {"name": "b", "cost": 1.0, "costs": {"cpu": math.inf}},
+        {"name": "c", "cost": 1.0},
+    ]
+    env = PlacementHierarchicalEnv(
+        graph=CompGraph(nodes, [("a", "b"), ("b", "c")]),
+        cluster=cluster,
+        groups=2,
+        invalid_action="raise",
+    )
     env.reset(seed=0)
     env.step(np.array([0, 0, 1]))  # group 0 holds a and b (gpu only); group 1 holds c
     assert env.action_masks().reshape(3, 2)[:2].tolist() == [[False, True], [True, True]]
-    with pytest.raises(PlacementError, match=re.escape(
-            "group 0: device 0 (cpu) cannot run its node 1 ('b'); allowed: [1]")):
+    with pytest.raises(
+        PlacementError,
+        match=re.escape("group 0: device 0 (cpu) cannot run its node 1 ('b'); allowed: [1]"),
+    ):
         env.step(np.array([0, 0, 0]))
     _, _, _, _, info = env.step(np.array([1, 0, 0]))
     assert info["placement"].tolist() == [1, 1, 0]
@@ -86,13 +99,16 @@ def test_a_group_goes_only_where_every_node_of_it_runs():
 
 def test_a_choice_past_the_devices_is_invalid_in_the_place_step():
     """With more groups than devices, choices D.. are in the space but name no device."""
-    env = PlacementHierarchicalEnv(graph=SMALL, cluster=CLUSTER, groups=4, max_nodes=16,
-                                   invalid_action="raise")  # fmt: skip
+    env = PlacementHierarchicalEnv(
+        graph=SMALL, cluster=CLUSTER, groups=4, max_nodes=16, invalid_action="raise"
+    )
     env.reset(seed=0)
     env.step(np.arange(16) % 4)
     first = int(env.case.order[0])  # row 0 is in group 0
-    message = (f"group 0 (with node {first} ({env.graphs[0].names[first]!r})): 3 is not a "
-               "device (the cluster has devices 0..2); allowed: [0, 1, 2]")
+    message = (
+        f"group 0 (with node {first} ({env.graphs[0].names[first]!r})): 3 is not a "
+        "device (the cluster has devices 0..2); allowed: [0, 1, 2]"
+    )
     with pytest.raises(PlacementError, match=re.escape(message)):
         env.step(np.full(16, 3))
     with pytest.raises(PlacementError, match=re.escape("group 0: 4 is not a choice index in 0..3")):
@@ -100,8 +116,9 @@ def test_a_choice_past_the_devices_is_invalid_in_the_place_step():
 
 
 def test_the_expert_action_replays_the_expert_in_groups_of_consecutive_nodes():
-    env = PlacementHierarchicalEnv(graph="synthetic:layered?n=40&seed=1",
-                                   cluster="placeto?n_devices=4", groups=8)  # fmt: skip
+    env = PlacementHierarchicalEnv(
+        graph="synthetic:layered?n=40&seed=1", cluster="placeto?n_devices=4", groups=8
+    )
     env.reset(seed=0)
     heft = np.asarray(place("heft", env.graphs[0], env.cluster))
     groups = env.expert_action(heft)

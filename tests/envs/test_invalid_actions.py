@@ -29,8 +29,13 @@ KINDS = [*ENV_KINDS, "parallelize"]
 TINY = "zoo:transformer?variant=bert_tiny&training=true"
 #: Invalid actions checked per test (each clones the env twice: Parallelize-v1's is large).
 CHECKS = 24
-REASONS = ("cannot run", "cannot hold", "is not a device", "is not a ready node that fits",
-           "is past its")  # fmt: skip
+REASONS = (
+    "cannot run",
+    "cannot hold",
+    "is not a device",
+    "is not a ready node that fits",
+    "is past its",
+)
 
 
 def build(kind, invalid_action="nearest"):
@@ -51,8 +56,9 @@ def nearest(action, mask):
     """The documented rule, written out: the allowed index of smallest cyclic distance to
     ``action`` over ``len(mask)`` choices, the lower index on a tie."""
     n = len(mask)
-    return int(min(np.flatnonzero(mask), key=lambda i: (min(abs(i - action), n - abs(i - action)),
-                                                         i)))  # fmt: skip
+    return int(
+        min(np.flatnonzero(mask), key=lambda i: (min(abs(i - action), n - abs(i - action)), i))
+    )
 
 
 def deciding_rows(env):

@@ -20,8 +20,11 @@ CPU_GPU = Cluster([Device("cpu", "cpu"), Device("gpu", "gpu")], bandwidth=1e10)
 
 
 def grouped_graph() -> CompGraph:
-    nodes = [{"name": "f", "cost": 1.0, "group": "g"}, {"name": "x", "cost": 1.0},
-             {"name": "b", "cost": 1.0, "group": "g"}]  # fmt: skip
+    nodes = [
+        {"name": "f", "cost": 1.0, "group": "g"},
+        {"name": "x", "cost": 1.0},
+        {"name": "b", "cost": 1.0, "group": "g"},
+    ]
     return CompGraph(nodes, [("f", "x"), ("x", "b")])
 
 
@@ -46,8 +49,7 @@ def test_a_group_follows_its_first_row_and_its_other_rows_have_one_choice():
     env = PlacementOneShotEnv(graph=grouped_graph(), cluster=homogeneous(2))
     env.reset(seed=0)
     assert env.rows.tolist() == [0, 1]  # topo rows: f, x; b follows f
-    assert env.action_masks().reshape(3, 2).tolist() == [[True, True], [True, True],
-                                                         [True, False]]  # fmt: skip
+    assert env.action_masks().reshape(3, 2).tolist() == [[True, True], [True, True], [True, False]]
     _, _, _, _, info = env.step(np.array([1, 0, 0]))
     assert info["placement"].tolist() == [1, 0, 1]
 
@@ -61,8 +63,12 @@ def test_the_expert_action_replays_the_expert():
 
 
 def test_memory_overflow_is_scored_by_the_penalty():
-    too_big = CompGraph([{"name": "a", "cost": 1.0, "mem_bytes": 10.0},
-                         {"name": "b", "cost": 1.0, "mem_bytes": 10.0}])  # fmt: skip
+    too_big = CompGraph(
+        [
+            {"name": "a", "cost": 1.0, "mem_bytes": 10.0},
+            {"name": "b", "cost": 1.0, "mem_bytes": 10.0},
+        ]
+    )
     env = PlacementOneShotEnv(graph=too_big, cluster=homogeneous(2, memory=15.0))
     env.reset(seed=0)
     _, _, _, _, info = env.step(np.array([0, 0]))
@@ -77,12 +83,15 @@ def test_registered():
     assert env.unwrapped.settings()["env"] == "one_shot"
 
 
-@pytest.mark.parametrize(("action", "message"), [
-    (np.zeros(11, dtype=int), r"action must be 12 integers \(one device per row\), .* \(11,\)"),
-    (np.zeros(12), "action must be 12 integers .* dtype float64"),
-    (np.full(12, 4), r"row 0, node \d+ \('layer0/node\d'\): 4 is not a device index in 0\.\.3"),
-    (np.full(12, -1), r"row 0, node \d+ \('layer0/node\d'\): -1 is not a device index"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        (np.zeros(11, dtype=int), r"action must be 12 integers \(one device per row\), .* \(11,\)"),
+        (np.zeros(12), "action must be 12 integers .* dtype float64"),
+        (np.full(12, 4), r"row 0, node \d+ \('layer0/node\d'\): 4 is not a device index in 0\.\.3"),
+        (np.full(12, -1), r"row 0, node \d+ \('layer0/node\d'\): -1 is not a device index"),
+    ],
+)
 def test_actions_outside_the_space_are_refused_naming_the_node(action, message):
     env = PlacementOneShotEnv(graph=SMALL, cluster="gpu4_pcie")  # whatever invalid_action says
     env.reset(seed=0)
@@ -98,8 +107,10 @@ def gpu_only_graph() -> CompGraph:
 def test_a_device_that_cannot_run_a_node_is_refused_naming_it():
     env = PlacementOneShotEnv(graph=gpu_only_graph(), cluster=CPU_GPU, invalid_action="raise")
     env.reset(seed=0)
-    with pytest.raises(PlacementError, match=re.escape(
-            "row 1: node 1 ('b'): device 0 (cpu) cannot run it; allowed: [1]")):
+    with pytest.raises(
+        PlacementError,
+        match=re.escape("row 1: node 1 ('b'): device 0 (cpu) cannot run it; allowed: [1]"),
+    ):
         env.step(np.array([0, 0]))
 
 

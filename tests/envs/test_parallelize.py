@@ -1,6 +1,5 @@
 """placerl/Parallelize-v1: checkers, determinism, the strategy it builds, bad input, learning."""
 
-
 import re
 
 import gymnasium as gym
@@ -107,8 +106,10 @@ def test_a_masked_slot_becomes_the_nearest_valid_one_or_is_refused_by_name():
     strict = ParallelizeEnv(TINY, invalid_action="raise")
     strict.reset(seed=0)
     v = int(strict.cost.space.variables[i])
-    message = (f"variable {i} (node {v} ({strict.graph.names[v]!r})): slot {count} is past its "
-               f"{count} configurations; allowed: 0..{count - 1}")
+    message = (
+        f"variable {i} (node {v} ({strict.graph.names[v]!r})): slot {count} is past its "
+        f"{count} configurations; allowed: 0..{count - 1}"
+    )
     with pytest.raises(PlacementError, match=re.escape(message)):
         strict.step(count)
 
@@ -152,8 +153,9 @@ def test_gnn_and_lstm_policies_learn_a_near_optimal_strategy(extractor):
     env = ParallelizeEnv(graph, "gpu4_pcie")
     optimum = solve("pase_dp", graph, "gpu4_pcie", "strategy").runtime
     assert env.reference_runtime > 3 * optimum  # data parallelism all-reduces big gradients
-    model = make_agent("maskable_ppo", env, extractor, seed=0, n_steps=64, batch_size=32,
-                       learning_rate=3e-3)  # fmt: skip
+    model = make_agent(
+        "maskable_ppo", env, extractor, seed=0, n_steps=64, batch_size=32, learning_rate=3e-3
+    )
     model.learn(1500)
     obs, _ = env.reset(seed=0)
     done = False

@@ -29,8 +29,10 @@ def test_the_refine_arm_is_the_study_s_setting():
     assert run.agent.hyperparams["n_epochs"] == 2  # the placeto recipe's tuned PPO
 
 
-@pytest.mark.parametrize(("experiment", "kind", "steps"), [
-    ("order_study_construct", "construct", 5000), ("order_study_learned", "dual", 10000)])
+@pytest.mark.parametrize(
+    ("experiment", "kind", "steps"),
+    [("order_study_construct", "construct", 5000), ("order_study_learned", "dual", 10000)],
+)
 def test_the_construct_and_learned_arms_share_the_episode_budget(experiment, kind, steps):
     run = compose(f"experiment={experiment}")
     assert run.env.kind == kind and run.total_steps == steps  # 50 episodes of ~100 nodes
@@ -38,12 +40,20 @@ def test_the_construct_and_learned_arms_share_the_episode_budget(experiment, kin
     # The same network and PPO settings: only the order differs between the arms.
     construct = compose("experiment=order_study_construct")
     assert (run.agent.extractor_kwargs, run.agent.hyperparams) == (
-        construct.agent.extractor_kwargs, construct.agent.hyperparams)
+        construct.agent.extractor_kwargs,
+        construct.agent.hyperparams,
+    )
 
 
 def test_a_study_job_trains_and_records_its_best_placement(tmp_path):
-    run = compose("experiment=order_study", "graph.spec='synthetic:cifar10?n=23&seed=1'",
-                  "total_steps=256", "eval_every=128", "order=dfs_preorder", "threads=1")
+    run = compose(
+        "experiment=order_study",
+        "graph.spec='synthetic:cifar10?n=23&seed=1'",
+        "total_steps=256",
+        "eval_every=128",
+        "order=dfs_preorder",
+        "threads=1",
+    )
     result = train(run, out_dir=str(tmp_path))
     outcome = result.graphs[0]
     assert outcome.best_runtime <= outcome.final_runtime
@@ -81,7 +91,10 @@ def test_one_command_runs_every_arm_then_reports_it_then_the_analyses(tmp_path):
     *arms, analysis = lines
     sweeps, reports = arms[0::2], arms[1::2]
     assert [c[c.index("-m") + 3].split("=")[1] for c in sweeps] == [
-        "order_study", "order_study_construct", "order_study_learned"]
+        "order_study",
+        "order_study_construct",
+        "order_study_learned",
+    ]
     refine = sweeps[0]
     assert "order=" + ",".join(run_py.ORDERS) in refine and len(run_py.ORDERS) == 9
     assert "agent=placeto_gnn,placeto_lstm" in refine and "seed=0,1,2,3,4" in refine
@@ -90,22 +103,40 @@ def test_one_command_runs_every_arm_then_reports_it_then_the_analyses(tmp_path):
     assert not any(a.startswith("order=") for a in sweeps[2])  # the learned arm picks its own
     assert "hydra/launcher=joblib" in refine
     assert f"hydra.sweep.dir={tmp_path}/runs/refine" in refine
-    assert reports[0][1:] == [str(tmp_path / "runs" / "refine"), "--out",
-                              str(tmp_path / "results" / "refine"), "--metric", "best"]
-    assert analysis[1:] == [str(STUDY / "analyze.py"), "--runs", str(tmp_path / "runs"),
-                            "--out", str(tmp_path / "results")]  # fmt: skip
+    assert reports[0][1:] == [
+        str(tmp_path / "runs" / "refine"),
+        "--out",
+        str(tmp_path / "results" / "refine"),
+        "--metric",
+        "best",
+    ]
+    assert analysis[1:] == [
+        str(STUDY / "analyze.py"),
+        "--runs",
+        str(tmp_path / "runs"),
+        "--out",
+        str(tmp_path / "results"),
+    ]
 
 
 def test_a_failed_sweep_stops_no_other_arm_and_is_named(tmp_path, capsys):
     # The construct sweep dies as a whole (its jobs' own failures never stop a multirun): the
     # learned arm still runs; construct's report and the analyses are not rewritten from part
     # of the runs; the exit status and the last line say so.
-    lines = commands("--out", str(tmp_path), fails="experiment=order_study_construct",
-                     status=1)  # fmt: skip
-    ran = [next(w.split("=")[1] for w in c if w.startswith("experiment=")) if "-m" in c
-           else Path(c[1]).name for c in lines]  # fmt: skip
-    assert ran == ["order_study", "refine", "order_study_construct", "order_study_learned",
-                   "learned"]  # fmt: skip
+    lines = commands("--out", str(tmp_path), fails="experiment=order_study_construct", status=1)
+    ran = [
+        next(w.split("=")[1] for w in c if w.startswith("experiment="))
+        if "-m" in c
+        else Path(c[1]).name
+        for c in lines
+    ]
+    assert ran == [
+        "order_study",
+        "refine",
+        "order_study_construct",
+        "order_study_learned",
+        "learned",
+    ]
     error = capsys.readouterr().err
     assert "failed: construct sweep (exit status 1); a failed sweep's report was left " in error
 
@@ -118,8 +149,10 @@ def test_failed_jobs_within_a_sweep_are_counted_and_fail_the_command(tmp_path, c
     (tmp_path / "runs" / "zoo" / "finished" / "error.txt").write_text("from a past attempt")
     (tmp_path / "runs" / "zoo" / "finished" / "result.json").write_text("{}")
     commands("--out", str(tmp_path), "--arms", "zoo", status=1)
-    assert ("failed: zoo: 1 unfinished job(s) (a failed one's traceback is in its error.txt)"
-            in capsys.readouterr().err)
+    assert (
+        "failed: zoo: 1 unfinished job(s) (a failed one's traceback is in its error.txt)"
+        in capsys.readouterr().err
+    )
 
 
 def test_a_missing_executable_is_a_named_failure(tmp_path, capsys, monkeypatch):
@@ -140,13 +173,24 @@ def test_the_analyses_follow_only_arms_they_read_with_the_refine_arm_there(tmp_p
 
 
 def test_the_full_protocol_is_a_switch_and_runs_on_slurm(tmp_path):
-    (sweep, _, _) = commands("--full", "--launcher", "slurm", "--arms", "refine", "--out",
-                          str(tmp_path), "hydra.launcher.partition=gpu")
+    (sweep, _, _) = commands(
+        "--full",
+        "--launcher",
+        "slurm",
+        "--arms",
+        "refine",
+        "--out",
+        str(tmp_path),
+        "hydra.launcher.partition=gpu",
+    )
     graphs = next(a for a in sweep if a.startswith("graph.spec="))
     assert "n=100" not in graphs
     # nmt's seeds 1-32 give 16 distinct graphs (its seed draws only shapes): each runs once.
     assert [graphs.count(f"synthetic:{family}?") for family in ("cifar10", "ptb", "nmt")] == [
-        32, 32, 16]
+        32,
+        32,
+        16,
+    ]
     assert "nmt?seed=12'" in graphs and "nmt?seed=24'" not in graphs  # 24 is 12's graph
     assert "hydra/launcher=slurm" in sweep and sweep[-1] == "hydra.launcher.partition=gpu"
 
@@ -154,8 +198,10 @@ def test_the_full_protocol_is_a_switch_and_runs_on_slurm(tmp_path):
 def test_an_unknown_arm_is_named(capsys):
     with pytest.raises(SystemExit):
         run_py.main(["--arms", "refine,sideways", "--dry-run"])
-    assert ("unknown arm(s) sideways; known: refine, construct, learned, zoo, msr"
-            in capsys.readouterr().err)
+    assert (
+        "unknown arm(s) sideways; known: refine, construct, learned, zoo, msr"
+        in capsys.readouterr().err
+    )
 
 
 spec = importlib.util.spec_from_file_location("order_study_analyze", STUDY / "analyze.py")
@@ -172,30 +218,40 @@ def test_graph_features_measure_depth_width_and_skips():
 def _frame(rows):
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=["agent", "group", "graph", "order", "seed",
-                                       "runtime_ms"])  # fmt: skip
+    return pd.DataFrame(rows, columns=["agent", "group", "graph", "order", "seed", "runtime_ms"])
 
 
 def test_a_feature_rule_is_fitted_on_two_families_and_scored_on_the_third():
     import pandas as pd
 
     # deep graphs want dfs, shallow ones bfs; topo is in between everywhere
-    graphs = {"a-s1": ("a", 10), "a-s2": ("a", 12), "b-s1": ("b", 2), "b-s2": ("b", 3),
-              "c-s1": ("c", 11), "c-s2": ("c", 1)}  # fmt: skip
+    graphs = {
+        "a-s1": ("a", 10),
+        "a-s2": ("a", 12),
+        "b-s1": ("b", 2),
+        "b-s2": ("b", 3),
+        "c-s1": ("c", 11),
+        "c-s2": ("c", 1),
+    }
     rows = []
     for graph, (family, depth) in graphs.items():
         deep = depth > 5
-        for order, runtime in (("dfs_preorder", 1.0 if deep else 2.0),
-                               ("bfs", 2.0 if deep else 1.0), ("topo", 1.5)):  # fmt: skip
+        for order, runtime in (
+            ("dfs_preorder", 1.0 if deep else 2.0),
+            ("bfs", 2.0 if deep else 1.0),
+            ("topo", 1.5),
+        ):
             rows += [("gnn", family, graph, order, seed, runtime) for seed in range(2)]
-    features = pd.DataFrame({g: {f: float(d) for f in analyze.FEATURES}
-                             for g, (_, d) in graphs.items()}).T  # fmt: skip
+    features = pd.DataFrame(
+        {g: {f: float(d) for f in analyze.FEATURES} for g, (_, d) in graphs.items()}
+    ).T
     table = analyze.rule_on_held_out(_frame(rows), features)
     held_out_c = next(r for r in table if r["held-out family"] == "c")
     assert held_out_c["rule / best order"] == 1.0  # the rule transfers to family c
     assert held_out_c["topo / best order"] == 1.5
     assert held_out_c["rule"].startswith("dfs_preorder if ") and held_out_c["rule"].endswith(
-        " else bfs")
+        " else bfs"
+    )
 
 
 def test_the_rule_fitted_on_every_family_is_scored_on_the_zoo_models():
@@ -207,13 +263,17 @@ def test_the_rule_fitted_on_every_family_is_scored_on_the_zoo_models():
     rows = []
     for graph, (family, depth) in {**families, **zoo}.items():
         deep = depth > 5
-        for order, runtime in (("dfs_preorder", 1.0 if deep else 2.0),
-                               ("bfs", 2.0 if deep else 1.0), ("topo", 1.2)):  # fmt: skip
+        for order, runtime in (
+            ("dfs_preorder", 1.0 if deep else 2.0),
+            ("bfs", 2.0 if deep else 1.0),
+            ("topo", 1.2),
+        ):
             rows += [("gnn", family, graph, order, seed, runtime) for seed in range(2)]
             rows += [("lstm", family, graph, order, 0, runtime) for _ in range(graph in families)]
     runs = _frame(rows)
-    features = pd.DataFrame({g: {f: float(d) for f in analyze.FEATURES}
-                             for g, (_, d) in {**families, **zoo}.items()}).T  # fmt: skip
+    features = pd.DataFrame(
+        {g: {f: float(d) for f in analyze.FEATURES} for g, (_, d) in {**families, **zoo}.items()}
+    ).T
     on_families = runs[runs["graph"].isin(list(families))]
     on_zoo = runs[runs["graph"].isin(list(zoo)) & (runs["agent"] == "gnn")]
     (row,) = analyze.rule_on_zoo(on_families, on_zoo, features)
@@ -232,16 +292,19 @@ def test_an_order_missing_on_a_graph_is_named_not_averaged_away():
 def test_ties_for_a_graph_s_best_order_count_as_wins_for_each():
     import pandas as pd
 
-    table = pd.DataFrame({"alpha": [2.0, 1.0, 3.0], "topo": [1.0, 1.0, 1.0],
-                          "bfs": [1.0, 2.0, 1.0]})  # fmt: skip
+    table = pd.DataFrame(
+        {"alpha": [2.0, 1.0, 3.0], "topo": [1.0, 1.0, 1.0], "bfs": [1.0, 2.0, 1.0]}
+    )
     assert analyze.most_wins(table) == "topo"  # 3 wins, ties included; bfs 2, alpha 1
     assert analyze.most_wins(table.drop(columns="topo")) == "bfs"
 
 
 def test_zoo_and_msr_arms_are_opt_in_and_msr_places_each_graph_on_its_cluster(tmp_path):
     zoo, _, msr, _ = commands("--arms", "zoo,msr", "--out", str(tmp_path))
-    assert "graph.spec='zoo:inception_v3?max_nodes=100','zoo:resnet50?max_nodes=100'," \
-           "'zoo:transformer?max_nodes=100','zoo:gnmt'" in zoo
+    assert (
+        "graph.spec='zoo:inception_v3?max_nodes=100','zoo:resnet50?max_nodes=100',"
+        "'zoo:transformer?max_nodes=100','zoo:gnmt'" in zoo
+    )
     assert "experiment=order_study_msr" in msr
     (full, _) = commands("--arms", "zoo", "--full", "--out", str(tmp_path))[:2]
     assert "graph.spec='zoo:inception_v3','zoo:resnet50','zoo:transformer','zoo:gnmt'" in full
@@ -257,15 +320,32 @@ spec.loader.exec_module(improve_orders)
 
 def _bench_rows(scale, graphs=8):
     """A bench_recipes results file's rows: zero-shot and validation runs of 3 seeds."""
-    rows = [{"recipe": "classic", "method": "local_search", "graph": "g0", "seed": 0,
-             "runtime": 1.0, "vs_constructive": 1.0, "evaluations": 240}]  # fmt: skip
+    rows = [
+        {
+            "recipe": "classic",
+            "method": "local_search",
+            "graph": "g0",
+            "seed": 0,
+            "runtime": 1.0,
+            "vs_constructive": 1.0,
+            "evaluations": 240,
+        }
+    ]
     for method, count in (("zero-shot", graphs), ("validation", 2 * graphs)):
         for g in range(count):
             for seed in range(3):
                 runtime = (1 + g / 10) * scale * (1 + seed / 100)
-                rows.append({"recipe": "improve", "method": method, "graph": f"g{g}",
-                             "seed": seed, "runtime": runtime, "vs_constructive": runtime,
-                             "evaluations": 60})  # fmt: skip
+                rows.append(
+                    {
+                        "recipe": "improve",
+                        "method": method,
+                        "graph": f"g{g}",
+                        "seed": seed,
+                        "runtime": runtime,
+                        "vs_constructive": runtime,
+                        "evaluations": 60,
+                    }
+                )
     return rows
 
 
@@ -297,8 +377,9 @@ def test_improve_orders_runs_the_benchmark_only_for_missing_orders(tmp_path, mon
     monkeypatch.setattr(improve_orders, "ORDERS", ("topo", "bfs"))
     (tmp_path / "recipes_improve.json").write_text("[]")
     commands = []
-    monkeypatch.setattr(improve_orders.subprocess, "run",
-                        lambda command, **kwargs: commands.append(command))  # fmt: skip
+    monkeypatch.setattr(
+        improve_orders.subprocess, "run", lambda command, **kwargs: commands.append(command)
+    )
     improve_orders.run_missing("models")
     assert len(commands) == 1
     assert commands[0][-4:] == ["--override", "order=bfs", "--models", "models"]
@@ -314,16 +395,21 @@ def test_the_analyses_regenerate_from_the_committed_tables(tmp_path, monkeypatch
     monkeypatch.setattr(analyze, "learned_against_search", lambda learned: [])
     assert analyze.main(["--runs", str(tmp_path / "gone"), "--out", str(tmp_path)]) == 0
     search = "## The learned order against search"
-    assert ((tmp_path / "analysis.md").read_text().split(search)[0]
-            == (STUDY / "results" / "analysis.md").read_text().split(search)[0])  # fmt: skip
+    assert (tmp_path / "analysis.md").read_text().split(search)[0] == (
+        STUDY / "results" / "analysis.md"
+    ).read_text().split(search)[0]
 
 
 def test_the_learned_order_is_set_against_search_from_best_of(monkeypatch):
     monkeypatch.setattr(analyze, "SEARCH_EVALUATIONS", 300)
     spec = "synthetic:layered?n=12&seed=1"
     rows = [("gnn", "layered", "layered-s1", "topo", seed, ms) for seed, ms in ((0, 9.0), (1, 4.0))]
-    runs = _frame(rows).assign(run=f"/gone/graph.spec='{spec}',seed=0", steps=240,
-                               cluster="placeto?n_devices=3", objective="step_time")
+    runs = _frame(rows).assign(
+        run=f"/gone/graph.spec='{spec}',seed=0",
+        steps=240,
+        cluster="placeto?n_devices=3",
+        objective="step_time",
+    )
     (row,) = analyze.learned_against_search(runs)
     assert row["episodes"] == 10  # 240 steps, two a node
     from placerl.baselines import solve
@@ -336,8 +422,11 @@ def test_the_learned_order_is_set_against_search_from_best_of(monkeypatch):
 
 
 def test_an_arm_with_neither_runs_nor_a_table_is_named(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"the refine arm has neither .* run run\.py "
-                                                r"--arms refine"):  # fmt: skip
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"the refine arm has neither .* run run\.py "
+        r"--arms refine",
+    ):
         analyze.main(["--runs", str(tmp_path / "gone"), "--out", str(tmp_path)])
 
 

@@ -103,8 +103,9 @@ def test_the_edge_order_survives_json_and_is_ignored_where_it_does_not_fit():
     g = load_graph("msr:bert24_training")
     data = json.loads(json.dumps(nx.node_link_data(g.to_networkx(), edges="edges")))
     assert CompGraph.from_networkx(nx.node_link_graph(data, edges="edges")) == g  # lists
-    mixed = CompGraph([{"name": "a", "cost": 1.0}, {"name": "b", "cost": 1.0}],
-                      [("a", "b")]).to_networkx()
+    mixed = CompGraph(
+        [{"name": "a", "cost": 1.0}, {"name": "b", "cost": 1.0}], [("a", "b")]
+    ).to_networkx()
     mixed.add_node(3, name="c", cost=1.0)
     mixed.add_edge("b", 3)
     assert CompGraph.from_networkx(mixed).num_edges == 2  # str and int keys: networkx's order
@@ -152,8 +153,10 @@ def test_content_fingerprint_ignores_name_and_meta():
     assert a.fingerprint() != b.fingerprint()  # the names and meta carry the seeds
     assert a.content_fingerprint() == b.content_fingerprint()
     assert generate("nmt", seed=1).content_fingerprint() != a.content_fingerprint()
-    assert generate("ptb", seed=2).content_fingerprint() != generate(
-        "ptb", seed=26).content_fingerprint()  # the same costs, another wiring
+    assert (
+        generate("ptb", seed=2).content_fingerprint()
+        != generate("ptb", seed=26).content_fingerprint()
+    )  # the same costs, another wiring
 
 
 def test_fingerprint_changes_with_content():

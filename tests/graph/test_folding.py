@@ -58,10 +58,14 @@ def test_copies_that_differ_in_shape_or_wiring_are_not_folded():
     class Uneven(nn.Module):
         def __init__(self):
             super().__init__()
-            self.layers = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.ReLU()),
-                                         nn.Sequential(nn.Linear(8, 4), nn.ReLU()),
-                                         nn.Sequential(nn.Linear(4, 4), nn.ReLU()),
-                                         nn.Sequential(nn.Linear(4, 4), nn.ReLU())])  # fmt: skip
+            self.layers = nn.ModuleList(
+                [
+                    nn.Sequential(nn.Linear(8, 8), nn.ReLU()),
+                    nn.Sequential(nn.Linear(8, 4), nn.ReLU()),
+                    nn.Sequential(nn.Linear(4, 4), nn.ReLU()),
+                    nn.Sequential(nn.Linear(4, 4), nn.ReLU()),
+                ]
+            )
 
         def forward(self, x):
             for layer in self.layers:
@@ -104,5 +108,11 @@ def test_folded_search_gives_every_copy_the_same_configurations(bert):
 
 def test_fold_needs_pases_order():
     with pytest.raises(ConfigError, match="fold=True solves in PaSE's order"):
-        solve("pase_dp", "zoo:transformer?variant=bert_tiny", "gpu4_pcie", "strategy", fold=True,
-              order="bfs")  # fmt: skip
+        solve(
+            "pase_dp",
+            "zoo:transformer?variant=bert_tiny",
+            "gpu4_pcie",
+            "strategy",
+            fold=True,
+            order="bfs",
+        )

@@ -55,9 +55,7 @@ def test_field_mapping():
 
 
 def test_nodes_keep_file_order():
-    raw = json.loads(
-        (bundled_msr_dir() / "bert24_training.json").read_text()
-    )
+    raw = json.loads((bundled_msr_dir() / "bert24_training.json").read_text())
     assert load_msr("bert24_training").names == tuple(n["name"] for n in raw["nodes"])
 
 

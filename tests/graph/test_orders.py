@@ -57,14 +57,24 @@ def test_required_orders_are_registered():
 def test_critical_path_takes_the_longest_path_to_a_sink_first():
     nodes = [{"name": x, "cost": 1.0} for x in ["src", "short", "long1", "long2", "sink"]]
     nodes[1]["cost"] = 2.5  # the short branch's one op outweighs the long branch's two
-    edges = [("src", "short"), ("short", "sink"), ("src", "long1"), ("long1", "long2"),
-             ("long2", "sink")]  # fmt: skip
+    edges = [
+        ("src", "short"),
+        ("short", "sink"),
+        ("src", "long1"),
+        ("long1", "long2"),
+        ("long2", "sink"),
+    ]
     g = CompGraph(nodes, edges)
     assert bottom_level(g).tolist() == [4.5, 3.5, 3.0, 2.0, 1.0]
     assert named(g, "critical_path") == ["src", "short", "long1", "long2", "sink"]
     nodes[1]["cost"] = 1.0
     assert named(CompGraph(nodes, edges), "critical_path") == [
-        "src", "long1", "short", "long2", "sink"]  # a tie goes to the lower index
+        "src",
+        "long1",
+        "short",
+        "long2",
+        "sink",
+    ]  # a tie goes to the lower index
 
 
 def test_hand_computed_orders():

@@ -25,8 +25,9 @@ MEASURER = [
 ]
 
 
-@pytest.mark.parametrize(("options", "error", "message"), MEASURER,
-                         ids=[m[:32] for _, _, m in MEASURER])  # fmt: skip
+@pytest.mark.parametrize(
+    ("options", "error", "message"), MEASURER, ids=[m[:32] for _, _, m in MEASURER]
+)
 def test_the_measurer_refuses_bad_options(resnet, options, error, message):
     with pytest.raises(error, match=message):
         Measurer(resnet, **options)
@@ -63,8 +64,11 @@ TRANSFERS = [
 ]
 
 
-@pytest.mark.parametrize(("arguments", "error", "message"), TRANSFERS,
-                         ids=["same", "missing", "none", "zero", "fraction"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    TRANSFERS,
+    ids=["same", "missing", "none", "zero", "fraction"],
+)
 def test_link_timing_refuses_bad_arguments(resnet_measurer, arguments, error, message):
     with pytest.raises(error, match=message):
         resnet_measurer.transfer_times(*arguments)

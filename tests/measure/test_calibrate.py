@@ -15,8 +15,9 @@ from tests.measure.conftest import RESNET
 
 
 def test_calibration_writes_measured_costs_and_fitted_links(resnet_measurer, resnet):
-    graph, cluster = calibrate(resnet, measurer=resnet_measurer, repeats=2, runs=2,
-                               sizes=(1 << 10, 1 << 16, 1 << 20))  # fmt: skip
+    graph, cluster = calibrate(
+        resnet, measurer=resnet_measurer, repeats=2, runs=2, sizes=(1 << 10, 1 << 16, 1 << 20)
+    )
     assert graph.names == resnet.names and graph.num_edges == resnet.num_edges
     costs = np.array([node.costs["cpu"] for node in graph.nodes])
     compute = resnet.arrays.cost > 0
@@ -39,8 +40,9 @@ def test_calibrating_a_graph_without_a_module_fails_clearly():
         calibrate("synthetic:chain?n=5")
 
 
-def test_asynchronous_kinds_are_scaled_to_their_measured_whole_run(resnet_measurer, resnet,
-                                                                   monkeypatch):  # fmt: skip
+def test_asynchronous_kinds_are_scaled_to_their_measured_whole_run(
+    resnet_measurer, resnet, monkeypatch
+):
     """As on a GPU, whose profiled steps are each synchronized: the kind's costs are scaled so
     that the whole graph on one device simulates to the runtime measured for it."""
     module = sys.modules["placerl.measure.calibrate"]  # not the function re-exported as its name
@@ -56,10 +58,16 @@ def test_asynchronous_kinds_are_scaled_to_their_measured_whole_run(resnet_measur
     monkeypatch.setattr(resnet_measurer, "measure", recording)
     fitted = []
     in_run_latency = module._in_run_latency
-    monkeypatch.setattr(module, "_in_run_latency", lambda measurer, graph, *args: (
-        fitted.append(graph) or in_run_latency(measurer, graph, *args)))
-    graph, cluster = calibrate(resnet, measurer=resnet_measurer, repeats=2, runs=1,
-                               sizes=(1 << 10, 1 << 20))  # fmt: skip
+    monkeypatch.setattr(
+        module,
+        "_in_run_latency",
+        lambda measurer, graph, *args: (
+            fitted.append(graph) or in_run_latency(measurer, graph, *args)
+        ),
+    )
+    graph, cluster = calibrate(
+        resnet, measurer=resnet_measurer, repeats=2, runs=1, sizes=(1 << 10, 1 << 20)
+    )
     scale_runs = module.RUN_SCALE_MEASUREMENTS
     single = measured[0][0]  # the first measurements: the whole graph on device 0
     assert all(np.all(placement == 0) for placement, _ in measured[:scale_runs])

@@ -64,8 +64,11 @@ def test_training_graph_gradients_match_autograd():
         layout = measurer.layout
         outputs = [values[v] for v in layout.outputs]
         torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
-        expected = {n: t.grad for n, t in loaded.state.items()
-                    if isinstance(t, torch.Tensor) and t.grad is not None}  # fmt: skip
+        expected = {
+            n: t.grad
+            for n, t in loaded.state.items()
+            if isinstance(t, torch.Tensor) and t.grad is not None
+        }
         placement = np.random.default_rng(0).integers(0, 2, graph.num_nodes)
         placement[layout.backward] = placement[layout.forward]
         result = measurer.measure(placement, outputs=True)
@@ -104,8 +107,11 @@ def test_a_device_the_machine_lacks_lists_the_available_ones(resnet):
     placement = np.zeros(resnet.num_nodes, dtype=int)
     placement[5] = gpus + 1
     here = ", ".join(f"{i} \\({name}\\)" for i, name in enumerate(names[:-1]))
-    with pytest.raises(PlacementError, match=rf"on device {gpus + 1} \(gpu:{gpus}, kind gpu\), "
-                       rf"which this machine lacks; available here: {here}$"):  # fmt: skip
+    with pytest.raises(
+        PlacementError,
+        match=rf"on device {gpus + 1} \(gpu:{gpus}, kind gpu\), "
+        rf"which this machine lacks; available here: {here}$",
+    ):
         measurer.measure(placement)
     measurer.close()
 
@@ -244,8 +250,9 @@ def test_a_failing_thread_device_ends_the_run_with_an_error(tmp_path, monkeypatc
     monkeypatch.setenv(FAULT_ENV, str(fault))
     module, x = Faulty(), torch.randn(2, 8)
     graph = from_module(module, (x,), granularity="module")
-    with Measurer(graph, module=module, example_inputs=(x,), repeats=1, executor="threads",
-                  timeout=5) as measurer:  # fmt: skip
+    with Measurer(
+        graph, module=module, example_inputs=(x,), repeats=1, executor="threads", timeout=5
+    ) as measurer:
         fault.write_text("oom")
         monkeypatch.setattr("multiprocessing.current_process", _worker_named)
         with pytest.raises(MeasurementError, match=r"device \d failed while run: .*not enough"):

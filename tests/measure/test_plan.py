@@ -53,11 +53,13 @@ def _play(plans, layout):
                 continue
             step = plan.steps[position[d]]
             if step.backward:
-                needed = {t for m in plan.grad_receives if m.value in exits[step.node]
-                          for t in m.tags}  # fmt: skip
+                needed = {
+                    t for m in plan.grad_receives if m.value in exits[step.node] for t in m.tags
+                }
             else:
-                needed = {t for m in plan.receives if m.value in layout.reads[step.node]
-                          for t in m.tags}  # fmt: skip
+                needed = {
+                    t for m in plan.receives if m.value in layout.reads[step.node] for t in m.tags
+                }
             if needed <= sent:
                 sent |= {t for m in step.sends for t in m.tags}
                 position[d] += 1
@@ -74,10 +76,14 @@ def test_plans_match_messages_and_never_deadlock(laid, seed, devices):
     ]
     start = CostModel(graph, f"homogeneous?n_devices={devices}").evaluate(placement).start
     plans, arena = make_plans(graph, layout, placement, start, devices)
-    sends = {(d, m.peer, m.tags, m.slots) for d, p in enumerate(plans)
-             for s in p.steps for m in s.sends}  # fmt: skip
-    receives = {(m.peer, d, m.tags, m.slots) for d, p in enumerate(plans)
-                for m in (*p.receives, *p.grad_receives)}  # fmt: skip
+    sends = {
+        (d, m.peer, m.tags, m.slots) for d, p in enumerate(plans) for s in p.steps for m in s.sends
+    }
+    receives = {
+        (m.peer, d, m.tags, m.slots)
+        for d, p in enumerate(plans)
+        for m in (*p.receives, *p.grad_receives)
+    }
     assert sends == receives
     tags = [t for _, _, ts, _ in sends for t in ts]
     assert len(tags) == len(set(tags))

@@ -17,8 +17,11 @@ from tests.strategies import dags
 @st.composite
 def grouped(draw, graph):
     """``graph`` with some nodes in colocation groups."""
-    groups = draw(st.lists(st.sampled_from([None, "x", "y"]), min_size=graph.num_nodes,
-                           max_size=graph.num_nodes))  # fmt: skip
+    groups = draw(
+        st.lists(
+            st.sampled_from([None, "x", "y"]), min_size=graph.num_nodes, max_size=graph.num_nodes
+        )
+    )
     nodes = [
         {**n.to_dict(), "mem_bytes": float(round(n.mem_bytes)), **({"group": g} if g else {})}
         for n, g in zip(graph.nodes, groups, strict=True)
@@ -36,8 +39,9 @@ def assert_close(state_result, full):
     finite = np.where(np.isinf(full.busy), 0.0, full.busy)
     scale = 1e-12 * max(1.0, float(finite.sum() + full.comm.sum()))
     for field in ("busy", "comm", "memory", "peak_memory", "memory_excess"):
-        np.testing.assert_allclose(getattr(state_result, field), getattr(full, field),
-                                   rtol=1e-9, atol=scale, err_msg=field)  # fmt: skip
+        np.testing.assert_allclose(
+            getattr(state_result, field), getattr(full, field), rtol=1e-9, atol=scale, err_msg=field
+        )
 
 
 CLUSTER = Cluster(
@@ -55,8 +59,9 @@ def test_every_move_matches_a_full_evaluation(g, data):
     placement = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)))
     state = model.incremental(placement)
     assert_close(state.result(), model.evaluate(placement))
-    for node, device in data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 2)),
-                                           max_size=20)):  # fmt: skip
+    for node, device in data.draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 2)), max_size=20)
+    ):
         moved = state.placement.copy()
         moved[model.colocation_members()[node]] = device
         expected = model.evaluate(moved)
@@ -85,10 +90,13 @@ def test_step_time_has_no_incremental_state():
 
 @pytest.mark.parametrize(
     ("move", "message"),
-    [((32, 0), "a move's node 32 is not in 0..31"), ((0, 7), "a move's device 7 is not in 0..6"),
-     ((True, 0), "a move's node must be an integer, got True"),
-     ((0, 1.0), "a move's device must be an integer, got 1.0")],
-)  # fmt: skip
+    [
+        ((32, 0), "a move's node 32 is not in 0..31"),
+        ((0, 7), "a move's device 7 is not in 0..6"),
+        ((True, 0), "a move's node must be an integer, got True"),
+        ((0, 1.0), "a move's device must be an integer, got 1.0"),
+    ],
+)
 def test_bad_moves_are_named(move, message):
     state = CostModel("msr:bert24_inference", "msr:bert24_inference", "pipeline").incremental(
         np.zeros(32, dtype=int)
@@ -105,8 +113,13 @@ def test_only_pipeline_models_make_a_pipeline_state():
 def test_refine_env_with_pipeline_reports_the_full_evaluation():
     from placerl.envs import PlacementRefineEnv
 
-    env = PlacementRefineEnv(graph="msr:bert24_training", cluster="msr:bert24_training",
-                             objective="pipeline", init="uniform", passes=2)  # fmt: skip
+    env = PlacementRefineEnv(
+        graph="msr:bert24_training",
+        cluster="msr:bert24_training",
+        objective="pipeline",
+        init="uniform",
+        passes=2,
+    )
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     for _ in range(100):

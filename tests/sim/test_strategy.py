@@ -38,8 +38,11 @@ def strategy_for(model, config_of):
     per_variable = np.zeros(space.num_variables, dtype=np.int64)
     for name, wanted in config_of.items():
         i = space.variable_of[model.graph.index(name)]
-        per_variable[i] = next(k for k, c in enumerate(space.configs[i])
-                               if all(c.get(d, 1) == wanted.get(d, 1) for d in c))  # fmt: skip
+        per_variable[i] = next(
+            k
+            for k, c in enumerate(space.configs[i])
+            if all(c.get(d, 1) == wanted.get(d, 1) for d in c)
+        )
     return space.expand(per_variable)
 
 
@@ -113,8 +116,7 @@ def test_a_convolution_costs_what_the_formulas_give_in_every_configuration(conv)
 
 
 def test_training_all_reduces_gradients_over_the_replicas_and_pays_edges_twice(linear):
-    training = with_backward(from_module(nn.Linear(16, 32), (torch.randn(8, 16),),
-                                         training=True))  # fmt: skip
+    training = with_backward(from_module(nn.Linear(16, 32), (torch.randn(8, 16),), training=True))
     model = CostModel(training, CLUSTER, "strategy")
     weight_bytes = (16 * 32 + 32) * 4
     v = training.index("linear")
@@ -175,9 +177,15 @@ def test_training_memory_shards_parameter_state_and_splits_saved_activations():
     model = CostModel(graph, CLUSTER, "strategy")
     state, saved = (16 * 32 + 32) * 4 * STATE_COPIES, 8 * 32 * 4
     assert graph.nodes[graph.index("linear")].mem_bytes == state + saved
-    memory = {name: model.evaluate(strategy_for(model, {"linear": config})).memory[0]
-              for name, config in {"whole": {}, "data": {"b": 4}, "row": {"k": 2},
-                                   "column": {"n": 4}}.items()}  # fmt: skip
+    memory = {
+        name: model.evaluate(strategy_for(model, {"linear": config})).memory[0]
+        for name, config in {
+            "whole": {},
+            "data": {"b": 4},
+            "row": {"k": 2},
+            "column": {"n": 4},
+        }.items()
+    }
     inputs = graph.nodes[graph.index("input")].mem_bytes  # the input's saved copy, unsplit
     assert memory["whole"] == state + saved + inputs
     assert memory["data"] == state + saved / 4 + inputs  # replicated state, a quarter batch
@@ -222,8 +230,11 @@ def test_p_must_be_a_positive_integer(linear):
 
 def test_a_configuration_outside_the_nodes_valid_set_is_refused(linear):
     model = CostModel(linear, CLUSTER, "strategy")
-    with pytest.raises(PlacementError, match="configuration 10 is outside node 'linear'.s "
-                                             r"valid set 0\.\.9 \(linear over"):  # fmt: skip
+    with pytest.raises(
+        PlacementError,
+        match="configuration 10 is outside node 'linear'.s "
+        r"valid set 0\.\.9 \(linear over",
+    ):
         model.evaluate([0, 10])
     with pytest.raises(PlacementError, match="expected \\(2,\\)"):
         model.evaluate([0])
@@ -235,14 +246,16 @@ def test_a_follower_must_take_its_variables_configuration():
     graph = from_module(nn.Sequential(nn.Linear(8, 8), nn.Flatten()), (torch.randn(4, 8),))
     model = CostModel(graph, CLUSTER, "strategy")
     assert graph.names[-1].endswith("flatten")
-    with pytest.raises(PlacementError, match="follows '0/linear' and must take its "
-                                             "configuration 1, got 0"):  # fmt: skip
+    with pytest.raises(
+        PlacementError, match="follows '0/linear' and must take its configuration 1, got 0"
+    ):
         model.evaluate([0, 1, 0])
 
 
 def test_graphs_whose_flops_sit_in_ops_without_a_rule_are_refused():
-    graph = from_module(nn.Sequential(nn.Linear(8, 8), nn.ReLU()), (torch.randn(4, 8),),
-                        granularity="module")  # fmt: skip
+    graph = from_module(
+        nn.Sequential(nn.Linear(8, 8), nn.ReLU()), (torch.randn(4, 8),), granularity="module"
+    )
     message = r"split rules for ops holding only 0% .* ops without a rule: Linear"
     with pytest.raises(GraphError, match=message):
         CostModel(graph, CLUSTER, "strategy")

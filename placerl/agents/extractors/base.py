@@ -67,8 +67,13 @@ class PlacementExtractor(BaseFeaturesExtractor):
         num_features: Width of the node rows the encoder reads (:data:`NODE_INPUTS`).
     """
 
-    def __init__(self, observation_space: spaces.Dict, context_dim: int,
-                 device_features: bool = True, node_dim: int = 0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        observation_space: spaces.Dict,
+        context_dim: int,
+        device_features: bool = True,
+        node_dim: int = 0,
+    ) -> None:
         missing = {"nodes", "edge_index", "edge_mask", "node_mask", "current", "devices"}
         missing -= set(getattr(observation_space, "spaces", {}))
         if missing:
@@ -92,8 +97,9 @@ class PlacementExtractor(BaseFeaturesExtractor):
         groups = observation_space.spaces.get("groups")
         self.group_dim = int(groups.shape[1]) if node_dim and groups is not None else 0
         nodes_part = 1 + num_nodes * (1 + node_dim + self.group_dim) if node_dim else 0
-        super().__init__(observation_space,
-                         context_dim + num_devices * self.device_dim + nodes_part)  # fmt: skip
+        super().__init__(
+            observation_space, context_dim + num_devices * self.device_dim + nodes_part
+        )
 
     def context(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """``(B, context_dim)``: what the encoder says about the current node and the graph."""

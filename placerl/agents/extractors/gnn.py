@@ -70,8 +70,9 @@ class _PygTwoWay(nn.Module):
     classes), reading messages from the input rows.
     """
 
-    def __init__(self, conv: Callable[[int, int], nn.Module], hidden: int,
-                 self_loops: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self, conv: Callable[[int, int], nn.Module], hidden: int, self_loops: bool = False
+    ) -> None:
         super().__init__()
         self.forward_conv, self.backward_conv = conv(hidden, hidden), conv(hidden, hidden)
         self.mix = nn.Linear(2 * hidden, hidden)
@@ -90,8 +91,7 @@ class _PygTwoWay(nn.Module):
         if self.self_loops:  # each output row also reads its own input row (not row i -> i)
             loops = torch.stack([step.own, torch.arange(step.size, device=own.device)])
             along, against = torch.cat([along, loops], 1), torch.cat([against, loops], 1)
-        both = torch.cat([self.forward_conv(pair, along), self.backward_conv(pair, against)],
-                         dim=1)  # fmt: skip
+        both = torch.cat([self.forward_conv(pair, along), self.backward_conv(pair, against)], dim=1)
         return own + torch.relu(self.mix(torch.relu(both)))
 
 
@@ -140,8 +140,7 @@ class _MeanTwoWay(nn.Module):
         both = F.linear(inputs, weight, self.bias)
         return own + torch.relu(self.mix(torch.relu(both)))
 
-    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str,
-                              *args: Any) -> None:  # fmt: skip
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
         """Read a two-``SAGEConv`` checkpoint: each direction's ``lin_l`` (its neighbours'
         mean, with the bias) and ``lin_r`` (the node itself) become blocks of ``weight``."""
         if f"{prefix}forward_conv.lin_l.weight" in state_dict:
@@ -173,8 +172,9 @@ def _sage(hidden: int) -> nn.Module:
 @GNN_LAYERS.decorator("gatv2")
 def _gatv2(hidden: int) -> nn.Module:
     """GATv2 (Brody et al. 2022), one attention head; nodes also attend to themselves."""
-    return _PygTwoWay(lambda a, b: _pyg().GATv2Conv(a, b, heads=1, add_self_loops=False), hidden,
-                      self_loops=True)  # fmt: skip
+    return _PygTwoWay(
+        lambda a, b: _pyg().GATv2Conv(a, b, heads=1, add_self_loops=False), hidden, self_loops=True
+    )
 
 
 @GNN_LAYERS.decorator("gin")
@@ -202,13 +202,20 @@ class GnnExtractor(PlacementExtractor):
         per_node: Also output every node's embedding (see the module docstring).
     """
 
-    def __init__(self, observation_space: spaces.Dict, layer: str = "sage", hidden: int = 64,
-                 rounds: int = 3, device_features: bool = True,
-                 per_node: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        observation_space: spaces.Dict,
+        layer: str = "sage",
+        hidden: int = 64,
+        rounds: int = 3,
+        device_features: bool = True,
+        per_node: bool = False,
+    ) -> None:
         GNN_LAYERS[layer]  # fail fast on an unknown name
         check_sizes("GnnExtractor", hidden=hidden, rounds=rounds)
-        super().__init__(observation_space, 2 * hidden, device_features,
-                         node_dim=hidden if per_node else 0)  # fmt: skip
+        super().__init__(
+            observation_space, 2 * hidden, device_features, node_dim=hidden if per_node else 0
+        )
         self.hidden = hidden
         self.embed = node_embedding(hidden)
         self.rounds = nn.ModuleList(GNN_LAYERS[layer](hidden) for _ in range(rounds))
@@ -250,8 +257,7 @@ class GnnExtractor(PlacementExtractor):
             h = layer(h, step)
         return h
 
-    def _pooled_first_embedding(self, nodes: torch.Tensor,
-                                node_mask: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    def _pooled_first_embedding(self, nodes: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:
         """``(B, hidden)``: the mean of every real node's first embedding, computed once per
         distinct node row (the same as embedding every row; at 300 nodes the embedding and
         pooling of every row was most of a PPO update)."""
@@ -269,6 +275,7 @@ class GnnExtractor(PlacementExtractor):
             first = self.embed(nodes.flatten(0, 1)[shared.inputs])
             h = gather_rows(self._rounds(first, shared), shared.outputs)  # every row, in order
         states = h.reshape(*node_mask.shape, -1) * node_mask[..., None]
-        context = torch.cat([current_rows(states, obs["current"]),
-                             masked_mean(states, node_mask)], dim=1)  # fmt: skip
+        context = torch.cat(
+            [current_rows(states, obs["current"]), masked_mean(states, node_mask)], dim=1
+        )
         return context, states

@@ -36,14 +36,25 @@ class LstmExtractor(PlacementExtractor):
         per_node: Also output every row's state (both directions), for the ``nodes`` head.
     """
 
-    def __init__(self, observation_space: spaces.Dict, hidden: int = 64, layers: int = 1,
-                 device_features: bool = True, per_node: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        observation_space: spaces.Dict,
+        hidden: int = 64,
+        layers: int = 1,
+        device_features: bool = True,
+        per_node: bool = False,
+    ) -> None:
         check_sizes("LstmExtractor", hidden=hidden, layers=layers)
-        super().__init__(observation_space, 2 * hidden, device_features,
-                         node_dim=2 * (hidden // 2) if per_node else 0)  # fmt: skip
+        super().__init__(
+            observation_space,
+            2 * hidden,
+            device_features,
+            node_dim=2 * (hidden // 2) if per_node else 0,
+        )
         self.embed = node_embedding(hidden)
-        self.lstm = nn.LSTM(hidden, hidden // 2, num_layers=layers, batch_first=True,
-                            bidirectional=True)  # fmt: skip
+        self.lstm = nn.LSTM(
+            hidden, hidden // 2, num_layers=layers, batch_first=True, bidirectional=True
+        )
         self.state_dim = 2 * (hidden // 2)
         self.project = nn.Linear(2 * self.state_dim, 2 * hidden)
 
@@ -60,8 +71,9 @@ class LstmExtractor(PlacementExtractor):
             else:
                 states, h_n = shared_bidirectional(self.lstm, self.embed, self.embed(nodes), plan)
         else:
-            packed = pack_padded_sequence(self.embed(nodes), lengths, batch_first=True,
-                                          enforce_sorted=False)  # fmt: skip
+            packed = pack_padded_sequence(
+                self.embed(nodes), lengths, batch_first=True, enforce_sorted=False
+            )
             out, (h_n, _) = self.lstm(packed)
             states, _ = pad_packed_sequence(out, batch_first=True, total_length=nodes.shape[1])
         summary = torch.cat([h_n[-2], h_n[-1]], dim=1)  # last layer: forward, backward

@@ -91,20 +91,26 @@ class RoundPlan:
         """``(2, E)`` edge indices (input row, output row) of the messages along the graph's
         edges, and of those against them."""
         along = self.targets % 2 == 0
-        return (torch.stack([self.sources[along], self.targets[along] // 2]),
-                torch.stack([self.sources[~along], self.targets[~along] // 2]))  # fmt: skip
+        return (
+            torch.stack([self.sources[along], self.targets[along] // 2]),
+            torch.stack([self.sources[~along], self.targets[~along] // 2]),
+        )
 
 
 def gather_rows(h: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``h[index]``, whose backward sums by row with :func:`message_sums`' kernel on the CPU
     (torch's is a serial scatter)."""
     ones = torch.ones(index.numel(), dtype=h.dtype, device=h.device)
-    return message_sums(h, index, torch.arange(index.numel(), device=h.device), ones,
-                        index.numel())  # fmt: skip
+    return message_sums(h, index, torch.arange(index.numel(), device=h.device), ones, index.numel())
 
 
-def message_sums(h: torch.Tensor, sources: torch.Tensor, targets: torch.Tensor,
-                 scale: torch.Tensor, num_targets: int) -> torch.Tensor:  # fmt: skip
+def message_sums(
+    h: torch.Tensor,
+    sources: torch.Tensor,
+    targets: torch.Tensor,
+    scale: torch.Tensor,
+    num_targets: int,
+) -> torch.Tensor:
     """``(num_targets, hidden)``: row ``t`` is the sum of ``scale[m] * h[sources[m]]`` over the
     messages ``m`` with ``targets[m] == t``, in message order.
 
@@ -129,20 +135,32 @@ def message_sums(h: torch.Tensor, sources: torch.Tensor, targets: torch.Tensor,
     return _CompiledSums.apply(h, sources, targets, scale, num_targets)
 
 
-def _forward_sums(h: torch.Tensor, sources: torch.Tensor, targets: torch.Tensor,
-                  scale: torch.Tensor, num_targets: int) -> torch.Tensor:  # fmt: skip
+def _forward_sums(
+    h: torch.Tensor,
+    sources: torch.Tensor,
+    targets: torch.Tensor,
+    scale: torch.Tensor,
+    num_targets: int,
+) -> torch.Tensor:
     """:func:`message_sums` by the compiled kernel, without recording a gradient."""
     starts = segment_starts(targets.numpy(), num_targets)
-    return torch.from_numpy(_segment_sums(h.detach().contiguous().numpy(), sources.numpy(),
-                                          starts, scale.numpy()))  # fmt: skip
+    return torch.from_numpy(
+        _segment_sums(h.detach().contiguous().numpy(), sources.numpy(), starts, scale.numpy())
+    )
 
 
 class _CompiledSums(torch.autograd.Function):
     """:func:`message_sums` on the CPU: forward by target, backward by source."""
 
     @staticmethod
-    def forward(ctx: Any, h: torch.Tensor, sources: torch.Tensor, targets: torch.Tensor,
-                scale: torch.Tensor, num_targets: int) -> torch.Tensor:  # fmt: skip
+    def forward(
+        ctx: Any,
+        h: torch.Tensor,
+        sources: torch.Tensor,
+        targets: torch.Tensor,
+        scale: torch.Tensor,
+        num_targets: int,
+    ) -> torch.Tensor:
         ctx.save_for_backward(sources, targets, scale)
         ctx.num_rows = h.shape[0]
         return _forward_sums(h, sources, targets, scale, num_targets)
@@ -151,8 +169,7 @@ class _CompiledSums(torch.autograd.Function):
     @once_differentiable
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         sources, targets, scale = ctx.saved_tensors
-        by_source = _sorted_by_source(sources.numpy(), targets.numpy(), scale.numpy(),
-                                      ctx.num_rows)  # fmt: skip
+        by_source = _sorted_by_source(sources.numpy(), targets.numpy(), scale.numpy(), ctx.num_rows)
         targets_, starts, scale_ = by_source
         grad_h = _segment_sums(grad.contiguous().numpy(), targets_, starts, scale_)
         return torch.from_numpy(grad_h), None, None, None, None
@@ -172,8 +189,9 @@ def segment_starts(keys: np.ndarray, segments: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _segment_sums(values: np.ndarray, reads: np.ndarray, starts: np.ndarray,
-                  scale: np.ndarray) -> np.ndarray:  # fmt: skip
+def _segment_sums(
+    values: np.ndarray, reads: np.ndarray, starts: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
     """Row ``t``: the sum of ``scale[m] * values[reads[m]]`` for ``m`` in segment ``t``."""
     for row in reads:
         if row < 0 or row >= values.shape[0]:
@@ -188,8 +206,9 @@ def _segment_sums(values: np.ndarray, reads: np.ndarray, starts: np.ndarray,
 
 
 @njit(cache=True)
-def _sorted_by_source(sources: np.ndarray, targets: np.ndarray, scale: np.ndarray,
-                      num_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def _sorted_by_source(
+    sources: np.ndarray, targets: np.ndarray, scale: np.ndarray, num_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The messages grouped by source (a stable counting sort: message order within a
     source): their targets, each source's segment starts, and their weights."""
     starts = np.zeros(num_rows + 1, np.int64)
@@ -221,23 +240,27 @@ def plan_batch(obs: dict[str, torch.Tensor], hops: int, *, whole: bool = False) 
     return _as_plan(_plan(seeds, src, dst, current.size, hops, whole), obs["edge_index"].device)
 
 
-def flat_edges(edge_index: torch.Tensor, edge_mask: torch.Tensor,
-               num_nodes: int) -> torch.Tensor:  # fmt: skip
+def flat_edges(edge_index: torch.Tensor, edge_mask: torch.Tensor, num_nodes: int) -> torch.Tensor:
     """``(2, E)`` on the CPU: the real edges of a padded batch (``edge_index``
     ``(B, 2, max_edges)``, ``edge_mask``) between flat rows, sample ``b``'s node ``i`` being
     row ``b * num_nodes + i``."""
     return torch.from_numpy(np.stack(_real_edges(edge_index, edge_mask, num_nodes)))
 
 
-def _real_edges(edge_index: torch.Tensor, edge_mask: torch.Tensor,
-                num_nodes: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _real_edges(
+    edge_index: torch.Tensor, edge_mask: torch.Tensor, num_nodes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`flat_edges` as the producer and consumer arrays (no copy into one tensor)."""
-    return _flatten(edge_index.detach().cpu().numpy(), edge_mask.detach().cpu().numpy(),
-                    num_nodes)  # fmt: skip
+    return _flatten(edge_index.detach().cpu().numpy(), edge_mask.detach().cpu().numpy(), num_nodes)
 
 
-def plan_messages(seeds: torch.Tensor | None, edges: torch.Tensor, num_nodes: int,
-                  hops: int, device: torch.device | None = None) -> MessagePlan:  # fmt: skip
+def plan_messages(
+    seeds: torch.Tensor | None,
+    edges: torch.Tensor,
+    num_nodes: int,
+    hops: int,
+    device: torch.device | None = None,
+) -> MessagePlan:
     """Plan ``hops`` rounds for the nodes within ``hops`` edges of ``seeds``.
 
     Args:
@@ -257,21 +280,34 @@ def plan_messages(seeds: torch.Tensor | None, edges: torch.Tensor, num_nodes: in
         seed_array, whole = np.arange(num_nodes, dtype=np.int64), True
     else:
         seed_array, whole = seeds.detach().to("cpu", torch.int64).numpy(), False
-    planned = _plan(seed_array, np.ascontiguousarray(edge_array[0]),
-                    np.ascontiguousarray(edge_array[1]), num_nodes, hops, whole)  # fmt: skip
+    planned = _plan(
+        seed_array,
+        np.ascontiguousarray(edge_array[0]),
+        np.ascontiguousarray(edge_array[1]),
+        num_nodes,
+        hops,
+        whole,
+    )
     return _as_plan(planned, device)
 
 
 def _as_plan(planned: tuple[np.ndarray, ...], device: torch.device) -> MessagePlan:
     rows, within, sources, targets, scale, upto = planned
     tensor = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
-    return MessagePlan(tensor(rows), within.tolist(), tensor(sources), tensor(targets),
-                       tensor(scale), upto.tolist())  # fmt: skip
+    return MessagePlan(
+        tensor(rows),
+        within.tolist(),
+        tensor(sources),
+        tensor(targets),
+        tensor(scale),
+        upto.tolist(),
+    )
 
 
 @njit(cache=True)
-def _flatten(edge_index: np.ndarray, edge_mask: np.ndarray,
-             num_nodes: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _flatten(
+    edge_index: np.ndarray, edge_mask: np.ndarray, num_nodes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The real edges of a padded batch as flat rows (sample ``b``'s at ``b * num_nodes``)."""
     batch = edge_index.shape[0]
     real = 0
@@ -291,8 +327,9 @@ def _flatten(edge_index: np.ndarray, edge_mask: np.ndarray,
 
 
 @njit(cache=True)
-def _plan(seeds: np.ndarray, src: np.ndarray, dst: np.ndarray, num_nodes: int, hops: int,
-          whole: bool) -> tuple[np.ndarray, ...]:  # fmt: skip
+def _plan(
+    seeds: np.ndarray, src: np.ndarray, dst: np.ndarray, num_nodes: int, hops: int, whole: bool
+) -> tuple[np.ndarray, ...]:
     far = hops + 1
     distance = np.full(num_nodes, far, np.int64)
     if whole:
@@ -411,8 +448,9 @@ def node_bags(nodes: torch.Tensor, node_mask: torch.Tensor) -> NodeBags:
     distinct row: in a PPO minibatch of one graph a node's row takes a few values (unplaced,
     current, placed on each device), so at 300 nodes about 2k distinct rows stand for 77k.
     """
-    found = _distinct_rows(nodes.detach().to("cpu", torch.float32).numpy(),
-                           node_mask.detach().cpu().numpy())  # fmt: skip
+    found = _distinct_rows(
+        nodes.detach().to("cpu", torch.float32).numpy(), node_mask.detach().cpu().numpy()
+    )
     device = nodes.device
     return NodeBags(*(torch.from_numpy(a).to(device) for a in found), batch=nodes.shape[0])
 

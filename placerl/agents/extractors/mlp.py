@@ -26,8 +26,13 @@ class MlpExtractor(PlacementExtractor):
         device_features: See :class:`~placerl.agents.extractors.base.PlacementExtractor`.
     """
 
-    def __init__(self, observation_space: spaces.Dict, hidden: int = 64, layers: int = 2,
-                 device_features: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self,
+        observation_space: spaces.Dict,
+        hidden: int = 64,
+        layers: int = 2,
+        device_features: bool = True,
+    ) -> None:
         check_sizes("MlpExtractor", hidden=hidden, layers=layers)
         super().__init__(observation_space, hidden, device_features)
         self.net = mlp([3 * self.num_features] + [hidden] * layers)

@@ -37,8 +37,9 @@ class RoundCache:
         rounds: The message-passing rounds, in order.
     """
 
-    def __init__(self, embed: Callable[[torch.Tensor], torch.Tensor],
-                 rounds: Sequence[Round]) -> None:  # fmt: skip
+    def __init__(
+        self, embed: Callable[[torch.Tensor], torch.Tensor], rounds: Sequence[Round]
+    ) -> None:
         self.embed, self.rounds = embed, list(rounds)
         self._nodes: torch.Tensor | None = None
         self._edges: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -71,22 +72,34 @@ class RoundCache:
         self._layers, self.updated = layers, updated
         return layers[-1]
 
-    def _same_graph(self, nodes: torch.Tensor, edge_index: torch.Tensor,
-                    edge_mask: torch.Tensor) -> bool:  # fmt: skip
+    def _same_graph(
+        self, nodes: torch.Tensor, edge_index: torch.Tensor, edge_mask: torch.Tensor
+    ) -> bool:
         """Whether the cached layers are of ``nodes``' graph (the same rows and edges)."""
-        return (self._edges is not None and self._nodes is not None
-                and self._nodes.shape == nodes.shape
-                and torch.equal(self._edges[0], edge_index)
-                and torch.equal(self._edges[1], edge_mask))  # fmt: skip
+        return (
+            self._edges is not None
+            and self._nodes is not None
+            and self._nodes.shape == nodes.shape
+            and torch.equal(self._edges[0], edge_index)
+            and torch.equal(self._edges[1], edge_mask)
+        )
 
     def _recomputed(
-        self, nodes: torch.Tensor, changed: np.ndarray, flat: torch.Tensor,
+        self,
+        nodes: torch.Tensor,
+        changed: np.ndarray,
+        flat: torch.Tensor,
         cached: list[torch.Tensor],
-    ) -> tuple[list[torch.Tensor], list[int]]:  # fmt: skip
+    ) -> tuple[list[torch.Tensor], list[int]]:
         """Every layer with the rows within reach of ``changed`` recomputed (``cached``: the
         layers before, or none for a new graph), and how many rows each layer recomputed."""
-        plan = plan_messages(torch.from_numpy(changed), flat, nodes.shape[0],
-                             len(self.rounds) + 1, device=nodes.device)  # fmt: skip
+        plan = plan_messages(
+            torch.from_numpy(changed),
+            flat,
+            nodes.shape[0],
+            len(self.rounds) + 1,
+            device=nodes.device,
+        )
         rows = plan.rows
 
         def replaced(layer: int, count: int, values: torch.Tensor) -> torch.Tensor:

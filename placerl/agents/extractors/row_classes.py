@@ -63,18 +63,28 @@ def share_rows(plan: MessagePlan, nodes: torch.Tensor, whole: bool = False) -> S
     counts = [plan.messages(o) for o in outputs]
     flat = nodes.detach().flatten(0, 1)[plan.rows.cpu()]
     representatives, row_class = distinct_rows(flat.to("cpu", torch.float32).numpy())
-    planned = _classes(row_class, plan.sources.cpu().numpy(), plan.targets.cpu().numpy(),
-                       plan.scale.cpu().numpy(), np.array(outputs, np.int64),
-                       np.array(counts, np.int64))  # fmt: skip
+    planned = _classes(
+        row_class,
+        plan.sources.cpu().numpy(),
+        plan.targets.cpu().numpy(),
+        plan.scale.cpu().numpy(),
+        np.array(outputs, np.int64),
+        np.array(counts, np.int64),
+    )
     own, sources, targets, scale, classes, messages, final = planned
     device = plan.rows.device
     tensor = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
     rounds, first_class, first_message = [], 0, 0
     for size, count in zip(classes.tolist(), messages.tolist(), strict=True):
         cut = slice(first_message, first_message + count)
-        rounds.append(RoundPlan(tensor(own[first_class : first_class + size]),
-                                tensor(sources[cut]), tensor(targets[cut]),
-                                tensor(scale[cut])))  # fmt: skip
+        rounds.append(
+            RoundPlan(
+                tensor(own[first_class : first_class + size]),
+                tensor(sources[cut]),
+                tensor(targets[cut]),
+                tensor(scale[cut]),
+            )
+        )
         first_class, first_message = first_class + size, first_message + count
     return SharedPlan(plan.rows[tensor(representatives)], rounds, tensor(final))
 
@@ -88,9 +98,14 @@ def every_row(plan: MessagePlan) -> SharedPlan:
 
 
 @njit(cache=True)
-def _classes(row_class: np.ndarray, sources: np.ndarray, targets: np.ndarray,
-             scale: np.ndarray, outputs: np.ndarray,
-             counts: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+def _classes(
+    row_class: np.ndarray,
+    sources: np.ndarray,
+    targets: np.ndarray,
+    scale: np.ndarray,
+    outputs: np.ndarray,
+    counts: np.ndarray,
+) -> tuple[np.ndarray, ...]:
     """Every round's classes and their representatives' messages, concatenated round after
     round: own input class per class, messages (input class, ``2 * class + direction``,
     scale), classes and messages per round, and the last round's class of each output row."""
@@ -153,13 +168,19 @@ def _classes(row_class: np.ndarray, sources: np.ndarray, targets: np.ndarray,
         k_own += found
         classes[r] = found
         previous = current
-    return (own_out[:k_own], sources_out[:k_message], targets_out[:k_message],
-            scale_out[:k_message], classes, messages, previous)  # fmt: skip
+    return (
+        own_out[:k_own],
+        sources_out[:k_message],
+        targets_out[:k_message],
+        scale_out[:k_message],
+        classes,
+        messages,
+        previous,
+    )
 
 
 @njit(cache=True)
-def _same(u: int, v: int, previous: np.ndarray, starts: np.ndarray,
-          neighbours: np.ndarray) -> bool:  # fmt: skip
+def _same(u: int, v: int, previous: np.ndarray, starts: np.ndarray, neighbours: np.ndarray) -> bool:
     """Rows ``u`` and ``v`` have the same own class and the same sorted neighbour classes."""
     if previous[u] != previous[v]:
         return False

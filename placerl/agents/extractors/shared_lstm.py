@@ -111,15 +111,20 @@ def plan_sharing(nodes: torch.Tensor, current: torch.Tensor) -> SharingPlan | No
         forward direction runs plainly.
     """
     batch, _, num_features = nodes.shape
-    if (batch < MIN_SAMPLES or nodes.device.type != "cpu" or not torch.is_grad_enabled()
-            or num_features < NUM_BASE_FEATURES):  # fmt: skip
+    if (
+        batch < MIN_SAMPLES
+        or nodes.device.type != "cpu"
+        or not torch.is_grad_enabled()
+        or num_features < NUM_BASE_FEATURES
+    ):
         return None
     dynamic = dynamic_columns(num_features)
     touched = (nodes[:, :, dynamic] != 0).any(dim=2)
     every = torch.arange(batch)
     backward = _backward_buckets(touched)
-    (roots, root_of), forward = (_forward_buckets(nodes, current) if batch <= MAX_PREFIX_SAMPLES
-                                 else ((every, every), None))  # fmt: skip
+    (roots, root_of), forward = (
+        _forward_buckets(nodes, current) if batch <= MAX_PREFIX_SAMPLES else ((every, every), None)
+    )
     if backward is None and forward is None:
         return None
     if backward is None:  # every sample from its last row: no donor rows are read
@@ -128,19 +133,26 @@ def plan_sharing(nodes: torch.Tensor, current: torch.Tensor) -> SharingPlan | No
         graphs, graph_of = _distinct_graphs(nodes, dynamic)
     if forward is None:
         roots, root_of, forward = every[:1], torch.zeros_like(every), ((every, 0),)  # row 0 on
-    return SharingPlan(graphs, graph_of, backward or ((every, nodes.shape[1]),), roots, root_of,
-                       forward)  # fmt: skip
+    return SharingPlan(
+        graphs, graph_of, backward or ((every, nodes.shape[1]),), roots, root_of, forward
+    )
 
 
 def supports(lstm: nn.LSTM) -> bool:
     """Whether :func:`shared_bidirectional` can run ``lstm``: one bidirectional layer over
     batch-first rows, with biases and without projections."""
-    return (lstm.num_layers == 1 and lstm.bidirectional and lstm.batch_first and lstm.bias
-            and not lstm.proj_size)  # fmt: skip
+    return (
+        lstm.num_layers == 1
+        and lstm.bidirectional
+        and lstm.batch_first
+        and lstm.bias
+        and not lstm.proj_size
+    )
 
 
-def shared_bidirectional(lstm: nn.LSTM, embed: nn.Module, x: torch.Tensor,
-                         plan: SharingPlan) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def shared_bidirectional(
+    lstm: nn.LSTM, embed: nn.Module, x: torch.Tensor, plan: SharingPlan
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``lstm(x)`` computed as ``plan`` shares the rows.
 
     Args:
@@ -158,12 +170,16 @@ def shared_bidirectional(lstm: nn.LSTM, embed: nn.Module, x: torch.Tensor,
         ValueError: ``lstm`` is not one :func:`supports`.
     """
     if not supports(lstm):
-        raise ValueError("shared_bidirectional runs one bidirectional batch-first LSTM layer "
-                         f"with biases and no projection, not {lstm}")  # fmt: skip
+        raise ValueError(
+            "shared_bidirectional runs one bidirectional batch-first LSTM layer "
+            f"with biases and no projection, not {lstm}"
+        )
     forward_states, forward_last = _forward(lstm, x, plan)
     backward_states, backward_first = _backward(lstm, embed(plan.graphs), x, plan)
-    return (torch.cat([forward_states, backward_states], dim=2),
-            torch.cat([forward_last, backward_first]))  # fmt: skip
+    return (
+        torch.cat([forward_states, backward_states], dim=2),
+        torch.cat([forward_last, backward_first]),
+    )
 
 
 def _distinct_graphs(nodes: torch.Tensor, dynamic: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -175,7 +191,8 @@ def _distinct_graphs(nodes: torch.Tensor, dynamic: list[int]) -> tuple[torch.Ten
     static[:, :, dynamic] = 0
     _, graph_of = torch.unique(_prefix_fingerprints(static)[:, -1], return_inverse=True)
     first = torch.full((int(graph_of.max()) + 1,), len(nodes)).scatter_reduce(
-        0, graph_of, torch.arange(len(nodes)), "amin")
+        0, graph_of, torch.arange(len(nodes)), "amin"
+    )
     graphs = static[first]
     if not torch.equal(graphs[graph_of], static):
         graphs, graph_of = torch.unique(static.flatten(1), dim=0, return_inverse=True)
@@ -187,8 +204,10 @@ def _backward_buckets(touched: torch.Tensor) -> Buckets | None:
     """Each sample must run its rows up to its last touched one (at least row 0)."""
     rows = torch.arange(1, touched.shape[1] + 1)
     own = (touched * rows).amax(dim=1).clamp_min(1)
-    buckets = tuple((chunk, int(own[chunk].max()))
-                    for chunk in torch.argsort(own, descending=True).chunk(BUCKETS))  # fmt: skip
+    buckets = tuple(
+        (chunk, int(own[chunk].max()))
+        for chunk in torch.argsort(own, descending=True).chunk(BUCKETS)
+    )
     return buckets if _saves(buckets, touched.shape, lambda length: length) else None
 
 
@@ -206,15 +225,17 @@ def _forward_buckets(nodes: torch.Tensor, current: torch.Tensor) -> tuple[Roots,
     same = (nodes == nodes[root]).all(dim=2) | (torch.arange(num_nodes) >= prefix[:, None])
     root = torch.where(same.all(dim=1), root, torch.arange(batch))
     roots, root_of = torch.unique(root, return_inverse=True)
-    buckets = tuple((chunk, int(prefix[chunk].min()))
-                    for chunk in torch.argsort(prefix).chunk(BUCKETS))  # fmt: skip
+    buckets = tuple(
+        (chunk, int(prefix[chunk].min())) for chunk in torch.argsort(prefix).chunk(BUCKETS)
+    )
     extra = len(roots) * max(start for _, start in buckets)
     saves = _saves(buckets, (batch, num_nodes), lambda start: num_nodes - start, extra)
     return (roots, root_of), buckets if saves else None
 
 
-def _saves(buckets: Buckets, shape: tuple[int, ...], rows: Callable[[int], int],
-           extra: int = 0) -> bool:  # fmt: skip
+def _saves(
+    buckets: Buckets, shape: tuple[int, ...], rows: Callable[[int], int], extra: int = 0
+) -> bool:
     """Whether running ``rows(value)`` rows per bucket sample, plus ``extra``, saves
     :data:`SAVING` of the plain ``batch x num_nodes`` rows."""
     cost = extra + sum(len(chunk) * rows(value) for chunk, value in buckets)
@@ -224,8 +245,10 @@ def _saves(buckets: Buckets, shape: tuple[int, ...], rows: Callable[[int], int],
 @functools.cache
 def _random_weights(num_features: int, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(0)  # its own: torch's global stream is untouched
-    return (torch.rand(num_features, generator=generator, dtype=torch.float64) + 0.5,
-            torch.rand(num_nodes, generator=generator, dtype=torch.float64) + 0.5)  # fmt: skip
+    return (
+        torch.rand(num_features, generator=generator, dtype=torch.float64) + 0.5,
+        torch.rand(num_nodes, generator=generator, dtype=torch.float64) + 0.5,
+    )
 
 
 def _prefix_fingerprints(nodes: torch.Tensor) -> torch.Tensor:
@@ -236,8 +259,9 @@ def _prefix_fingerprints(nodes: torch.Tensor) -> torch.Tensor:
     return torch.cat([codes.new_zeros(len(codes), 1), codes.cumsum(dim=1)], dim=1)
 
 
-def _forward(lstm: nn.LSTM, x: torch.Tensor,
-             plan: SharingPlan) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def _forward(
+    lstm: nn.LSTM, x: torch.Tensor, plan: SharingPlan
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The forward direction: the roots' prefixes once, then each bucket from its roots'
     states; every row's state ``(B, N, hidden)`` and the last one ``(1, B, hidden)``."""
     starts = sorted({start for _, start in plan.forward})
@@ -246,15 +270,17 @@ def _forward(lstm: nn.LSTM, x: torch.Tensor,
     for (chunk, start), rows in zip(plan.forward, _bucketed(x, plan.forward), strict=True):
         states, (h0, c0) = shared[start]
         roots = plan.root_of[chunk]
-        own, (last, _) = _direction(lstm, "", rows[:, start:],
-                                    (_rows(h0, roots, 1), _rows(c0, roots, 1)))  # fmt: skip
+        own, (last, _) = _direction(
+            lstm, "", rows[:, start:], (_rows(h0, roots, 1), _rows(c0, roots, 1))
+        )
         parts.append(torch.cat([_rows(states, roots), own], dim=1))
         lasts.append(last)
     return _unsorted(parts, lasts, plan.forward)
 
 
-def _backward(lstm: nn.LSTM, graphs: torch.Tensor, x: torch.Tensor,
-              plan: SharingPlan) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def _backward(
+    lstm: nn.LSTM, graphs: torch.Tensor, x: torch.Tensor, plan: SharingPlan
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The backward direction: the donor graphs' tails once, then each bucket from its
     graphs' states; every row's state ``(B, N, hidden)`` and row 0's ``(1, B, hidden)``."""
     lengths = sorted({length for _, length in plan.backward}, reverse=True)
@@ -263,8 +289,9 @@ def _backward(lstm: nn.LSTM, graphs: torch.Tensor, x: torch.Tensor,
     for (chunk, length), rows in zip(plan.backward, _bucketed(x, plan.backward), strict=True):
         states, (h0, c0) = shared[length]
         graph = plan.graph_of[chunk]
-        own, (first, _) = _direction(lstm, "_reverse", rows[:, :length].flip(1),
-                                     (_rows(h0, graph, 1), _rows(c0, graph, 1)))  # fmt: skip
+        own, (first, _) = _direction(
+            lstm, "_reverse", rows[:, :length].flip(1), (_rows(h0, graph, 1), _rows(c0, graph, 1))
+        )
         parts.append(torch.cat([own.flip(1), _rows(states, graph)], dim=1))
         firsts.append(first)
     return _unsorted(parts, firsts, plan.backward)
@@ -278,8 +305,9 @@ def _bucketed(x: torch.Tensor, buckets: Buckets) -> tuple[torch.Tensor, ...]:
     return _permuted(x, order).split([len(chunk) for chunk, _ in buckets])
 
 
-def _unsorted(parts: list[torch.Tensor], finals: list[torch.Tensor],
-              buckets: Buckets) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def _unsorted(
+    parts: list[torch.Tensor], finals: list[torch.Tensor], buckets: Buckets
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Bucket results back in the samples' order."""
     inverse = torch.argsort(torch.cat([chunk for chunk, _ in buckets]))
     return _permuted(torch.cat(parts), inverse), _rows(torch.cat(finals, dim=1), inverse, 1)
@@ -309,8 +337,9 @@ def _rows(t: torch.Tensor, index: torch.Tensor, dim: int = 0) -> torch.Tensor:
     return torch.index_select(t, dim, index)
 
 
-def _chained(lstm: nn.LSTM, suffix: str, x: torch.Tensor,
-             stops: list[int]) -> dict[int, tuple[torch.Tensor, State]]:  # fmt: skip
+def _chained(
+    lstm: nn.LSTM, suffix: str, x: torch.Tensor, stops: list[int]
+) -> dict[int, tuple[torch.Tensor, State]]:
     """One direction (``""`` forward from row 0, ``"_reverse"`` backward from the last row)
     over ``x``, stopping at each row of ``stops`` in reading order: per stop, the states of
     the rows read so far (in row order) and ``(h, c)`` on reaching it."""
@@ -330,8 +359,9 @@ def _chained(lstm: nn.LSTM, suffix: str, x: torch.Tensor,
     return shared
 
 
-def _direction(lstm: nn.LSTM, suffix: str, x: torch.Tensor,
-               state: State) -> tuple[torch.Tensor, State]:  # fmt: skip
+def _direction(
+    lstm: nn.LSTM, suffix: str, x: torch.Tensor, state: State
+) -> tuple[torch.Tensor, State]:
     """One direction of a one-layer bidirectional ``lstm`` (``""`` forward, ``"_reverse"``
     backward) as a unidirectional LSTM over ``x`` in the order given, from ``state``: the
     kernel ``nn.LSTM`` itself calls, given that direction's weights (no module is swapped,

@@ -34,7 +34,7 @@ class ZooModel:
         variants: Named configs; the first one is the default.
         published_params: Parameter counts of the published models that variants follow, by
             variant name (empty where no single number is published).
-        doc: One line for the README table.
+        doc: One line that names the model in messages and listings.
     """
 
     name: str

@@ -29,12 +29,18 @@ class InceptionConfig:
     batch: int = 32
     image_size: int = 299
     blocks: tuple[tuple[str, int], ...] = (
-        ("A", 32), ("A", 64), ("A", 64),
+        ("A", 32),
+        ("A", 64),
+        ("A", 64),
         ("B", 0),
-        ("C", 128), ("C", 160), ("C", 160), ("C", 192),
+        ("C", 128),
+        ("C", 160),
+        ("C", 160),
+        ("C", 192),
         ("D", 0),
-        ("E", 0), ("E", 0),
-    )  # fmt: skip
+        ("E", 0),
+        ("E", 0),
+    )
     num_classes: int = 1000
 
 

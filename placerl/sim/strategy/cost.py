@@ -128,8 +128,12 @@ class StrategyCost:
         key = (i, dims)
         if key not in self._part_cache:
             self._part_cache[key] = np.array(
-                [math.prod(f for d, f in c.items() if dims is None or d in dims)
-                 for c in self.space.configs[i]], dtype=np.float64)  # fmt: skip
+                [
+                    math.prod(f for d, f in c.items() if dims is None or d in dims)
+                    for c in self.space.configs[i]
+                ],
+                dtype=np.float64,
+            )
         return self._part_cache[key]
 
     def _fill_nodes(self) -> None:

@@ -114,8 +114,12 @@ def _operand(operands: Sequence[Shape], position: int, op: str) -> Shape:
 def _linear_dims(out: Shape, operands: Sequence[Shape]) -> dict[str, int]:
     """Features are the last axis at any rank; the axes between batch and features are ``s``."""
     rows = math.prod(int(x) for x in out[1:-1]) if len(out) > 2 else 1
-    return {"b": int(out[0]) if len(out) > 1 else 1, "s": rows, "n": int(out[-1]),
-            "k": int(_operand(operands, 0, "linear")[-1])}  # fmt: skip
+    return {
+        "b": int(out[0]) if len(out) > 1 else 1,
+        "s": rows,
+        "n": int(out[-1]),
+        "k": int(_operand(operands, 0, "linear")[-1]),
+    }
 
 
 def _conv_dims(out: Shape, operands: Sequence[Shape]) -> dict[str, int]:
@@ -147,35 +151,74 @@ def _batch_dims(out: Shape, operands: Sequence[Shape]) -> dict[str, int]:
 
 TOKENS = {"b": ("b",), "s": ("s",), "f": ("n",)}
 register_op_rule(
-    OpRule("linear", _linear_dims, TOKENS, ({"b": ("b",), "s": ("s",), "f": ("k",)},),
-           weight=("n", "k"), reduce=("k",), grad_reduce=("n",)),
+    OpRule(
+        "linear",
+        _linear_dims,
+        TOKENS,
+        ({"b": ("b",), "s": ("s",), "f": ("k",)},),
+        weight=("n", "k"),
+        reduce=("k",),
+        grad_reduce=("n",),
+    ),
     ["linear", "addmm"],
-)  # fmt: skip
+)
 register_op_rule(
-    OpRule("conv", _conv_dims, {"b": ("b",), "f": ("n",)}, ({"b": ("b",), "f": ("k",)},),
-           weight=("n", "k"), reduce=("k",), grad_reduce=("n",)),
+    OpRule(
+        "conv",
+        _conv_dims,
+        {"b": ("b",), "f": ("n",)},
+        ({"b": ("b",), "f": ("k",)},),
+        weight=("n", "k"),
+        reduce=("k",),
+        grad_reduce=("n",),
+    ),
     ["conv2d", "conv1d", "conv3d", "convolution"],
-)  # fmt: skip
+)
 HEADS = {"b": ("b",), "s": ("s",), "f": ("h",)}
 register_op_rule(  # left operand split by rows, right operand (keys, values) whole per head
     OpRule("matmul", _heads_dims, HEADS, (HEADS, {"b": ("b",), "f": ("h",)})),
     ["matmul", "bmm", "scaled_dot_product_attention"],
 )
-register_op_rule(OpRule("elementwise", _token_dims, TOKENS, (TOKENS,)), [
-    "add", "add_", "sub", "mul", "mul_", "div", "relu", "relu_", "gelu", "tanh", "sigmoid",
-    "silu", "hardtanh", "hardtanh_", "dropout", "masked_fill", "where", "pow", "rsqrt", "neg",
-    "exp", "clamp", "erf",
-])  # fmt: skip
+register_op_rule(
+    OpRule("elementwise", _token_dims, TOKENS, (TOKENS,)),
+    [
+        "add",
+        "add_",
+        "sub",
+        "mul",
+        "mul_",
+        "div",
+        "relu",
+        "relu_",
+        "gelu",
+        "tanh",
+        "sigmoid",
+        "silu",
+        "hardtanh",
+        "hardtanh_",
+        "dropout",
+        "masked_fill",
+        "where",
+        "pow",
+        "rsqrt",
+        "neg",
+        "exp",
+        "clamp",
+        "erf",
+    ],
+)
 ROWS = {"b": ("b",), "s": ("s",)}
 register_op_rule(OpRule("norm", _rows_dims, ROWS, (ROWS,)), ["layer_norm", "group_norm"])
 CHANNELS = {"b": ("b",), "f": ("n",)}
-register_op_rule(OpRule("batch_norm", _channel_dims, CHANNELS, (CHANNELS,), weight=("n",)),
-                 ["batch_norm"])  # fmt: skip
+register_op_rule(
+    OpRule("batch_norm", _channel_dims, CHANNELS, (CHANNELS,), weight=("n",)), ["batch_norm"]
+)
 register_op_rule(OpRule("softmax", _heads_dims, HEADS, (HEADS,)), ["softmax", "log_softmax"])
-register_op_rule(OpRule("pool", _channel_dims, CHANNELS, (CHANNELS,)),
-                 ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"])  # fmt: skip
-register_op_rule(OpRule("embedding", _token_dims, TOKENS, (ROWS,), weight=("n",)),
-                 ["embedding"])  # fmt: skip
+register_op_rule(
+    OpRule("pool", _channel_dims, CHANNELS, (CHANNELS,)),
+    ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"],
+)
+register_op_rule(OpRule("embedding", _token_dims, TOKENS, (ROWS,), weight=("n",)), ["embedding"])
 BATCH = {"b": ("b",)}
 register_op_rule(OpRule("recurrent", _batch_dims, BATCH, (BATCH,)), ["lstm", "gru", "rnn_tanh"])
 register_op_rule(OpRule("input", _batch_dims, BATCH, (BATCH,)), ["input"])
