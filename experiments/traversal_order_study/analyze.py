@@ -42,9 +42,13 @@ def graph_features(spec: str) -> dict[str, float]:
     depth = max(level.values())
     width = g.number_of_nodes() / depth
     skips = sum(level[v] - level[u] > 1 for u, v in g.edges)
-    return {"depth": float(depth), "width": width, "depth_over_width": depth / width,
-            "fan_out": g.number_of_edges() / g.number_of_nodes(),
-            "skip_share": skips / max(1, g.number_of_edges())}  # fmt: skip
+    return {
+        "depth": float(depth),
+        "width": width,
+        "depth_over_width": depth / width,
+        "fan_out": g.number_of_edges() / g.number_of_nodes(),
+        "skip_share": skips / max(1, g.number_of_edges()),
+    }
 
 
 def learned_against_fixed(construct: Any, learned: Any) -> list[dict[str, Any]]:
@@ -55,11 +59,17 @@ def learned_against_fixed(construct: Any, learned: Any) -> list[dict[str, Any]]:
         theirs = runs.set_index(["graph", "seed"])["runtime_ms"]
         both = theirs.to_frame("fixed").join(mine.rename("learned"), how="inner")
         result = compare_pairs(both["learned"].to_numpy(), both["fixed"].to_numpy())
-        rows.append({"group": group, "fixed order": order, "pairs": result.pairs,
-                     "learned / fixed": round(result.ratio, 3),
-                     "ci95": f"[{result.ci_low:.3f}, {result.ci_high:.3f}]",
-                     "learned faster": f"{result.wins}/{result.pairs}",
-                     "verdict": result.verdict("learned", order)})  # fmt: skip
+        rows.append(
+            {
+                "group": group,
+                "fixed order": order,
+                "pairs": result.pairs,
+                "learned / fixed": round(result.ratio, 3),
+                "ci95": f"[{result.ci_low:.3f}, {result.ci_high:.3f}]",
+                "learned faster": f"{result.wins}/{result.pairs}",
+                "verdict": result.verdict("learned", order),
+            }
+        )
     return rows
 
 
@@ -82,19 +92,25 @@ def learned_against_search(learned: Any) -> list[dict[str, Any]]:
         best_of = solve("best_of", spec, cluster, objective)
         episodes = int(runs["steps"].iloc[0] // (2 * load_graph(spec).num_nodes))  # 2 steps a node
         case = (spec, cluster, objective, best_of.placement)
-        budgeted = np.mean([np.log(_climb(*case, max_evaluations=episodes, seed=k).runtime)
-                            for k in range(5)])  # fmt: skip
+        budgeted = np.mean(
+            [np.log(_climb(*case, max_evaluations=episodes, seed=k).runtime) for k in range(5)]
+        )
         optimum = _climb(*case)
         iterated = _climb(*case, max_evaluations=SEARCH_EVALUATIONS, restarts=10**6)
         learned_s = np.exp(np.log(runs["runtime_ms"] / 1e3).mean())
-        rows.append({"graph": graph, "episodes": episodes,
-                     "learned": round(learned_s / best_of.runtime, 3),
-                     "local_search, as many evaluations": round(np.exp(budgeted)
-                                                                / best_of.runtime, 3),
-                     "local_search to its optimum": round(optimum.runtime / best_of.runtime, 3),
-                     "its evaluations": optimum.info["evaluations"],
-                     f"iterated local search, {SEARCH_EVALUATIONS:,} evaluations":
-                         round(iterated.runtime / best_of.runtime, 3)})  # fmt: skip
+        rows.append(
+            {
+                "graph": graph,
+                "episodes": episodes,
+                "learned": round(learned_s / best_of.runtime, 3),
+                "local_search, as many evaluations": round(np.exp(budgeted) / best_of.runtime, 3),
+                "local_search to its optimum": round(optimum.runtime / best_of.runtime, 3),
+                "its evaluations": optimum.info["evaluations"],
+                f"iterated local search, {SEARCH_EVALUATIONS:,} evaluations": round(
+                    iterated.runtime / best_of.runtime, 3
+                ),
+            }
+        )
     return rows
 
 
@@ -103,16 +119,25 @@ def _climb(spec: str, cluster: str, objective: str, start: Any, **options: Any) 
     evaluations, seed, restarts)."""
     from placerl.baselines import solve
 
-    return solve("local_search", spec, cluster, objective, init=start, max_rounds=10**6,
-                 time_limit=1e6, **options)  # fmt: skip
+    return solve(
+        "local_search",
+        spec,
+        cluster,
+        objective,
+        init=start,
+        max_rounds=10**6,
+        time_limit=1e6,
+        **options,
+    )
 
 
 def against_best_placer(runs: Any) -> Any:
     """Per order (rows) and graph group x agent (columns): the geometric mean over graphs and
     seeds of the runtime over the best classic placer's (``best_of``: below 1 beats it)."""
-    logs = runs.assign(log=np.log(runs["runtime_ms"] / runs["best_baseline_ms"]),
-                       cell=runs["group"] + ", " + runs["agent"].str.replace("maskable_ppo_",
-                                                                             ""))  # fmt: skip
+    logs = runs.assign(
+        log=np.log(runs["runtime_ms"] / runs["best_baseline_ms"]),
+        cell=runs["group"] + ", " + runs["agent"].str.replace("maskable_ppo_", ""),
+    )
     return np.exp(logs.pivot_table(index="order", columns="cell", values="log", aggfunc="mean"))
 
 
@@ -125,11 +150,16 @@ def order_runtimes(runs: Any) -> Any:
     """
     logs = runs.assign(log=np.log(runs["runtime_ms"]))
     table = logs.pivot_table(index="graph", columns="order", values="log", aggfunc="mean")
-    missing = [f"{graph} ({', '.join(table.columns[row.isna()])})"
-               for graph, row in table.iterrows() if row.isna().any()]  # fmt: skip
+    missing = [
+        f"{graph} ({', '.join(table.columns[row.isna()])})"
+        for graph, row in table.iterrows()
+        if row.isna().any()
+    ]
     if missing:
-        raise ValueError(f"no runs of some orders on {'; '.join(missing)}: re-run the arm "
-                         "(run.py skips the finished jobs) before the analyses")  # fmt: skip
+        raise ValueError(
+            f"no runs of some orders on {'; '.join(missing)}: re-run the arm "
+            "(run.py skips the finished jobs) before the analyses"
+        )
     return np.exp(table)
 
 
@@ -168,8 +198,14 @@ def rule_on_held_out(runs: Any, features: Any) -> list[dict[str, Any]]:
         for held_out in sorted(set(family)):
             fit = table[family.loc[table.index] != held_out]
             test = table[family.loc[table.index] == held_out]
-            rows.append({"agent": agent, "held-out family": held_out, "graphs": len(test),
-                         **scored_rule(fit, test, features)})  # fmt: skip
+            rows.append(
+                {
+                    "agent": agent,
+                    "held-out family": held_out,
+                    "graphs": len(test),
+                    **scored_rule(fit, test, features),
+                }
+            )
     return rows
 
 
@@ -193,12 +229,15 @@ def scored_rule(fit: Any, test: Any, features: Any) -> dict[str, Any]:
     best = test.min(axis=1)
     majority = most_wins(fit)
     mean = lambda ratios: round(float(np.mean(ratios)), 3)  # noqa: E731
-    return {"rule": f"{high} if {feature} > {threshold:.3g} else {low}",
-            "rule / best order": mean([test.loc[g, o] / best[g]
-                                       for g, o in zip(test.index, chosen, strict=True)]),
-            "topo / best order": mean(test["topo"] / best),
-            "most wins on fit": majority,
-            "it / best order": mean(test[majority] / best)}  # fmt: skip
+    return {
+        "rule": f"{high} if {feature} > {threshold:.3g} else {low}",
+        "rule / best order": mean(
+            [test.loc[g, o] / best[g] for g, o in zip(test.index, chosen, strict=True)]
+        ),
+        "topo / best order": mean(test["topo"] / best),
+        "most wins on fit": majority,
+        "it / best order": mean(test[majority] / best),
+    }
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -216,43 +255,69 @@ def main(argv: list[str] | None = None) -> int:
 
     refine = arm_runs(args.runs, args.out, "refine")
     features = _feature_table(_graph_specs(refine))
-    text = ["# The order study's analyses (analyze.py)", "",
-            "## Runtime over the best classic placer, per order (refine arm)", "",
-            "Geometric mean over the family's graphs and the seeds of the best placement "
-            "found over `best_of`'s (the best of single device, HEFT, m-ETF, m-SCT, m-TOPO "
-            "and Tarnawski's DP split; below 1 beats it).", "",
-            against_best_placer(refine).round(3).to_markdown(), "",
-            "## Graph features", "", features.round(3).to_markdown(), "",
-            "## Which order wins, by a graph feature (leave one family out)", "",
-            "Fitted on two families' graphs, scored on the third's; ratios are the mean over "
-            "the held-out graphs of runtime (geometric mean over seeds) over the graph's best "
-            "order's (1: the best order on every graph).", "",
-            markdown(rule_on_held_out(refine, features)), ""]  # fmt: skip
+    text = [
+        "# The order study's analyses (analyze.py)",
+        "",
+        "## Runtime over the best classic placer, per order (refine arm)",
+        "",
+        "Geometric mean over the family's graphs and the seeds of the best placement "
+        "found over `best_of`'s (the best of single device, HEFT, m-ETF, m-SCT, m-TOPO "
+        "and Tarnawski's DP split; below 1 beats it).",
+        "",
+        against_best_placer(refine).round(3).to_markdown(),
+        "",
+        "## Graph features",
+        "",
+        features.round(3).to_markdown(),
+        "",
+        "## Which order wins, by a graph feature (leave one family out)",
+        "",
+        "Fitted on two families' graphs, scored on the third's; ratios are the mean over "
+        "the held-out graphs of runtime (geometric mean over seeds) over the graph's best "
+        "order's (1: the best order on every graph).",
+        "",
+        markdown(rule_on_held_out(refine, features)),
+        "",
+    ]
     zoo = arm_runs(args.runs, args.out, "zoo", required=False)
     if zoo is not None:
         zoo_features = _feature_table(_graph_specs(zoo))
-        text += ["## The rule on the zoo models (fitted on the three families)", "",
-                 "Fitted on every graph of the three families, scored on the zoo arm's models "
-                 f"({', '.join(sorted(set(zoo['graph'])))}; the refine setting, "
-                 f"{zoo['seed'].nunique()} seeds): networks of another kind, with their own "
-                 "depths and widths.", "",
-                 zoo_features.round(3).to_markdown(), "",
-                 markdown(rule_on_zoo(refine, zoo, pd.concat([features, zoo_features]))),
-                 ""]  # fmt: skip
+        text += [
+            "## The rule on the zoo models (fitted on the three families)",
+            "",
+            "Fitted on every graph of the three families, scored on the zoo arm's models "
+            f"({', '.join(sorted(set(zoo['graph'])))}; the refine setting, "
+            f"{zoo['seed'].nunique()} seeds): networks of another kind, with their own "
+            "depths and widths.",
+            "",
+            zoo_features.round(3).to_markdown(),
+            "",
+            markdown(rule_on_zoo(refine, zoo, pd.concat([features, zoo_features]))),
+            "",
+        ]
     construct = arm_runs(args.runs, args.out, "construct", required=False)
     learned = arm_runs(args.runs, args.out, "learned", required=False)
     if construct is not None and learned is not None:
         both = pd.concat([construct, learned.assign(order="learned")])
-        text += ["## The learned order (dual env) against the fixed orders (construct)", "",
-                 markdown(learned_against_fixed(construct, learned)), "",
-                 "Runtime over `best_of`, construct arm and the learned order:", "",
-                 against_best_placer(both).round(3).to_markdown(), "",
-                 "## The learned order against search from `best_of`", "",
-                 "Over `best_of`'s runtime (below 1: faster); the learned order's best placement "
-                 "in its 50 episodes, geometric mean over seeds; `local_search` from `best_of`'s "
-                 "placement given as many evaluations as the run had episodes (the geometric "
-                 "mean of 5 visiting orders), run to its optimum, and iterated local search.", "",
-                 markdown(learned_against_search(learned)), ""]  # fmt: skip
+        text += [
+            "## The learned order (dual env) against the fixed orders (construct)",
+            "",
+            markdown(learned_against_fixed(construct, learned)),
+            "",
+            "Runtime over `best_of`, construct arm and the learned order:",
+            "",
+            against_best_placer(both).round(3).to_markdown(),
+            "",
+            "## The learned order against search from `best_of`",
+            "",
+            "Over `best_of`'s runtime (below 1: faster); the learned order's best placement "
+            "in its 50 episodes, geometric mean over seeds; `local_search` from `best_of`'s "
+            "placement given as many evaluations as the run had episodes (the geometric "
+            "mean of 5 visiting orders), run to its optimum, and iterated local search.",
+            "",
+            markdown(learned_against_search(learned)),
+            "",
+        ]
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "analysis.md"
     path.write_text("\n".join(text))
@@ -285,8 +350,9 @@ def arm_runs(runs: Path, results: Path, arm: str, *, required: bool = True) -> A
         return pd.read_csv(results / arm / "runs.csv")
     if required:
         table = results / arm / "runs.csv"
-        raise FileNotFoundError(f"the {arm} arm has neither {runs / arm} nor {table}: run "
-                                f"run.py --arms {arm}")  # fmt: skip
+        raise FileNotFoundError(
+            f"the {arm} arm has neither {runs / arm} nor {table}: run run.py --arms {arm}"
+        )
     return None
 
 
@@ -304,8 +370,10 @@ def _graph_specs(runs: Any) -> dict[str, str]:
         elif found := re.search(r"graph\.spec='([^']+)'", str(run)):
             specs[graph] = found.group(1)
         else:
-            raise ValueError(f"run {run} of graph {graph}: no result.json there and no "
-                             "graph.spec='...' in its Hydra job folder's name")  # fmt: skip
+            raise ValueError(
+                f"run {run} of graph {graph}: no result.json there and no "
+                "graph.spec='...' in its Hydra job folder's name"
+            )
     return specs
 
 

@@ -33,8 +33,17 @@ from placerl.comparison import compare_pairs
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-ORDERS = ("topo", "alpha", "reverse_topo", "dfs_preorder", "dfs_postorder", "bfs",
-          "lexico_topo", "reverse_postorder", "random_topo")  # fmt: skip
+ORDERS = (
+    "topo",
+    "alpha",
+    "reverse_topo",
+    "dfs_preorder",
+    "dfs_postorder",
+    "bfs",
+    "lexico_topo",
+    "reverse_postorder",
+    "random_topo",
+)
 #: The rows each order is compared on: the held-out graphs' zero-shot placements and the
 #: validation graphs' greedy ones (neither seen in training).
 SPLITS = {"held-out": "zero-shot", "validation": "validation"}
@@ -42,8 +51,9 @@ SPLITS = {"held-out": "zero-shot", "validation": "validation"}
 
 def results_file(order: str) -> Path:
     """The benchmark's results of ``order`` (topo: the recipe's own run)."""
-    return RESULTS / ("recipes_improve.json" if order == "topo"
-                      else f"recipes_improve_order-{order}.json")  # fmt: skip
+    return RESULTS / (
+        "recipes_improve.json" if order == "topo" else f"recipes_improve_order-{order}.json"
+    )
 
 
 def run_missing(models: str | None) -> None:
@@ -51,9 +61,20 @@ def run_missing(models: str | None) -> None:
     for order in ORDERS:
         if results_file(order).is_file():
             continue
-        command = [sys.executable, str(ROOT / "benchmarks" / "bench_recipes.py"), "--recipes",
-                   "improve", "--steps", "0", "--seeds", "3", "--threads", "1", "--name",
-                   "recipes_improve"]  # fmt: skip
+        command = [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_recipes.py"),
+            "--recipes",
+            "improve",
+            "--steps",
+            "0",
+            "--seeds",
+            "3",
+            "--threads",
+            "1",
+            "--name",
+            "recipes_improve",
+        ]
         command += [] if order == "topo" else ["--override", f"order={order}"]
         command += ["--models", models] if models else []
         print(" ".join(command), flush=True)
@@ -67,8 +88,7 @@ def load(order: str) -> pd.DataFrame:
     frame = frame[frame["method"].isin(SPLITS.values())]
     frame["split"] = frame["method"].map({m: s for s, m in SPLITS.items()})
     frame["order"] = order
-    return frame[["order", "split", "graph", "seed", "runtime", "vs_constructive",
-                  "evaluations"]]  # fmt: skip
+    return frame[["order", "split", "graph", "seed", "runtime", "vs_constructive", "evaluations"]]
 
 
 def compare(runs: pd.DataFrame) -> pd.DataFrame:
@@ -78,26 +98,35 @@ def compare(runs: pd.DataFrame) -> pd.DataFrame:
         topo = runs[(runs["split"] == split) & (runs["order"] == "topo")]
         both = mine.merge(topo, on=["graph", "seed"], suffixes=("", "_topo"))
         result = compare_pairs(both["runtime"].to_numpy(), both["runtime_topo"].to_numpy())
-        rows.append({"split": split, "order": order, "pairs": result.pairs,
-                     "vs_constructive": round(float(stats.gmean(mine["vs_constructive"])), 3),
-                     "evaluations": round(float(mine["evaluations"].mean())),
-                     "vs_topo": round(result.ratio, 3),
-                     "ci95": (f"[{result.ci_low:.3f}, {result.ci_high:.3f}]"
-                              if order != "topo" else "-"),
-                     "faster": f"{result.wins}/{result.pairs}",
-                     "p_value": round(result.p_value, 4) if order != "topo" else float("nan"),
-                     "verdict": "" if order == "topo" else result.verdict(order, "topo")})
+        rows.append(
+            {
+                "split": split,
+                "order": order,
+                "pairs": result.pairs,
+                "vs_constructive": round(float(stats.gmean(mine["vs_constructive"])), 3),
+                "evaluations": round(float(mine["evaluations"].mean())),
+                "vs_topo": round(result.ratio, 3),
+                "ci95": (
+                    f"[{result.ci_low:.3f}, {result.ci_high:.3f}]" if order != "topo" else "-"
+                ),
+                "faster": f"{result.wins}/{result.pairs}",
+                "p_value": round(result.p_value, 4) if order != "topo" else float("nan"),
+                "verdict": "" if order == "topo" else result.verdict(order, "topo"),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def report(table: pd.DataFrame, out: Path) -> str:
     """The report's markdown: the tables per split and every verdict."""
-    parts = ["# The improve recipe per traversal order\n",
-             "Zero-shot runtime over the best constructive placer (HEFT, m-ETF, m-SCT) per "
-             "graph, simulator evaluations per episode, and each order's runtime over topo's "
-             "on the same graph and seed (geometric mean, bootstrap 95% interval, pairs where "
-             "the order is faster, Wilcoxon signed-rank p). Generated by `python "
-             "experiments/traversal_order_study/improve_orders.py`.\n"]
+    parts = [
+        "# The improve recipe per traversal order\n",
+        "Zero-shot runtime over the best constructive placer (HEFT, m-ETF, m-SCT) per "
+        "graph, simulator evaluations per episode, and each order's runtime over topo's "
+        "on the same graph and seed (geometric mean, bootstrap 95% interval, pairs where "
+        "the order is faster, Wilcoxon signed-rank p). Generated by `python "
+        "experiments/traversal_order_study/improve_orders.py`.\n",
+    ]
     for split, rows in table.groupby("split", sort=False):
         parts.append(f"## {split}\n")
         parts.append(rows.drop(columns=["split", "verdict"]).to_markdown(index=False) + "\n")

@@ -35,8 +35,17 @@ from pathlib import Path
 from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
-ORDERS = ["topo", "alpha", "reverse_topo", "dfs_preorder", "dfs_postorder", "bfs",
-          "lexico_topo", "reverse_postorder", "random_topo"]  # fmt: skip
+ORDERS = [
+    "topo",
+    "alpha",
+    "reverse_topo",
+    "dfs_preorder",
+    "dfs_postorder",
+    "bfs",
+    "lexico_topo",
+    "reverse_postorder",
+    "random_topo",
+]
 FAMILIES = ["cifar10", "ptb", "nmt"]
 SEEDS = 5
 
@@ -109,22 +118,39 @@ ANALYZED_ARMS = ("refine", "construct", "learned", "zoo")
 def sweep_command(args: argparse.Namespace, arm: str) -> list[str]:
     """``placerl-train -m ...`` for one arm of the study."""
     experiment, agents, sweeps_order, graphs = ARMS[arm]
-    launcher = (["hydra/launcher=slurm"] if args.launcher == "slurm" else
-                ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}"])  # fmt: skip
+    launcher = (
+        ["hydra/launcher=slurm"]
+        if args.launcher == "slurm"
+        else ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}"]
+    )
     orders = [f"order={','.join(ORDERS)}"] if sweeps_order else []
     return [
-        "placerl-train", "-m", "--config-dir", str(HERE / "conf"), f"experiment={experiment}",
-        *launcher, f"hydra.sweep.dir={args.out / 'runs' / arm}", *orders,
+        "placerl-train",
+        "-m",
+        "--config-dir",
+        str(HERE / "conf"),
+        f"experiment={experiment}",
+        *launcher,
+        f"hydra.sweep.dir={args.out / 'runs' / arm}",
+        *orders,
         f"agent={','.join(agents)}",
         "graph.spec=" + ",".join(f"'{spec}'" for spec in graphs(args.full)),
-        f"seed={','.join(str(s) for s in range(args.seeds))}", "threads=1", *args.overrides,
-    ]  # fmt: skip
+        f"seed={','.join(str(s) for s in range(args.seeds))}",
+        "threads=1",
+        *args.overrides,
+    ]
 
 
 def report_command(args: argparse.Namespace, arm: str) -> list[str]:
     """``placerl-report`` of one arm: the best placement found, as the study reports it."""
-    return ["placerl-report", str(args.out / "runs" / arm), "--out",
-            str(args.out / "results" / arm), "--metric", "best"]  # fmt: skip
+    return [
+        "placerl-report",
+        str(args.out / "runs" / arm),
+        "--out",
+        str(args.out / "results" / arm),
+        "--metric",
+        "best",
+    ]
 
 
 class Step(NamedTuple):
@@ -141,16 +167,22 @@ class Step(NamedTuple):
 
 def plan(args: argparse.Namespace) -> list[Step]:
     """The run's steps in order: each arm's sweep and report, then the analyses."""
-    steps = [Step(arm, kind, command(args, arm)) for arm in args.arms
-             for kind, command in (("sweep", sweep_command), ("report", report_command))]
+    steps = [
+        Step(arm, kind, command(args, arm))
+        for arm in args.arms
+        for kind, command in (("sweep", sweep_command), ("report", report_command))
+    ]
     return steps + ([Step("", "analysis", analysis_command(args))] if analyzed(args) else [])
 
 
 def analyzed(args: argparse.Namespace) -> bool:
     """Whether the run ends with ``analyze.py``: an arm it reads ran, and the refine arm it
     always reads is there (run now, or its runs or committed table under ``--out``)."""
-    refine = ("refine" in args.arms or (args.out / "runs" / "refine").is_dir()
-              or (args.out / "results" / "refine" / "runs.csv").is_file())  # fmt: skip
+    refine = (
+        "refine" in args.arms
+        or (args.out / "runs" / "refine").is_dir()
+        or (args.out / "results" / "refine" / "runs.csv").is_file()
+    )
     return refine and bool(set(args.arms) & set(ANALYZED_ARMS))
 
 
@@ -177,31 +209,43 @@ def run_steps(steps: list[Step], runs: Path) -> tuple[list[str], set[str]]:
     broken: set[str] = set()
     for step in steps:
         if (step.kind == "report" and step.arm in broken) or (
-                step.kind == "analysis" and broken & set(ANALYZED_ARMS)):
+            step.kind == "analysis" and broken & set(ANALYZED_ARMS)
+        ):
             continue
         ran = run_step(step.name, step.command, failed)
         if step.kind == "sweep" and not ran:
             broken.add(step.arm)
         elif step.kind == "sweep" and (jobs := len(unfinished_jobs([runs / step.arm]))):
             # a multirun goes on past a failed job and exits 0
-            failed.append(f"{step.arm}: {jobs} unfinished job(s) (a failed one's traceback "
-                          "is in its error.txt)")
+            failed.append(
+                f"{step.arm}: {jobs} unfinished job(s) (a failed one's traceback "
+                "is in its error.txt)"
+            )
     return failed, broken
 
 
 def analysis_command(args: argparse.Namespace) -> list[str]:
     """``analyze.py`` over the study's ``runs/`` into its ``results/``."""
-    return [sys.executable, str(HERE / "analyze.py"), "--runs", str(args.out / "runs"),
-            "--out", str(args.out / "results")]  # fmt: skip
+    return [
+        sys.executable,
+        str(HERE / "analyze.py"),
+        "--runs",
+        str(args.out / "runs"),
+        "--out",
+        str(args.out / "results"),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run (or with ``--dry-run`` print) every chosen arm's sweep and report, then the
     analyses; returns 1 if any command failed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", type=lambda text: text.split(","), default=DEFAULT_ARMS,
-                        help=f"comma-separated arms of {', '.join(ARMS)} (default: "
-                             f"{','.join(DEFAULT_ARMS)})")  # fmt: skip
+    parser.add_argument(
+        "--arms",
+        type=lambda text: text.split(","),
+        default=DEFAULT_ARMS,
+        help=f"comma-separated arms of {', '.join(ARMS)} (default: {','.join(DEFAULT_ARMS)})",
+    )
     parser.add_argument("--full", action="store_true", help="Placeto's 32 graphs per family")
     parser.add_argument("--launcher", choices=["joblib", "slurm"], default="joblib")
     parser.add_argument("--jobs", type=int, default=2, help="joblib's parallel jobs")
@@ -219,12 +263,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     failed, broken = run_steps(steps, args.out / "runs")
     if set(args.arms) & set(ANALYZED_ARMS) and not analyzed(args):
-        print("analyze.py not run: it reads the refine arm, which is not under "
-              f"{args.out} (run.py --arms refine)", file=sys.stderr)  # fmt: skip
+        print(
+            "analyze.py not run: it reads the refine arm, which is not under "
+            f"{args.out} (run.py --arms refine)",
+            file=sys.stderr,
+        )
     if failed:
-        print(f"failed: {', '.join(failed)}" + ("; a failed sweep's report was left as it "
-              "was, and so were the analyses if they read its arm: run the same command "
-              "again to resume it" if broken else ""), file=sys.stderr)  # fmt: skip
+        print(
+            f"failed: {', '.join(failed)}"
+            + (
+                "; a failed sweep's report was left as it "
+                "was, and so were the analyses if they read its arm: run the same command "
+                "again to resume it"
+                if broken
+                else ""
+            ),
+            file=sys.stderr,
+        )
     return 1 if failed else 0
 
 
