@@ -48,6 +48,8 @@ def report_figures(runs: Any, orders: Any, out: Path, *, metric_label: str) -> l
             capsize=2,
         )
         ax.set_ylabel(f"{label}\nmean over graphs and seeds, 95% CI")
+        if column == "speedup_vs_best":  # above the line beats the best baseline placer
+            ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="best baseline")
         ax.legend(fontsize=6, ncol=2)
         ax.figure.tight_layout()
         ax.figure.savefig(out / f"{name}.png", dpi=110)

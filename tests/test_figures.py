@@ -92,3 +92,56 @@ def test_the_best_found_so_far_is_a_line_of_its_own(tmp_path, saved_axes):
     lines = {line.get_label(): line for line in saved_axes[0].get_lines()}
     assert list(lines["best found so far, layered_100"].get_ydata()) == [7.0, 6.9, 6.8]
     assert saved_axes[0].get_ylim()[0] < 6.8
+
+
+def _op_bars(ax):
+    """The op bars of a timeline (transfers and communication are thinner or grey)."""
+    return [
+        p
+        for p in ax.patches
+        if abs(p.get_height() - 0.55) < 1e-9
+        and p.get_facecolor()[:3] != matplotlib.colors.to_rgb("0.6")
+    ]
+
+
+def test_the_timeline_draws_every_op_on_its_device_within_the_step(tmp_path, saved_axes):
+    from placerl.baselines import place
+    from placerl.figures import plot_timeline
+    from placerl.sim import simulate
+
+    graph, cluster = "synthetic:layered?n=30&seed=0", "placeto?n_devices=3"
+    placement = place("best_of", graph, cluster)
+    result = simulate(graph, placement, cluster)
+    plot_timeline(graph, placement, cluster, "step_time", tmp_path / "t.png")
+    (ax,) = saved_axes
+    bars = _op_bars(ax)
+    assert len(bars) == 30
+    rows = sorted(round(b.get_y() + b.get_height() / 2) for b in bars)
+    assert rows == sorted(placement.tolist())
+    assert max(b.get_x() + b.get_width() for b in bars) == pytest.approx(1e3 * result.runtime)
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "gpu:0 (gpu)",
+        "gpu:1 (gpu)",
+        "gpu:2 (gpu)",
+    ]
+    assert any(list(line.get_xdata()) == [1e3 * result.runtime] * 2 for line in ax.get_lines())
+    assert ax.get_xlim()[1] > 1e3 * result.runtime  # the step-time line inside the axes
+    assert (tmp_path / "t.png").is_file()
+
+
+def test_under_pipeline_the_timeline_stacks_each_devices_load(tmp_path, saved_axes):
+    from placerl.baselines import place
+    from placerl.figures import plot_timeline
+    from placerl.sim import simulate
+
+    graph, cluster = "synthetic:chain?n=12&seed=8", "homogeneous?n_devices=3"
+    placement = place("tarnawski_dp", graph, cluster, "pipeline")
+    result = simulate(graph, placement, cluster, "pipeline")
+    plot_timeline(graph, placement, cluster, "pipeline", tmp_path / "p.png")
+    (ax,) = saved_axes
+    bars = _op_bars(ax)
+    assert len(bars) == 12
+    for device in range(3):
+        mine = [b.get_width() for b in bars if round(b.get_y() + 0.275) == device]
+        assert sum(mine) == pytest.approx(1e3 * result.busy[device])
+    assert any(list(line.get_xdata()) == [1e3 * result.runtime] * 2 for line in ax.get_lines())

@@ -1,6 +1,7 @@
 """placerl-report: aggregation over seeds, paired order comparison, files and plots."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -447,3 +448,22 @@ def test_runs_ending_on_a_placement_that_does_not_fit_are_counted(tmp_path):
     assert summary.loc[0, "infeasible"] == 1 and summary.loc[0, "seeds"] == 3
     assert "infeasible" in sweep_table(summary).columns
     assert "infeasible" not in sweep_table(summary.assign(infeasible=0)).columns
+
+
+def test_the_speedup_chart_draws_the_best_baseline_at_1(sweep, monkeypatch):
+    """Bars above the dashed line at 1 beat the best baseline placer."""
+    import matplotlib.figure
+
+    saved, save = {}, matplotlib.figure.Figure.savefig
+
+    def recording(self, path, *args, **kwargs):
+        saved[Path(path).name] = self.axes[0]
+        return save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", recording)
+    assert main([str(sweep), "--out", str(sweep / "report")]) == 0
+    lines = saved["speedup_vs_best.png"].get_lines()
+    assert any(list(line.get_ydata()) == [1.0, 1.0] for line in lines)
+    assert not any(
+        list(line.get_ydata()) == [1.0, 1.0] for line in saved["runtime_per_order.png"].get_lines()
+    )
