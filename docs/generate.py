@@ -179,32 +179,19 @@ def leaderboard_page(out: Path) -> str:
     return "\n".join(parts)
 
 
-def learned_page(out: Path) -> str:
-    """The learned rows against iterated local search at their own budget."""
-    result = read_json(PLACEBENCH / "learned" / "versus.json")
-    columns = {
-        "placer": "placer",
-        "tier": "tier",
-        "regime": "regime",
-        "pairs": "pairs",
-        "ratio": "runtime ratio",
-        "interval": "95% CI",
-        "wins": "wins",
-        "losses": "losses",
-        "calls_per_case": "calls per case",
-        "seconds_per_case": "seconds per case",
-        "commit": "run's commit",
-    }
-    rows = [_shown(row) for row in result["rows"]]
+def paired_page(
+    title: str, intro: str, path: Path, columns: Mapping[str, str], named_by: tuple[str, str]
+) -> str:
+    """A page of paired rows (a benchmark's ``{"provenance", "rows"}`` file at ``path``): the
+    intro, the provenance of every row's run, the table and each row's verdict, named by the
+    two fields ``named_by``."""
+    result = read_json(path)
+    first, second = named_by
     return "\n".join(
         [
-            "# Learned placers against search",
+            f"# {title}",
             "",
-            "Each learned row's runtimes over those of iterated local search given the same "
-            "simulator calls per case, or the same seconds, every training call and second "
-            "counted once (below 1: the learned placements run faster), paired by case over the "
-            "seeds. Generated from `benchmarks/results/placebench-v1/learned/versus.json` "
-            "(`python benchmarks/bench_learned.py` writes it).",
+            intro,
             "",
             "## Provenance",
             "",
@@ -212,51 +199,66 @@ def learned_page(out: Path) -> str:
             "",
             "## Rows",
             "",
-            markdown_table(rows, columns),
+            markdown_table([_shown(row) for row in result["rows"]], columns),
             "",
-            *[f"- {row['tier']}, {row['regime']}: {row['verdict']}." for row in result["rows"]],
+            *[f"- {row[first]}, {row[second]}: {row['verdict']}." for row in result["rows"]],
             "",
         ]
     )
 
 
+#: The columns every paired table shows after its own.
+PAIRED_COLUMNS = {
+    "pairs": "pairs",
+    "ratio": "runtime ratio",
+    "interval": "95% CI",
+    "wins": "wins",
+    "losses": "losses",
+}
+
+
+def learned_page(out: Path) -> str:
+    """The learned rows against iterated local search at their own budget."""
+    columns = {
+        "placer": "placer",
+        "tier": "tier",
+        "regime": "regime",
+        **PAIRED_COLUMNS,
+        "calls_per_case": "calls per case",
+        "seconds_per_case": "seconds per case",
+        "commit": "run's commit",
+    }
+    intro = (
+        "Each learned row's runtimes over those of iterated local search given the same "
+        "simulator calls per case, or the same seconds, every training call and second counted "
+        "once (below 1: the learned placements run faster), paired by case over the seeds. "
+        "Generated from `benchmarks/results/placebench-v1/learned/versus.json` (`python "
+        "benchmarks/bench_learned.py` writes it)."
+    )
+    path = PLACEBENCH / "learned" / "versus.json"
+    return paired_page("Learned placers against search", intro, path, columns, ("tier", "regime"))
+
+
 def ablation_page(out: Path) -> str:
     """The faithful presets' ablation ladders."""
-    result = read_json(RESULTS / "ablation" / "ablation.json")
     columns = {
         "preset": "preset",
         "step": "step",
         "versus": "versus",
-        "pairs": "pairs",
-        "ratio": "runtime ratio",
-        "interval": "95% CI",
-        "wins": "wins",
-        "losses": "losses",
+        **PAIRED_COLUMNS,
         "p_value": "p",
         "commit": "run's commit",
     }
-    rows = [_shown(row) for row in result["rows"]]
-    return "\n".join(
-        [
-            "# Faithful presets and what each choice buys",
-            "",
-            "Each faithful preset (the paper's recipe as published) climbs to placerl's tuned "
-            "recipe one choice at a time; each step's runtimes over the step below it, paired by "
-            "case and seed (below 1: the step's placements run faster). Generated from "
-            "`benchmarks/results/ablation/ablation.json` (`python benchmarks/bench_ablation.py` "
-            "writes it).",
-            "",
-            "## Provenance",
-            "",
-            provenance_lines(_runs(result)),
-            "",
-            "## Steps",
-            "",
-            markdown_table(rows, columns),
-            "",
-            *[f"- {row['preset']}, {row['step']}: {row['verdict']}." for row in result["rows"]],
-            "",
-        ]
+    intro = (
+        "Each faithful preset (the paper's recipe as published) climbs to placerl's tuned "
+        "recipe one choice at a time; each step's runtimes over the step below it, paired by "
+        "case and seed (below 1: the step's placements run faster). Generated from "
+        "`benchmarks/results/ablation/ablation.json` (`python benchmarks/bench_ablation.py` "
+        "writes it)."
+    )
+    path = RESULTS / "ablation" / "ablation.json"
+    return paired_page(
+        "Faithful presets and what each choice buys", intro, path, columns, ("preset", "step")
     )
 
 
