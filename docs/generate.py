@@ -262,6 +262,57 @@ def ablation_page(out: Path) -> str:
     )
 
 
+#: The performance page's sections: the result file, its heading and what it measures.
+PERFORMANCE = (
+    (
+        "bench_sim.json",
+        "Simulator",
+        "Simulator speed: `evaluate` (a prepared cost model), `simulate` (one-shot) and the "
+        "pure-Python reference on the same random placements of layered graphs, best of repeated "
+        "rounds (`python benchmarks/bench_sim.py`).",
+    ),
+    (
+        "bench_env.json",
+        "Environments",
+        "Env steps per second of each env mode and objective, with a random policy "
+        "(`python benchmarks/bench_env.py`).",
+    ),
+    (
+        "bench_scale.json",
+        "Large graphs",
+        "Seconds to draw, load and place graphs of 10k to 100k nodes, and the placements' "
+        "runtimes (`python benchmarks/bench_scale.py`).",
+    ),
+)
+
+
+def performance_page(out: Path) -> str:
+    """The simulator's, the envs' and the placers' speed, one table per benchmark."""
+    parts = [
+        "# Performance",
+        "",
+        "Speed figures of placerl's hot paths. Each table is a benchmark's result file, "
+        "with the commit, date and machine that made it; machines are shared and differ "
+        "by up to 3x between runs, so compare rows of one table, not tables.",
+        "",
+    ]
+    for name, heading, what in PERFORMANCE:
+        result = read_json(RESULTS / name)
+        rows = result["rows"]
+        columns = {key: key for key in rows[0]} if rows else {}
+        parts += [
+            f"## {heading}",
+            "",
+            what,
+            "",
+            provenance_lines([result["provenance"]]),
+            "",
+            markdown_table(rows, columns),
+            "",
+        ]
+    return "\n".join(parts)
+
+
 def readme_excerpt() -> str:
     """The README's leaderboard excerpt: per tier of the test split, the best classic row
     (no training) and the best learned one, by score, with where the figures come from."""
@@ -344,6 +395,7 @@ PAGES: dict[str, Callable[[Path], str]] = {
     "leaderboard": leaderboard_page,
     "learned": learned_page,
     "ablation": ablation_page,
+    "performance": performance_page,
 }
 
 

@@ -19,6 +19,7 @@ page
 _generated/leaderboard
 _generated/learned
 _generated/ablation
+_generated/performance
 ```
 """
 
