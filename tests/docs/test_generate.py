@@ -7,7 +7,12 @@ import pytest
 
 def test_every_page_is_generated_from_the_committed_results(generate, tmp_path):
     written = generate.generate_pages(tmp_path)
-    assert [path.name for path in written] == ["leaderboard.md", "learned.md", "ablation.md", "performance.md"]
+    assert [path.name for path in written] == [
+        "leaderboard.md",
+        "learned.md",
+        "ablation.md",
+        "performance.md",
+    ]
     board = (tmp_path / "_generated" / "leaderboard.md").read_text()
     rows = json.loads((generate.PLACEBENCH / "LEADERBOARD.json").read_text())["rows"]
     assert all(f"## {tier}" in board for tier in {row["tier"] for row in rows})
