@@ -58,7 +58,8 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
 def paired_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     """Paired comparisons (:func:`placerl.comparison.compare_pairs` rows) as markdown:
     ``columns`` of each row, the ratio to 3 decimals with its ``interval``, a ``p_value`` to 2
-    significant digits, the other numbers to 4."""
+    significant digits, the ``commit`` of the run that made the row (:func:`merged_rows`), the
+    other numbers to 4."""
 
     def shown(row: dict[str, Any]) -> dict[str, Any]:
         text = {
@@ -66,6 +67,7 @@ def paired_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
         }
         text["ratio"] = f"{row['ratio']:.3f}"
         text["interval"] = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        text["commit"] = f"`{str((row.get('run') or {}).get('commit') or 'not recorded')[:12]}`"
         if "p_value" in row:
             text["p_value"] = f"{row['p_value']:.2g}"
         return {key: text[key] for key in columns}

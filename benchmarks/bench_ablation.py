@@ -39,7 +39,18 @@ from placerl.bench.run import run_cases, select_cases
 
 OUT = Path(__file__).resolve().parent / "results" / "ablation"
 #: The columns of ``ablation.md``.
-SHOWN = ("preset", "step", "versus", "pairs", "ratio", "interval", "wins", "losses", "p_value")
+SHOWN = (
+    "preset",
+    "step",
+    "versus",
+    "pairs",
+    "ratio",
+    "interval",
+    "wins",
+    "losses",
+    "p_value",
+    "commit",
+)
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
@@ -47,9 +58,11 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     verdicts = "\n".join(f"* {row['preset']}, {row['step']}: {row['verdict']}." for row in rows)
     return (
         f"# The ablation ladder on {args.suite} {args.tier} ({args.split})\n\n"
-        f"Seeds {', '.join(map(str, args.seeds))}; budget "
-        f"{' '.join(args.budget) or 'the recipes own'}. Each step over the one below it, "
-        "paired by case and seed (below 1: the step's placements run faster).\n\n"
+        f"The last run: seeds {', '.join(map(str, args.seeds))}; budget "
+        f"{' '.join(args.budget) or 'the recipes own'}. The table pools every run into this "
+        "folder, each row with the commit of its run (its records hold the rest). Each step "
+        "over the one below it, paired by case and seed (below 1: the step's placements run "
+        "faster).\n\n"
         f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
     )
 

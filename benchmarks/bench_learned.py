@@ -61,6 +61,7 @@ SHOWN = (
     "search_calls_per_case",
     "seconds_per_case",
     "search_seconds_per_case",
+    "commit",
 )
 
 
@@ -147,8 +148,9 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     verdicts = "\n".join(f"* {row['tier']}, {row['regime']}: {row['verdict']}." for row in rows)
     return (
         f"# Learned recipes against iterated local search on {args.suite} (test)\n\n"
-        f"Seeds {', '.join(map(str, args.seeds))}; budget "
-        f"{' '.join(args.budget) or 'the recipes own'}; learned per {args.learn_on}. "
+        f"The last run: seeds {', '.join(map(str, args.seeds))}; budget "
+        f"{' '.join(args.budget) or 'the recipes own'}; learned per {args.learn_on}. The "
+        "table pools every run into this folder, each row with the commit of its run. "
         "Each recipe's runtimes over the search's at the recipe's calls or seconds per "
         "case (every training call counted once), paired by case over the seeds "
         "(below 1: the recipe's placements run faster).\n\n"

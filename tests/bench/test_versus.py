@@ -177,3 +177,18 @@ def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(
     assert len(records) == 2 and all(r["training"]["simulator_calls"] == 100 for r in records)
     placing = sum(r["simulator_calls"] for r in records)
     assert rows[0]["calls_per_case"] == pytest.approx((100 + placing) / 2)
+
+
+def test_a_pooled_table_names_each_rows_run():
+    from tests.bench_modules import benchmark_module
+
+    row = {"placer": "a", "ratio": 0.9, "ci_low": 0.8, "ci_high": 1.0, "pairs": 8}
+    with benchmark_module("_common") as common:
+        table = common.paired_table(
+            [row | {"run": {"commit": "0123456789abcdef"}}, row],
+            ("placer", "ratio", "interval", "commit"),
+        )
+    assert table.splitlines()[2:] == [
+        "| a | 0.900 | [0.800, 1.000] | `0123456789ab` |",
+        "| a | 0.900 | [0.800, 1.000] | `not recorded` |",
+    ]
