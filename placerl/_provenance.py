@@ -16,6 +16,7 @@ import platform
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,15 @@ def machine() -> dict[str, Any]:
         "system": platform.platform(terse=True),
         "gpus": _gpus(),
     }
+
+
+def machine_label(machine: Any) -> str:
+    """A :func:`machine` record in a few words (``not recorded`` for anything else), as
+    reports and the docs show it: ``CPU model (N cores, GPUs or "no GPU")``."""
+    if not isinstance(machine, Mapping):
+        return "not recorded"
+    gpus = ", ".join(machine.get("gpus") or []) or "no GPU"
+    return f"{machine.get('cpu', '?')} ({machine.get('cores', '?')} cores, {gpus})"
 
 
 def _cpu_model() -> str:

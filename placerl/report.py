@@ -8,7 +8,8 @@ never pooled or paired, and are listed with what differs). Per graph group (a fa
 ``cifar10-s3`` in ``cifar10``), agent and variant, each traversal order faces a reference order
 on the same graphs and seeds (:mod:`placerl.comparison`): geometric-mean ratio with a bootstrap
 interval, wins, a Wilcoxon p-value or the reason it is missing, and a worded verdict. It writes
-``report.md``, ``runs.csv``, ``summary.csv``, ``orders.csv`` and plots with their intervals:
+``report.md``, ``runs.csv``, ``summary.csv``, ``orders.csv``, ``provenance.json`` (the commits,
+commands, machines and dates of the runs, and the report's own) and plots with their intervals:
 runtime per order per graph, speedup over the best baseline placer, learning curves (min-max
 over seeds) and the paired ratios. Failed and unfinished jobs are listed. An evaluation run
 (``placerl-eval``) has order ``none``, its placer spec as agent, and its bars labelled by it.
@@ -30,11 +31,14 @@ from typing import Any
 import numpy as np
 
 from placerl._options import check_out_dir
+from placerl._provenance import machine_label, provenance
 from placerl.comparison import compare_pairs, t_interval
 from placerl.errors import ConfigError
 from placerl.report_figures import NO_ORDER, report_figures
-from placerl.results import CHECKPOINT, flat_config, result_kind
+from placerl.results import CHECKPOINT, flat_config, result_kind, write_json
 
+#: What a run's provenance field reads when its result file predates provenance.
+NOT_RECORDED = "not recorded"
 KEYS = ["graph", "cluster", "objective", "order", "agent", "variant"]
 #: The order the others face unless ``--reference-order`` says otherwise.
 DEFAULT_REFERENCE_ORDER = "topo"
@@ -120,6 +124,7 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
         agent = f"{config['agent.algo']}_{config['agent.extractor']}"
         cluster, objective = config["cluster.spec"], config["env.objective"]
     rows, label, settings = [], variant(config), _settings(config)
+    made = result.get("provenance") or {}
     for g, outcome in enumerate(result["graphs"]):
         best = min(outcome["baselines"].values()) if outcome["baselines"] else np.nan
         rows.append(
@@ -142,6 +147,10 @@ def _rows(result: dict[str, Any], run: Path) -> list[dict[str, Any]]:
                 "steps": result["steps"],
                 "train_s": result["timings"].get("train", 0.0),
                 "curve": [(p["step"], 1e3 * p["runtimes"][g]) for p in result["curve"]],
+                "commit": made.get("git_revision") or NOT_RECORDED,
+                "date": made.get("date") or NOT_RECORDED,
+                "machine": machine_label(made.get("machine")),
+                "command": made.get("command") or NOT_RECORDED,
                 "best_curve": _best_curve(result, g),
             }
         )
@@ -455,7 +464,9 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(runs)
     orders = compare_orders(runs, reference_order)
-    runs.drop(columns="curve").to_csv(out / "runs.csv", index=False)
+    runs.drop(columns=["curve", "command"]).to_csv(out / "runs.csv", index=False)
+    made = run_provenance(runs)
+    write_json(out / "provenance.json", {"report": provenance(), "runs": made})
     summary.to_csv(out / "summary.csv", index=False)
     orders.to_csv(out / "orders.csv", index=False)
     figures = report_figures(runs, orders, out, metric_label=METRIC_LABELS[metric])
@@ -480,6 +491,7 @@ def write_report(
         *[f"![{name}]({name}.png)" for name in figures],
         "",
     ]
+    text += ["## Provenance", "", *provenance_bullets(made), ""]
     jobs = open_jobs(folders)
     sections = (
         ("Not compared: configs differ in more than the seed", not_compared(runs)),
@@ -493,6 +505,33 @@ def write_report(
     path = out / "report.md"
     path.write_text("\n".join(text))
     return path
+
+
+def run_provenance(runs: Any) -> list[dict[str, Any]]:
+    """Where the runs came from: one entry per commit, machine and command, with its runs
+    counted and its first and last dates (``not recorded`` for result files that predate
+    provenance)."""
+    groups = runs.drop_duplicates("run").groupby(["commit", "machine", "command"], sort=True)
+    return [
+        {
+            "commit": commit,
+            "machine": machine,
+            "command": command,
+            "runs": len(group),
+            "first_date": min(group["date"]),
+            "last_date": max(group["date"]),
+        }
+        for (commit, machine, command), group in groups
+    ]
+
+
+def provenance_bullets(made: list[dict[str, Any]]) -> list[str]:
+    """One bullet per :func:`run_provenance` entry."""
+    return [
+        f"- {entry['runs']} run(s) at commit `{entry['commit']}` on {entry['machine']}, "
+        f"{entry['first_date']} to {entry['last_date']}: `{entry['command']}`"
+        for entry in made
+    ]
 
 
 METRIC_LABELS = {"final": "greedy runtime (ms)", "best": "best runtime found (ms)"}

@@ -287,6 +287,36 @@ def test_report_writes_tables_and_plots(sweep, capsys):
     assert "Report, CSV tables and plots in" in capsys.readouterr().out
 
 
+def test_the_report_records_where_its_runs_came_from(sweep):
+    made = {
+        "git_revision": "abc123",
+        "date": "2026-12-01T10:00:00+00:00",
+        "command": "placerl-train -m seed=0,1",
+        "machine": {"cpu": "Some CPU", "cores": 2, "gpus": []},
+    }
+    for path in sorted((sweep / "sweep").rglob("result.json"))[:3]:
+        result = json.loads(path.read_text())
+        path.write_text(json.dumps(result | {"provenance": made}))
+    write_report([sweep / "sweep"], sweep / "report")
+    record = json.loads((sweep / "report" / "provenance.json").read_text())
+    assert {"git_revision", "command", "machine", "date"} <= set(record["report"])
+    recorded, unrecorded = sorted(record["runs"], key=lambda entry: entry["commit"])
+    assert recorded == {
+        "commit": "abc123",
+        "machine": "Some CPU (2 cores, no GPU)",
+        "command": "placerl-train -m seed=0,1",
+        "runs": 3,
+        "first_date": "2026-12-01T10:00:00+00:00",
+        "last_date": "2026-12-01T10:00:00+00:00",
+    }
+    assert unrecorded["commit"] == "not recorded" and unrecorded["runs"] == 9
+    text = (sweep / "report" / "report.md").read_text()
+    assert "## Provenance" in text
+    assert "- 3 run(s) at commit `abc123` on Some CPU (2 cores, no GPU)" in text
+    runs = (sweep / "report" / "runs.csv").read_text().splitlines()
+    assert "commit" in runs[0].split(",") and "command" not in runs[0].split(",")
+
+
 def test_missing_or_empty_folders_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no such folder: .*nowhere"):
         write_report([tmp_path / "nowhere"], tmp_path / "out")
