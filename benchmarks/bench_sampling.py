@@ -29,7 +29,8 @@ def measure(nodes: int, episodes: int) -> dict[str, object]:
     """Seconds for ``episodes`` sampled episodes both ways on a ``nodes``-node graph."""
     env = PlacementEnv(f"synthetic:layered?n={nodes}&seed=24", "placeto?n_devices=4")
     model = make_agent("maskable_ppo", env, "gnn", seed=0)
-    rollout(model, env, deterministic=False)  # warm up
+    rollout(model, env, deterministic=False)  # warm up both paths (numba compiles once)
+    sampled_rollouts(model, env, 2)
     start = time.perf_counter()
     for k in range(episodes):
         rollout(model, env, graph=0, deterministic=False, seed=k)
