@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from placerl._provenance import machine_label
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+STUDY = ROOT / "experiments" / "traversal_order_study"
 PLACEBENCH = RESULTS / "placebench-v1"
 #: The leaderboard's columns a page shows, with their headings.
 BOARD_COLUMNS = {
@@ -114,7 +118,8 @@ def provenance_lines(provenances: Iterable[Mapping[str, Any]]) -> str:
     for item in provenances:
         seen["commit"].add(str(item.get("git_revision") or "not recorded")[:12])
         seen["date"].add(str(item.get("date") or "not recorded")[:10])
-        seen["machine"].add(_machine(item.get("machine")))
+        machine = item.get("machine")
+        seen["machine"].add(machine if isinstance(machine, str) else machine_label(machine))
         if item.get("command"):
             seen["command"].add(str(item["command"]))
     lines = [
@@ -128,13 +133,6 @@ def provenance_lines(provenances: Iterable[Mapping[str, Any]]) -> str:
     else:
         lines.append(f"- commands: {len(commands)} distinct (each record names its own)")
     return "\n".join(lines)
-
-
-def _machine(machine: Any) -> str:
-    if not isinstance(machine, Mapping):
-        return "not recorded"
-    gpus = ", ".join(machine.get("gpus") or []) or "no GPU"
-    return f"{machine.get('cpu', '?')} ({machine.get('cores', '?')} cores, {gpus})"
 
 
 def record_provenances(folder: Path) -> list[dict[str, Any]]:
@@ -278,6 +276,21 @@ PERFORMANCE = (
         "(`python benchmarks/bench_env.py`).",
     ),
     (
+        "training_speed.json",
+        "Training",
+        "Env steps per second of MaskablePPO training, updates included, per extractor and "
+        "graph size, with the envs in process and in subprocesses, the share of time in PPO "
+        "updates, and the raw env's steps per second in the same run "
+        "(`python benchmarks/bench_training_speed.py`).",
+    ),
+    (
+        "sampling.json",
+        "Sampled episodes",
+        "`search=sample`'s episodes side by side in copies of the env (one batched forward pass "
+        "per step) against one after another, for a GNN policy "
+        "(`python benchmarks/bench_sampling.py`).",
+    ),
+    (
         "bench_scale.json",
         "Large graphs",
         "Seconds to draw, load and place graphs of 10k to 100k nodes, and the placements' "
@@ -313,6 +326,209 @@ def performance_page(out: Path) -> str:
     return "\n".join(parts)
 
 
+#: The order study's arms a page shows (``results/<arm>/`` of ``placerl-report``), each with
+#: what it asks.
+STUDY_ARMS = {
+    "refine": "The study's setting: Placeto's refine env, each episode from the best placement "
+    "so far, the GNN and the LSTM; each order's best placement found over topo's.",
+    "construct": "The nodes placed one by one in the order from an empty placement (GNN); each "
+    "order's best placement found over topo's.",
+    "learned": "DOPPLER's dual env: the policy picks the next node among the ready ones, so the "
+    "order is learned (GNN); the analyses below face it with the fixed orders.",
+}
+#: The columns of an arm's paired table (``orders.csv``).
+STUDY_COLUMNS = {
+    "group": "family",
+    "agent": "agent",
+    "order": "order",
+    "pairs": "pairs",
+    "ratio": "runtime over topo's",
+    "interval": "95% CI",
+    "wins": "wins",
+    "losses": "losses",
+    "p_value": "p",
+}
+
+
+def order_study_page(out: Path) -> str:
+    """The traversal-order study: per arm, its runs' provenance, the orders against topo and
+    the plots; then ``analyze.py``'s analyses. An arm whose report records no provenance is
+    named with the command that regenerates it, not shown."""
+    results = STUDY / "results"
+    parts = [
+        "# The traversal-order study",
+        "",
+        "Which graph traversal order should an RL device placer use, and by how much does it "
+        "matter? Wang et al. 2022 asked it with Placeto's code; placerl asks it again with "
+        "intervals and paired tests. The protocol (graphs, seeds, budgets, and where placerl "
+        "differs from the paper) is `experiments/traversal_order_study/README.md`; "
+        "`python experiments/traversal_order_study/run.py` regenerates every table and plot "
+        "below (one Hydra multirun per arm, `placerl-report --metric best`, then `analyze.py`). "
+        "Ratios: the geometric mean over graphs and seeds of an order's runtime over topo's on "
+        "the same graph and seed (below 1: faster), with a bootstrap 95% interval; the report "
+        "states a difference when the interval excludes 1 and the Wilcoxon signed-rank test "
+        "gives p < 0.05.",
+        "",
+    ]
+    missing = []
+    for arm, what in STUDY_ARMS.items():
+        folder = results / arm
+        if not (folder / "provenance.json").is_file():
+            missing.append(arm)
+            continue
+        parts += _study_arm(arm, what, folder, out)
+    analysis = results / "analysis.md"
+    if not missing and analysis.is_file():
+        parts += [_demoted(analysis.read_text()), ""]
+    parts += [
+        "The zoo and msr arms (`run.py --arms zoo,msr`) and the `improve` recipe per order "
+        "(`improve_orders.py`) are not on this page: their committed results predate "
+        "provenance (archived in `benchmarks/results/archive/order_study/`).",
+        "",
+    ]
+    if missing:
+        parts += [
+            "## Not shown",
+            "",
+            f"The committed results of the {', '.join(missing)} arm(s) predate provenance, "
+            "and so do the analyses that read them: `python experiments/traversal_order_study/"
+            f"run.py --arms {','.join(missing)}` regenerates them.",
+            "",
+        ]
+    return "\n".join(parts)
+
+
+def _study_arm(arm: str, what: str, folder: Path, out: Path) -> list[str]:
+    """One arm's section: what it asks, its provenance, its paired table and its plots."""
+    made = read_json(folder / "provenance.json")["runs"]
+    orders = _paired_rows(folder / "orders.csv")
+    runs = sum(entry["runs"] for entry in made)
+    first, last = min(e["first_date"] for e in made), max(e["last_date"] for e in made)
+    lines = [
+        f"## The {arm} arm",
+        "",
+        what,
+        "",
+        provenance_lines(_report_runs(made)),
+        f"- runs: {runs}, the first finished at `{first}`, the last at `{last}`",
+        "",
+    ]
+    if orders:
+        lines += [markdown_table(orders, STUDY_COLUMNS), "", *_stated(orders), ""]
+    for plot in ("order_ratios", "runtime_per_order", "learning_curves"):
+        path = folder / f"{plot}.png"
+        if path.is_file():
+            lines += [f"![{plot.replace('_', ' ')}, {arm} arm]({_relative(path, out)})", ""]
+    return lines
+
+
+def _stated(orders: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The differences a report states (its verdicts that are not "no difference"), one
+    bullet each."""
+    stated = [
+        f"- {row['group']}, {row['agent']}: {row['verdict']}."
+        for row in orders
+        if row.get("verdict") and not row["verdict"].startswith("no difference")
+    ]
+    return ["Differences the report states:", "", *stated] if stated else ["No difference stated."]
+
+
+def _paired_rows(path: Path) -> list[dict[str, Any]]:
+    """A report's ``orders.csv``: its ratios and p-values as numbers, its interval as text."""
+    import csv
+
+    with path.open(newline="") as rows:
+        orders = list(csv.DictReader(rows))
+    for row in orders:
+        low, high, ratio, p = (
+            float(row[key]) if row[key] else None
+            for key in ("ratio_ci95_low", "ratio_ci95_high", "ratio", "p_value")
+        )
+        row.update(ratio=ratio, p_value=p)
+        row["interval"] = f"[{low:.3f}, {high:.3f}]" if low is not None else ""
+    return orders
+
+
+def _report_runs(made: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A ``placerl-report`` provenance file's run groups as :func:`provenance_lines` reads
+    them: one item per group's first and last date."""
+    return [
+        {
+            "git_revision": e["commit"],
+            "date": date,
+            "machine": e["machine"],
+            "command": e["command"],
+        }
+        for e in made
+        for date in (e["first_date"], e["last_date"])
+    ]
+
+
+def _demoted(markdown: str) -> str:
+    """``markdown`` with each heading one level deeper (a page has one title)."""
+    return "\n".join(f"#{line}" if line.startswith("#") else line for line in markdown.splitlines())
+
+
+def datasets_page(out: Path) -> str:
+    """The bundled msr graphs (read from the shipped files) and the zoo's models at a glance
+    (``benchmarks/zoo_table.py``'s result files)."""
+    parts = [
+        "# Datasets at a glance",
+        "",
+        "## The msr graphs",
+        "",
+        "The seven graphs of Tarnawski et al.'s benchmark that ship with placerl, read from "
+        "`placerl/data/msr/` when the docs are built (times in the benchmark's own unit, so "
+        "its published optima carry over).",
+        "",
+        markdown_table(msr := _msr_rows(), {key: key for key in msr[0]}),
+        "",
+    ]
+    for name, what in (("zoo_table", "forward"), ("zoo_table_training", "training")):
+        path = RESULTS / f"{name}.json"
+        if what == "training" and not path.is_file():
+            continue
+        result = read_json(path)
+        rows = result["rows"]
+        parts += [
+            f"## The zoo's {what} graphs",
+            "",
+            f"Each model's {what} op graph at its default batch: nodes, edges, the sum of its "
+            "ops' roofline costs on the reference V100, parameters against the published "
+            "count, and the seconds of its first import and of a load from the cache "
+            f"(`python benchmarks/zoo_table.py{' --training' if what == 'training' else ''}`).",
+            "",
+            provenance_lines([result["provenance"]]),
+            "",
+            markdown_table(rows, {key: key for key in rows[0]}),
+            "",
+        ]
+    return "\n".join(parts)
+
+
+def _msr_rows() -> list[dict[str, Any]]:
+    """One row per bundled msr graph: its size, its machine and its total accelerator time."""
+    from placerl.errors import GraphError
+    from placerl.msr_format import msr_names, read_msr
+
+    rows = []
+    for name in msr_names():
+        _, data = read_msr(name, GraphError)
+        rows.append(
+            {
+                "name": f"`{name}`",
+                "nodes": len(data["nodes"]),
+                "edges": len(data["edges"]),
+                "accelerators": data["maxFPGAs"],
+                "CPUs": data["maxCPUs"],
+                "sum of accelerator latencies": round(
+                    sum(node.get("fpgaLatency", 0.0) for node in data["nodes"]), 2
+                ),
+            }
+        )
+    return rows
+
+
 def readme_excerpt() -> str:
     """The README's leaderboard excerpt: per tier of the test split, the best classic row
     (no training) and the best learned one, by score, with where the figures come from."""
@@ -324,16 +540,36 @@ def readme_excerpt() -> str:
             kind = [r for r in tested if _is_learned(r["placer"]) == learned]
             if kind:
                 rows.append(max(kind, key=lambda r: r.get("score_value") or 0))
-    rows = [row | {"placer": f"`{row['placer']}`"} for row in rows]
+    rows = [row | {"placer": f"`{short_spec(row['placer'])}`"} | _versus(row) for row in rows]
     return "\n".join(
         [
             markdown_table(rows, EXCERPT_COLUMNS),
             "",
             "Generated from `benchmarks/results/placebench-v1/LEADERBOARD.json`; "
             "score: the geometric mean over the cases of the best constructive "
-            "placer's runtime over the row's (above 1: faster).",
+            "placer's runtime over the row's (above 1: faster). A recipe's overrides are "
+            "shortened to `[…]`, limits meant as none to `∞`: the [leaderboard]"
+            "(benchmarks/results/placebench-v1/LEADERBOARD.md) has them whole.",
         ]
     )
+
+
+def short_spec(spec: str) -> str:
+    """``spec`` as the README's excerpt shows it: a recipe's bracketed overrides as ``[…]``,
+    and limits of a million or more (set to mean "no limit") as ``∞``."""
+    return re.sub(r"=\d{7,}\b", "=∞", re.sub(r"\[[^\]]*\]", "[…]", spec))
+
+
+def _versus(row: Mapping[str, Any]) -> dict[str, str]:
+    """A row's comparison with the strongest classic placer, its reference spec shortened."""
+    if not row.get("reference") or row.get("ratio") is None:
+        return {"vs_reference": row.get("vs_reference") or ""}
+    interval = (
+        f" [{row['ratio_low']:.3f}, {row['ratio_high']:.3f}]"
+        if row.get("ratio_low") is not None
+        else ""
+    )
+    return {"vs_reference": f"{row['ratio']:.3f}x{interval} vs `{short_spec(row['reference'])}`"}
 
 
 def _is_learned(placer: str) -> bool:
@@ -396,6 +632,8 @@ PAGES: dict[str, Callable[[Path], str]] = {
     "learned": learned_page,
     "ablation": ablation_page,
     "performance": performance_page,
+    "order_study": order_study_page,
+    "datasets": datasets_page,
 }
 
 

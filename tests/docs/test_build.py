@@ -10,26 +10,29 @@ import shutil
 import pytest
 from sphinx.cmd.build import build_main
 
-from tests.docs.conftest import DOCS
+from tests.docs.conftest import DOCS, docs_module
 
-INDEX = """# Test site
-
-```{toctree}
-page
-_generated/leaderboard
-_generated/learned
-_generated/ablation
-_generated/performance
-```
-"""
+INDEX = "\n".join(
+    [
+        "# Test site",
+        "",
+        "```{toctree}",
+        "page",
+        *(f"_generated/{name}" for name in docs_module("generate").PAGES),
+        "```",
+        "",
+    ]
+)
 
 
 def build(tmp_path, page: str) -> int:
     """Build a site of ``page`` and the generated pages in ``tmp_path/docs``; the results
-    they read are the repository's (``tmp_path/benchmarks`` links to them)."""
+    they read are the repository's (``tmp_path/benchmarks`` and ``tmp_path/experiments`` link
+    to them)."""
     source = tmp_path / "docs"
     source.mkdir()
-    (tmp_path / "benchmarks").symlink_to(DOCS.parent / "benchmarks")
+    for results in ("benchmarks", "experiments"):
+        (tmp_path / results).symlink_to(DOCS.parent / results)
     for name in ("conf.py", "generate.py", "docstrings.py"):
         shutil.copy(DOCS / name, source / name)
     (source / "index.md").write_text(INDEX)

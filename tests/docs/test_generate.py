@@ -12,6 +12,8 @@ def test_every_page_is_generated_from_the_committed_results(generate, tmp_path):
         "learned.md",
         "ablation.md",
         "performance.md",
+        "order_study.md",
+        "datasets.md",
     ]
     board = (tmp_path / "_generated" / "leaderboard.md").read_text()
     rows = json.loads((generate.PLACEBENCH / "LEADERBOARD.json").read_text())["rows"]
@@ -80,3 +82,72 @@ def test_a_readme_without_the_markers_is_refused(generate, tmp_path):
     (tmp_path / "README.md").write_text("# no markers\n")
     with pytest.raises(ValueError, match="lacks the markers"):
         generate.write_readme_excerpt(tmp_path / "README.md")
+
+
+def _study_arm(folder, commit):
+    """A study arm's report files: its runs' provenance and one paired row."""
+    folder.mkdir(parents=True)
+    runs = [
+        {
+            "commit": commit,
+            "machine": "Some CPU (2 cores, no GPU)",
+            "command": "placerl-train -m order=topo,bfs",
+            "runs": 4,
+            "first_date": "2026-12-01T10:00:00+00:00",
+            "last_date": "2026-12-02T11:00:00+00:00",
+        }
+    ]
+    (folder / "provenance.json").write_text(json.dumps({"report": {}, "runs": runs}))
+    (folder / "orders.csv").write_text(
+        "group,agent,order,pairs,ratio,ratio_ci95_low,ratio_ci95_high,wins,losses,p_value,verdict\n"
+        "cifar10-n100,maskable_ppo_gnn,bfs,10,1.5,1.2,1.8,0,10,0.002,bfs is slower\n"
+        "cifar10-n100,maskable_ppo_gnn,dfs,10,1.0,0.9,1.1,5,5,0.9,no difference between\n"
+    )
+
+
+def test_the_order_study_page_shows_the_arms_that_record_provenance(
+    generate, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(generate, "STUDY", tmp_path / "study")
+    _study_arm(tmp_path / "study" / "results" / "refine", "abc1234567890")
+    page = generate.order_study_page(tmp_path / "_generated")
+    assert "## The refine arm" in page
+    assert "- commits: `abc123456789`" in page
+    assert "- dates: `2026-12-01`, `2026-12-02`" in page
+    assert "- runs: 4, the first finished at `2026-12-01T10:00:00+00:00`" in page
+    assert "| cifar10-n100 | maskable_ppo_gnn | bfs | 10 | 1.5 | [1.200, 1.800] |" in page
+    assert "- cifar10-n100, maskable_ppo_gnn: bfs is slower." in page
+    assert "no difference between" not in page
+    assert "## The construct arm" not in page
+    assert "predate provenance" in page and "--arms construct,learned" in page
+
+
+def test_the_order_study_page_includes_the_analyses_once_every_arm_is_there(
+    generate, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(generate, "STUDY", tmp_path / "study")
+    results = tmp_path / "study" / "results"
+    for arm in generate.STUDY_ARMS:
+        _study_arm(results / arm, "abc1234567890")
+    (results / "analysis.md").write_text("# The analyses\n\n## A table\n\n| a |\n|---|\n| 1 |\n")
+    page = generate.order_study_page(tmp_path / "_generated")
+    assert "\n## The analyses\n" in page and "\n### A table\n" in page
+    assert "Not shown" not in page
+
+
+@pytest.mark.parametrize(
+    ("spec", "shown"),
+    [
+        ("heft", "heft"),
+        (
+            "recipe:improve[total_steps=0,env.init='best_of?placers=heft']?search=local",
+            "recipe:improve[…]?search=local",
+        ),
+        (
+            "local_search?restarts=1000000&max_evaluations=100000&time_limit=8.8",
+            "local_search?restarts=∞&max_evaluations=100000&time_limit=8.8",
+        ),
+    ],
+)
+def test_the_readme_excerpt_shortens_overrides_and_unlimited_limits(generate, spec, shown):
+    assert generate.short_spec(spec) == shown

@@ -389,7 +389,7 @@ def test_improve_orders_runs_the_benchmark_only_for_missing_orders(tmp_path, mon
 def test_the_analyses_regenerate_from_the_committed_tables(tmp_path, monkeypatch):
     import shutil
 
-    for arm in ("refine", "construct", "learned", "zoo"):  # the reports' runs.csv, no run folders
+    for arm in ("refine", "construct", "learned"):  # the reports' runs.csv, no run folders
         shutil.copytree(STUDY / "results" / arm, tmp_path / arm)
     # The searches against the learned order take a minute: tested on their own below.
     monkeypatch.setattr(analyze, "learned_against_search", lambda learned: [])
