@@ -547,17 +547,26 @@ def readme_excerpt() -> str:
             "",
             "Generated from `benchmarks/results/placebench-v1/LEADERBOARD.json`; "
             "score: the geometric mean over the cases of the best constructive "
-            "placer's runtime over the row's (above 1: faster). A recipe's overrides are "
+            "placer's runtime over the row's (above 1: faster). A recipe's long overrides are "
             "shortened to `[…]`, limits meant as none to `∞`: the [leaderboard]"
             "(benchmarks/results/placebench-v1/LEADERBOARD.md) has them whole.",
         ]
     )
 
 
+#: A recipe's bracketed overrides longer than this are shortened in the README's excerpt.
+SHORT_OVERRIDES = 64
+
+
 def short_spec(spec: str) -> str:
-    """``spec`` as the README's excerpt shows it: a recipe's bracketed overrides as ``[…]``,
-    and limits of a million or more (set to mean "no limit") as ``∞``."""
-    return re.sub(r"=\d{7,}\b", "=∞", re.sub(r"\[[^\]]*\]", "[…]", spec))
+    """``spec`` as the README's excerpt shows it: a recipe's bracketed overrides longer than
+    :data:`SHORT_OVERRIDES` characters as ``[…]``, and limits of a million or more (set to
+    mean "no limit") as ``∞``."""
+
+    def overrides(match: re.Match[str]) -> str:
+        return match[0] if len(match[0]) - 2 <= SHORT_OVERRIDES else "[…]"
+
+    return re.sub(r"=\d{7,}\b", "=∞", re.sub(r"\[[^\]]*\]", overrides, spec))
 
 
 def _versus(row: Mapping[str, Any]) -> dict[str, str]:

@@ -140,8 +140,13 @@ def test_the_order_study_page_includes_the_analyses_once_every_arm_is_there(
     [
         ("heft", "heft"),
         (
-            "recipe:improve[total_steps=0,env.init='best_of?placers=heft']?search=local",
+            "recipe:improve[total_steps=0,env.init='best_of?placers=heft,m_etf,m_sct',"
+            "env.reference='best_of?placers=heft']?search=local",
             "recipe:improve[…]?search=local",
+        ),
+        (
+            "recipe:scratch[learn_on=case,total_steps=20000]",
+            "recipe:scratch[learn_on=case,total_steps=20000]",
         ),
         (
             "local_search?restarts=1000000&max_evaluations=100000&time_limit=8.8",
