@@ -9,10 +9,11 @@ never pooled or paired, and are listed with what differs). Per graph group (a fa
 on the same graphs and seeds (:mod:`placerl.comparison`): geometric-mean ratio with a bootstrap
 interval, wins, a Wilcoxon p-value or the reason it is missing, and a worded verdict. It writes
 ``report.md``, ``runs.csv``, ``summary.csv``, ``orders.csv``, ``provenance.json`` (the commits,
-commands, machines and dates of the runs, and the report's own) and plots with their intervals:
-runtime per order per graph, speedup over the best baseline placer, learning curves (min-max
-over seeds) and the paired ratios. Failed and unfinished jobs are listed. An evaluation run
-(``placerl-eval``) has order ``none``, its placer spec as agent, and its bars labelled by it.
+commands, machines and dates of the runs, and the report's own provenance and config) and
+plots with their intervals: runtime per order per graph, speedup over the best baseline
+placer, learning curves (min-max over seeds) and the paired ratios. Failed and unfinished jobs
+are listed. An evaluation run (``placerl-eval``) has order ``none``, its placer spec as agent,
+and its bars labelled by it.
 """
 
 from __future__ import annotations
@@ -466,7 +467,10 @@ def write_report(
     orders = compare_orders(runs, reference_order)
     runs.drop(columns=["curve", "command"]).to_csv(out / "runs.csv", index=False)
     made = run_provenance(runs)
-    write_json(out / "provenance.json", {"report": provenance(), "runs": made})
+    config = {"folders": [str(f) for f in folders], "metric": metric, "reference": reference_order}
+    write_json(
+        out / "provenance.json", {"provenance": provenance(), "config": config, "runs": made}
+    )
     summary.to_csv(out / "summary.csv", index=False)
     orders.to_csv(out / "orders.csv", index=False)
     figures = report_figures(runs, orders, out, metric_label=METRIC_LABELS[metric])

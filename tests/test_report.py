@@ -299,7 +299,12 @@ def test_the_report_records_where_its_runs_came_from(sweep):
         path.write_text(json.dumps(result | {"provenance": made}))
     write_report([sweep / "sweep"], sweep / "report")
     record = json.loads((sweep / "report" / "provenance.json").read_text())
-    assert {"git_revision", "command", "machine", "date"} <= set(record["report"])
+    assert {"git_revision", "command", "machine", "date"} <= set(record["provenance"])
+    assert record["config"] == {
+        "folders": [str(sweep / "sweep")],
+        "metric": "final",
+        "reference": "topo",
+    }
     recorded, unrecorded = sorted(record["runs"], key=lambda entry: entry["commit"])
     assert recorded == {
         "commit": "abc123",

@@ -97,7 +97,9 @@ def _study_arm(folder, commit):
             "last_date": "2026-12-02T11:00:00+00:00",
         }
     ]
-    (folder / "provenance.json").write_text(json.dumps({"report": {}, "runs": runs}))
+    (folder / "provenance.json").write_text(
+        json.dumps({"provenance": {}, "config": {}, "runs": runs})
+    )
     (folder / "orders.csv").write_text(
         "group,agent,order,pairs,ratio,ratio_ci95_low,ratio_ci95_high,wins,losses,p_value,verdict\n"
         "cifar10-n100,maskable_ppo_gnn,bfs,10,1.5,1.2,1.8,0,10,0.002,bfs is slower\n"
