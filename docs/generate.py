@@ -326,6 +326,89 @@ def performance_page(out: Path) -> str:
     return "\n".join(parts)
 
 
+#: The columns of the shipped policies' table, read from each card, with their headings.
+CARD_COLUMNS = {
+    "name": "policy",
+    "family": "family",
+    "label": "recipe",
+    "nodes": "largest test graph (nodes)",
+    "cases": "test cases",
+    "vs_constructive": "runtime over the best constructive [95% CI]",
+    "place_s": "seconds to place (median)",
+    "training_calls": "training calls",
+    "training_s": "training seconds",
+}
+#: The columns of ``pretrained_sizes.json`` the page shows.
+SIZES_COLUMNS = {
+    "policy": "policy",
+    "trained_nodes": "trained on (nodes)",
+    "nodes": "placed (nodes)",
+    "graphs": "graphs",
+    "vs_constructive": "runtime over the best constructive",
+    "interval": "95% CI",
+    "wins": "wins",
+    "losses": "losses",
+    "place_s_median": "seconds to place (median)",
+    "place_s_max": "(max)",
+}
+
+
+def pretrained_page(out: Path) -> str:
+    """The policies that ship with the package: each card's row, and the policies on graphs
+    of other sizes than they trained on (``benchmarks/bench_pretrained_sizes.py``)."""
+    from placerl.agents.pretrained import load_card, shipped
+
+    cards = [load_card(name) for name in shipped()]
+    sizes = read_json(RESULTS / "pretrained_sizes.json")
+    return "\n".join(
+        [
+            "# Shipped policies",
+            "",
+            "The trained policies in `placerl/data/pretrained`, placed zero-shot with "
+            '`place("policy", graph, cluster, pretrained=name)`, greedy. Each runtime is '
+            "paired with the best constructive placer's (HEFT, m-ETF, m-SCT) on the same "
+            "graph: the ratio is their geometric mean (below 1: the policy's placements run "
+            "faster). Generated from the cards beside the policies (`python "
+            "benchmarks/train_pretrained.py` writes them) and from "
+            "`benchmarks/results/pretrained_sizes.json`.",
+            "",
+            "## Provenance",
+            "",
+            provenance_lines([card["provenance"] for card in cards] + [sizes["provenance"]]),
+            "",
+            "## On their family's test graphs",
+            "",
+            markdown_table([_card_row(card) for card in cards], CARD_COLUMNS),
+            "",
+            "## On graphs of other sizes",
+            "",
+            "Each family's test seeds drawn at other node counts than the policy trained on, "
+            "seconds per placement once the file is loaded "
+            f"(`{sizes['provenance'].get('command', 'bench_pretrained_sizes.py')}`).",
+            "",
+            markdown_table([_shown(row) for row in sizes["rows"]], SIZES_COLUMNS),
+            "",
+        ]
+    )
+
+
+def _card_row(card: Mapping[str, Any]) -> dict[str, Any]:
+    """A shipped policy's row: its card's leaderboard figures on its family's test cases."""
+    board, training = card["leaderboard"], card["training"]
+    low, high = 1 / board["ci_high"], 1 / board["ci_low"]  # the card's score is its inverse
+    return {
+        "name": card["name"],
+        "family": card["family"],
+        "label": f"`{card['label']}`",
+        "nodes": card["place_s"]["max_nodes"],
+        "cases": board["cases"],
+        "vs_constructive": f"{board['vs_constructive']:.3f} [{low:.3f}, {high:.3f}]",
+        "place_s": card["place_s"]["median"],
+        "training_calls": training["simulator_calls"],
+        "training_s": round(training["wall_s"]),
+    }
+
+
 #: The order study's arms a page shows (``results/<arm>/`` of ``placerl-report``), each with
 #: what it asks.
 STUDY_ARMS = {
@@ -643,6 +726,7 @@ PAGES: dict[str, Callable[[Path], str]] = {
     "performance": performance_page,
     "order_study": order_study_page,
     "datasets": datasets_page,
+    "pretrained": pretrained_page,
 }
 
 

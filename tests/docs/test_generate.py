@@ -14,6 +14,7 @@ def test_every_page_is_generated_from_the_committed_results(generate, tmp_path):
         "performance.md",
         "order_study.md",
         "datasets.md",
+        "pretrained.md",
     ]
     board = (tmp_path / "_generated" / "leaderboard.md").read_text()
     rows = json.loads((generate.PLACEBENCH / "LEADERBOARD.json").read_text())["rows"]
@@ -22,6 +23,20 @@ def test_every_page_is_generated_from_the_committed_results(generate, tmp_path):
     for row in rows:
         if row["split"] == "test":
             assert f"| {row['placer'].replace('|', chr(92) + '|')} | {row['cases']} |" in board
+
+
+def test_the_pretrained_page_shows_each_card_and_each_size(generate, tmp_path):
+    from placerl.agents.pretrained import load_card, shipped
+
+    page = generate.pretrained_page(tmp_path)
+    for name in shipped():
+        card = load_card(name)
+        ratio = f"{card['leaderboard']['vs_constructive']:.3f} ["
+        assert f"| {name} | {card['family']} | `recipe:" in page and ratio in page
+    sizes = json.loads((generate.RESULTS / "pretrained_sizes.json").read_text())
+    for row in sizes["rows"]:
+        assert f"| {row['policy']} | {row['trained_nodes']} | {row['nodes']} |" in page
+    assert "- commits: `" in page
 
 
 def test_a_table_escapes_pipes_and_rounds_floats(generate):
