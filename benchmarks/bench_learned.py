@@ -51,6 +51,7 @@ VERSUS_KIND = "placebench-versus"
 SHOWN = (
     "placer",
     "tier",
+    "family",
     "regime",
     "pairs",
     "ratio",
@@ -98,7 +99,7 @@ def run_tier(
             search=options,
         )
         print(f"{label} seed {seed} on {tier}: {len(cases)} cases", flush=True)
-    return matched(args, learned, label, tier, out)
+    return matched(args, learned, label, tier, out, by_family=args.learn_on == "family")
 
 
 def run_pretrained_tier(
@@ -126,26 +127,62 @@ def run_pretrained_tier(
 
 
 def matched(
-    args: argparse.Namespace, learned: list[dict[str, Any]], label: str, tier: str, out: Path
+    args: argparse.Namespace,
+    learned: list[dict[str, Any]],
+    label: str,
+    tier: str,
+    out: Path,
+    by_family: bool = False,
 ) -> list[dict[str, Any]]:
     """Iterated local search on ``tier`` at the learned records' calls and seconds per case,
-    and the paired rows of the learned records against each."""
+    and the paired rows of the learned records against each; ``by_family`` (a recipe trained
+    per family) on a tier of several families, also each family's records against the search
+    at that family's own budget."""
+    found = searches(args, learned, f"{label}-{{regime}}", tier, out)
+    rows = versus_rows(learned, found, args.family or "all")
+    _, cases = select_cases(args.suite, tier, "test", args.family)
+    families = sorted({case.family for case in cases})
+    if not by_family or len(families) < 2:
+        return rows
+    family_of = {case.name: case.family for case in cases}
+    for family in families:
+        mine = [r for r in learned if family_of.get(r["case"]) == family]
+        if mine:
+            folder = f"{label}-{{regime}}-{family.rpartition('/')[2]}"
+            found = searches(args, mine, folder, tier, out, family=family)
+            rows += versus_rows(mine, found, family)
+    return rows
+
+
+def searches(
+    args: argparse.Namespace,
+    learned: list[dict[str, Any]],
+    folder: str,
+    tier: str,
+    out: Path,
+    family: str | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Iterated local search on ``tier`` (or one ``family`` of it) at the calls and at the
+    seconds per case of the ``learned`` records, into ``out/search/<folder>/<tier>``
+    (``{regime}`` in ``folder`` is ``calls`` or ``seconds``)."""
     budget = budget_per_case(learned)
-    searches = {}
+    found = {}
     for regime, spec in (
         ("calls", search_at_calls(budget["calls"])),
         ("seconds", search_at_seconds(budget["seconds"])),
     ):
-        folder = out / "search" / folder_name(f"{label}-{regime}") / tier
-        searches[regime] = run_cases(
-            args.suite, tier, "test", spec, folder, family=args.family, progress=False
+        where = out / "search" / folder_name(folder.replace("{regime}", regime)) / tier
+        found[regime] = run_cases(
+            args.suite, tier, "test", spec, where, family=family or args.family, progress=False
         )
-    return versus_rows(learned, searches)
+    return found
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     """``versus.md``: what ran, the paired table and each row's verdict."""
-    verdicts = "\n".join(f"* {row['tier']}, {row['regime']}: {row['verdict']}." for row in rows)
+    verdicts = "\n".join(
+        f"* {row['tier']}{_family(row)}, {row['regime']}: {row['verdict']}." for row in rows
+    )
     return (
         f"# Learned recipes against iterated local search on {args.suite} (test)\n\n"
         f"The last run: seeds {', '.join(map(str, args.seeds))}; budget "
@@ -156,6 +193,12 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "(below 1: the recipe's placements run faster).\n\n"
         f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
     )
+
+
+def _family(row: dict[str, Any]) -> str:
+    """`` (<family>)`` for a row of one family, nothing for a whole tier's."""
+    family = row.get("family", "all")
+    return "" if family == "all" else f" ({family})"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -209,7 +252,7 @@ def main(argv: list[str] | None = None) -> None:
         for tier in args.tiers
         for row in run_pretrained_tier(args, name, search, tier, out)
     ]
-    rows = merged_rows(out / "versus.json", rows, ("placer", "tier", "regime"))
+    rows = merged_rows(out / "versus.json", rows, ("placer", "tier", "family", "regime"))
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
     path = write_results(
         "versus", rows, out, config=args, markdown=report(rows, args), extra={"kind": VERSUS_KIND}

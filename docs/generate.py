@@ -178,13 +178,12 @@ def leaderboard_page(out: Path) -> str:
 
 
 def paired_page(
-    title: str, intro: str, path: Path, columns: Mapping[str, str], named_by: tuple[str, str]
+    title: str, intro: str, path: Path, columns: Mapping[str, str], named_by: tuple[str, ...]
 ) -> str:
     """A page of paired rows (a benchmark's ``{"provenance", "rows"}`` file at ``path``): the
     intro, the provenance of every row's run, the table and each row's verdict, named by the
-    two fields ``named_by``."""
+    fields ``named_by`` (one left out where a row lacks it)."""
     result = read_json(path)
-    first, second = named_by
     return "\n".join(
         [
             f"# {title}",
@@ -199,10 +198,15 @@ def paired_page(
             "",
             markdown_table([_shown(row) for row in result["rows"]], columns),
             "",
-            *[f"- {row[first]}, {row[second]}: {row['verdict']}." for row in result["rows"]],
+            *[f"- {_named(row, named_by)}: {row['verdict']}." for row in result["rows"]],
             "",
         ]
     )
+
+
+def _named(row: Mapping[str, Any], fields: Sequence[str]) -> str:
+    """A paired row's name: its ``fields`` that it has (and that are not ``all``)."""
+    return ", ".join(str(row[f]) for f in fields if row.get(f) not in (None, "all"))
 
 
 #: The columns every paired table shows after its own.
@@ -220,6 +224,7 @@ def learned_page(out: Path) -> str:
     columns = {
         "placer": "placer",
         "tier": "tier",
+        "family": "family",
         "regime": "regime",
         **PAIRED_COLUMNS,
         "calls_per_case": "calls per case",
@@ -234,7 +239,8 @@ def learned_page(out: Path) -> str:
         "benchmarks/bench_learned.py` writes it)."
     )
     path = PLACEBENCH / "learned" / "versus.json"
-    return paired_page("Learned placers against search", intro, path, columns, ("tier", "regime"))
+    named_by = ("tier", "family", "regime")
+    return paired_page("Learned placers against search", intro, path, columns, named_by)
 
 
 def ablation_page(out: Path) -> str:

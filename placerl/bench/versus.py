@@ -6,9 +6,12 @@ over the cases it placed, that is what iterated local search gets per case, once
 (:func:`search_at_calls`) and once in seconds (:func:`search_at_seconds`); :func:`versus_rows`
 pairs the recipe's runtimes with the search's case by case (every seed of the recipe against
 the search's one run), with the ratio's bootstrap interval
-(:func:`placerl.comparison.compare_pairs`). The search's budget is what it may spend after
-best_of's construction (about ten calls per case on the tiny tier, which the learned recipes
-that start from best_of spend too); each row shows what both sides really spent.
+(:func:`placerl.comparison.compare_pairs`). A tier of several families is compared as a
+whole and family by family, each family's search at that family's own budget per case (a
+family whose training cost more gets a longer search). The search's budget is what it may
+spend after best_of's construction (about ten calls per case on the tiny tier, which the
+learned recipes that start from best_of spend too); each row shows what both sides really
+spent.
 """
 
 from __future__ import annotations
@@ -54,11 +57,14 @@ def search_at_seconds(seconds: float) -> str:
 
 
 def versus_rows(
-    learned: Sequence[Mapping[str, Any]], searches: Mapping[str, Sequence[Mapping[str, Any]]]
+    learned: Sequence[Mapping[str, Any]],
+    searches: Mapping[str, Sequence[Mapping[str, Any]]],
+    family: str = "all",
 ) -> list[dict[str, Any]]:
     """One row per regime of ``searches`` (``{"calls": records, "seconds": records}``): the
     learned runtimes over the search's, paired by case (below 1: the learned placer is
-    faster), with the interval, wins and losses and the budget each side spent per case."""
+    faster), with the interval, wins and losses and the budget each side spent per case.
+    ``family`` names the cases ``learned`` holds: one family's, or ``all`` of its tier."""
     from placerl.comparison import compare_pairs
 
     mine = budget_per_case(learned)
@@ -76,6 +82,7 @@ def versus_rows(
             {
                 "placer": learned[0]["placer"],
                 "tier": learned[0]["tier"],
+                "family": family,
                 "regime": f"equal {regime}",
                 "search": records[0]["placer"] if records else "",
                 "pairs": result.pairs,

@@ -112,10 +112,50 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
     assert calls["search_calls_per_case"] <= math.ceil(calls["calls_per_case"]) + best_of
     board = (tmp_path / "LEADERBOARD.md").read_text()
     assert "recipe:scratch[learn_on=case,total_steps=16" in board and "local_search" in board
-    assert "| tiny | equal seconds | 2 |" in (tmp_path / "versus.md").read_text()
+    assert "| tiny | tiny/chain-n12 | equal seconds | 2 |" in (tmp_path / "versus.md").read_text()
     from placerl.bench.leaderboard import leaderboard
 
     assert len(leaderboard([tmp_path])) == 3  # versus.json beside the records is no record
+
+
+def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkeypatch):
+    """A recipe trained per family on a tier of several: the tier's row, then one row per
+    family whose search got that family's calls and seconds per case."""
+    asked = {}
+
+    def run_cases(suite, tier, split, spec, where, family=None, progress=True):
+        asked[(family, "calls" if "max_evaluations=1000000000" not in spec else "seconds")] = spec
+        cases = ("chain-n12-s8", "chain-n12-s9", "chain-n24-s8", "chain-n24-s9")
+        chosen = [c for c in cases if family is None or c.startswith(family[5:])]
+        found = {"placer": spec, "runtime": 1.0, "feasible": True, "error": None}
+        return [{**found, "case": f"tiny/{c}", "simulator_calls": 5, "wall_s": 0.1} for c in chosen]
+
+    monkeypatch.setattr(script, "run_cases", run_cases)
+    learned = [
+        {**_record(f"tiny/{c}", 0.9, 0, c[:9]), "tier": "tiny"}
+        for c in ("chain-n12-s8", "chain-n12-s9", "chain-n24-s8", "chain-n24-s9")
+    ]
+    learned[2]["training"] = learned[3]["training"] = {
+        "id": "chain-n24",
+        "simulator_calls": 100,
+        "wall_s": 3.0,
+    }
+    args = script.argparse.Namespace(suite="placebench-v1", family=None)
+    rows = script.matched(args, learned, "recipe:x", "tiny", tmp_path, by_family=True)
+    assert [(r["family"], r["regime"], r["pairs"]) for r in rows] == [
+        ("all", "equal calls", 4),
+        ("all", "equal seconds", 4),
+        ("tiny/chain-n12", "equal calls", 2),
+        ("tiny/chain-n12", "equal seconds", 2),
+        ("tiny/chain-n24", "equal calls", 2),
+        ("tiny/chain-n24", "equal seconds", 2),
+    ]
+    assert "max_evaluations=510&" in asked[("tiny/chain-n12", "calls")]  # (1000 + 2 * 10) / 2
+    assert "max_evaluations=60&" in asked[("tiny/chain-n24", "calls")]  # (100 + 2 * 10) / 2
+    assert "time_limit=15.5" in asked[("tiny/chain-n12", "seconds")]  # (30 + 2 * 0.5) / 2
+    assert "max_evaluations=285&" in asked[(None, "calls")]  # (1000 + 100 + 4 * 10) / 4
+    assert all(r["ratio"] == pytest.approx(0.9) for r in rows)
+    assert len(script.matched(args, learned, "recipe:x", "tiny", tmp_path)) == 2  # per case
 
 
 def test_a_search_at_inference_is_the_policy_placers_options(script):
