@@ -93,6 +93,25 @@ def test_the_readme_excerpt_is_what_the_leaderboard_gives(generate):
     assert "| tiny |" in excerpt and "`recipe:" in excerpt
 
 
+def test_the_readme_excerpt_leaves_out_rows_over_part_of_a_tier(generate, monkeypatch):
+    """A search matched to one family's budget scores that family only: never a tier's best."""
+
+    def row(placer, cases, seeds, score):
+        named = {"tier": "t", "split": "test", "placer": placer}
+        return named | {"cases": cases, "seeds": seeds, "score_value": score}
+
+    rows = [
+        row("heft", 4, 1, 1.0),
+        row("local_search?one_family=1", 2, 1, 1.5),
+        row("recipe:a", 12, 3, 1.1),
+        row("recipe:b", 6, 3, 1.4),
+    ]
+    monkeypatch.setattr(generate, "read_json", lambda path: {"rows": rows})
+    excerpt = generate.readme_excerpt()
+    assert "`heft`" in excerpt and "`recipe:a`" in excerpt
+    assert "one_family" not in excerpt and "recipe:b" not in excerpt
+
+
 def test_a_readme_without_the_markers_is_refused(generate, tmp_path):
     (tmp_path / "README.md").write_text("# no markers\n")
     with pytest.raises(ValueError, match="lacks the markers"):
