@@ -76,16 +76,21 @@ def paired_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def merged_rows(
-    path: str | Path, rows: Sequence[dict[str, Any]], key: Sequence[str]
+    path: str | Path,
+    rows: Sequence[dict[str, Any]],
+    key: Sequence[str],
+    defaults: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """``rows`` after the rows of the result file at ``path`` (if any) that they do not
     replace, a row replacing one with the same ``key`` fields: runs into one folder pool.
     Each of ``rows`` gets the ``run`` that made it (commit, date, command; a row of an
-    earlier run keeps its own), since the file's provenance is its last run's."""
+    earlier run keeps its own), since the file's provenance is its last run's. ``defaults``
+    fills fields that earlier rows were written without."""
     try:
         earlier = json.loads(Path(path).read_text())["rows"]
     except (OSError, ValueError, KeyError, TypeError):
         earlier = []
+    earlier = [{**(defaults or {}), **row} for row in earlier]
     here = provenance()
     run = {
         "commit": here.get("git_revision"),

@@ -11,8 +11,10 @@ same cases twice: at equal simulator calls and at equal seconds
   and the committed classic rows (``--classic``), each against the strongest classic placer
   within its budget;
 * ``versus.md`` and ``versus.json``: each recipe over iterated local search per tier and
-  regime, paired by case over the seeds, with the interval (the rows of earlier runs into
-  the folder kept, unless this run replaces them).
+  regime, paired by case (each case's seeds as their geometric mean), with the interval
+  (the rows of earlier runs into the folder kept, unless this run replaces them); a recipe
+  trained per family on a tier of several also family by family, each family's search at
+  that family's own budget per case.
 
 Finished trainings and records are read back, so an interrupted run resumes.
 ``--pretrained`` places the tiers with a shipped policy instead (trained once, for its own
@@ -39,10 +41,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import merged_rows, paired_table, write_results
 from bench_placebench import folder_name
 
+from placerl.bench.case import Case
 from placerl.bench.leaderboard import write_leaderboard
 from placerl.bench.recipe import recipe_label, run_recipe
 from placerl.bench.run import run_case, run_cases, select_cases
-from placerl.bench.versus import budget_per_case, search_at_calls, search_at_seconds, versus_rows
+from placerl.bench.versus import (
+    FAMILY_SEARCHES,
+    budget_per_case,
+    search_at_calls,
+    search_at_seconds,
+    versus_rows,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "placebench-v1"
 #: Marks ``versus.json`` as no record: the leaderboard of the folder skips it.
@@ -99,7 +108,7 @@ def run_tier(
             search=options,
         )
         print(f"{label} seed {seed} on {tier}: {len(cases)} cases", flush=True)
-    return matched(args, learned, label, tier, out, by_family=args.learn_on == "family")
+    return matched(args, learned, label, cases, by_family=args.learn_on == "family")
 
 
 def run_pretrained_tier(
@@ -123,24 +132,22 @@ def run_pretrained_tier(
         for case in cases
     ]
     print(f"{label} on {tier}: {len(cases)} cases", flush=True)
-    return matched(args, learned, label, tier, out)
+    return matched(args, learned, label, cases)
 
 
 def matched(
     args: argparse.Namespace,
     learned: list[dict[str, Any]],
     label: str,
-    tier: str,
-    out: Path,
+    cases: list[Case],
     by_family: bool = False,
 ) -> list[dict[str, Any]]:
-    """Iterated local search on ``tier`` at the learned records' calls and seconds per case,
-    and the paired rows of the learned records against each; ``by_family`` (a recipe trained
-    per family) on a tier of several families, also each family's records against the search
-    at that family's own budget."""
-    found = searches(args, learned, f"{label}-{{regime}}", tier, out)
-    rows = versus_rows(learned, found, args.family or "all")
-    _, cases = select_cases(args.suite, tier, "test", args.family)
+    """Iterated local search on ``cases`` (one tier's) at the learned records' calls and
+    seconds per case, and the paired rows of the learned records against each; with
+    ``by_family`` (a recipe trained per family) on a tier of several families, also each
+    family's records against the search at that family's own budget (a family whose
+    training cost more gets a longer search)."""
+    rows = versus_rows(learned, searches(args, learned, label, cases), args.family or "all")
     families = sorted({case.family for case in cases})
     if not by_family or len(families) < 2:
         return rows
@@ -148,32 +155,40 @@ def matched(
     for family in families:
         mine = [r for r in learned if family_of.get(r["case"]) == family]
         if mine:
-            folder = f"{label}-{{regime}}-{family.rpartition('/')[2]}"
-            found = searches(args, mine, folder, tier, out, family=family)
-            rows += versus_rows(mine, found, family)
+            rows += versus_rows(mine, searches(args, mine, label, cases, family), family)
     return rows
 
 
 def searches(
     args: argparse.Namespace,
     learned: list[dict[str, Any]],
-    folder: str,
-    tier: str,
-    out: Path,
+    label: str,
+    cases: list[Case],
     family: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Iterated local search on ``tier`` (or one ``family`` of it) at the calls and at the
-    seconds per case of the ``learned`` records, into ``out/search/<folder>/<tier>``
-    (``{regime}`` in ``folder`` is ``calls`` or ``seconds``)."""
+    """Iterated local search on the tier of ``cases`` (or one ``family`` of it) at the calls
+    and at the seconds per case of the ``learned`` records: ``{"calls": records, "seconds":
+    records}``, in ``<out>/search/<label>-<regime>[-<family>]/<tier>``, one family's under
+    :data:`~placerl.bench.versus.FAMILY_SEARCHES` (no leaderboard row: part of a tier)."""
     budget = budget_per_case(learned)
+    tier, out = cases[0].tier, Path(args.out) / "search"
+    only = family or args.family
+    if family:
+        out = out / FAMILY_SEARCHES
     found = {}
     for regime, spec in (
         ("calls", search_at_calls(budget["calls"])),
         ("seconds", search_at_seconds(budget["seconds"])),
     ):
-        where = out / "search" / folder_name(folder.replace("{regime}", regime)) / tier
+        name = f"{label}-{regime}" + (f"-{only.rpartition('/')[2]}" if only else "")
         found[regime] = run_cases(
-            args.suite, tier, "test", spec, where, family=family or args.family, progress=False
+            args.suite,
+            tier,
+            "test",
+            spec,
+            out / folder_name(name) / tier,
+            family=only,
+            progress=False,
         )
     return found
 
@@ -252,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
         for tier in args.tiers
         for row in run_pretrained_tier(args, name, search, tier, out)
     ]
-    rows = merged_rows(out / "versus.json", rows, ("placer", "tier", "family", "regime"))
+    key = ("placer", "tier", "family", "regime")
+    rows = merged_rows(out / "versus.json", rows, key, defaults={"family": "all"})
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
     path = write_results(
         "versus", rows, out, config=args, markdown=report(rows, args), extra={"kind": VERSUS_KIND}

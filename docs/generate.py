@@ -228,13 +228,18 @@ def learned_page(out: Path) -> str:
         "regime": "regime",
         **PAIRED_COLUMNS,
         "calls_per_case": "calls per case",
+        "search_calls_per_case": "search's calls per case",
         "seconds_per_case": "seconds per case",
+        "search_seconds_per_case": "search's seconds per case",
         "commit": "run's commit",
     }
     intro = (
         "Each learned row's runtimes over those of iterated local search given the same "
         "simulator calls per case, or the same seconds, every training call and second counted "
-        "once (below 1: the learned placements run faster), paired by case over the seeds. "
+        "once (below 1: the learned placements run faster), paired by case (each case's "
+        "seeds as their geometric mean). The search's budget starts after best_of's "
+        "construction, so it can spend more than the row it is matched to: both columns show "
+        "what each side spent. "
         "Generated from `benchmarks/results/placebench-v1/learned/versus.json` (`python "
         "benchmarks/bench_learned.py` writes it)."
     )
@@ -350,10 +355,12 @@ SIZES_COLUMNS = {
     "trained_nodes": "trained on (nodes)",
     "nodes": "placed (nodes)",
     "graphs": "graphs",
+    "unpaired": "unpaired",
     "vs_constructive": "runtime over the best constructive",
     "interval": "95% CI",
     "wins": "wins",
     "losses": "losses",
+    "calls_median": "simulations per placement (median)",
     "place_s_median": "seconds to place (median)",
     "place_s_max": "(max)",
 }
@@ -374,8 +381,12 @@ def pretrained_page(out: Path) -> str:
             '`place("policy", graph, cluster, pretrained=name)`, greedy. Each runtime is '
             "paired with the best constructive placer's (HEFT, m-ETF, m-SCT) on the same "
             "graph: the ratio is their geometric mean (below 1: the policy's placements run "
-            "faster). Generated from the cards beside the policies (`python "
-            "benchmarks/train_pretrained.py` writes them) and from "
+            "faster). Each policy refines `best_of`'s placement (for the cell families, the "
+            "best constructive placement itself) and keeps only the moves that make it faster, "
+            "each move it tries one simulation: it never ends slower than its start, so the "
+            "ratio is what its passes gained. The policies were cloned from a one-step oracle "
+            "(`total_steps=0`), not trained by RL. Generated from the cards beside the "
+            "policies (`python benchmarks/train_pretrained.py` writes them) and from "
             "`benchmarks/results/pretrained_sizes.json`.",
             "",
             "## Provenance",
@@ -388,8 +399,9 @@ def pretrained_page(out: Path) -> str:
             "",
             "## On graphs of other sizes",
             "",
-            "Each family's test seeds drawn at other node counts than the policy trained on, "
-            "seconds per placement once the file is loaded "
+            "Each family's test seeds drawn at other node counts than the policy trained on "
+            "(`unpaired`: graphs where a placement does not fit), seconds per placement once "
+            "the file is loaded "
             f"(`{sizes['provenance'].get('command', 'bench_pretrained_sizes.py')}`).",
             "",
             markdown_table([_shown(row) for row in sizes["rows"]], SIZES_COLUMNS),
@@ -620,14 +632,14 @@ def _msr_rows() -> list[dict[str, Any]]:
 
 def readme_excerpt() -> str:
     """The README's leaderboard excerpt: per tier of the test split, the best classic row
-    (no training) and the best learned one, by score, among the rows over every test case
-    of the tier (a search matched to one family's budget scores that family only), with
-    where the figures come from."""
+    (no training) and the best learned one, by score, among the rows over the most cases of
+    the tier (a row over one family's cases never stands for the tier), with where the
+    figures come from."""
     board = read_json(PLACEBENCH / "LEADERBOARD.json")
     rows = []
     for tier in sorted({row["tier"] for row in board["rows"]}):
         tested = [r for r in board["rows"] if r["tier"] == tier and r["split"] == "test"]
-        whole = max(_distinct_cases(r) for r in tested)
+        whole = max((_distinct_cases(r) for r in tested), default=0)
         tested = [r for r in tested if _distinct_cases(r) == whole]
         for learned in (False, True):
             kind = [r for r in tested if _is_learned(r["placer"]) == learned]

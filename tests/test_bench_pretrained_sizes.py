@@ -25,3 +25,11 @@ def test_a_row_pairs_every_test_seed_with_the_best_constructive_placer(bench):
     assert row["ci_low"] <= row["vs_constructive"] <= row["ci_high"]
     assert row["wins"] + row["losses"] <= 8 and row["place_s_median"] <= row["place_s_max"]
     assert set(row["best_constructive"].split(",")) <= {"heft", "m_etf", "m_sct"}
+    assert row["unpaired"] == 0 and row["calls_median"] > 0  # each move tried is simulated
+
+
+def test_a_graph_without_a_fitting_reference_is_left_unpaired(bench, monkeypatch):
+    monkeypatch.setattr(bench, "best_constructive", lambda graph, cluster, objective: None)
+    row = bench.measure("layered", 24)
+    assert (row["unpaired"], row["wins"], row["losses"]) == (8, 0, 0)
+    assert row["vs_constructive"] != row["vs_constructive"]  # nan: nothing to pair

@@ -31,6 +31,7 @@ from typing import Any
 
 from placerl.bench.run import RECORD_FIELDS, TRAINING_DIR
 from placerl.bench.scores import CaseScore, geometric_mean_score
+from placerl.bench.versus import FAMILY_SEARCHES
 from placerl.errors import ConfigError
 from placerl.results import write_json
 
@@ -77,8 +78,10 @@ SHOWN = (
 
 def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, Any]]]:
     """Every record under ``folders`` with its file: each ``*.json`` but placerl's
-    ``result.json``, the files of a recipe's training and any JSON with a ``kind`` (a
-    leaderboard's own, a benchmark's results beside the records: a record has none).
+    ``result.json``, the files of a recipe's training, the searches matched to one family's
+    budget (:data:`~placerl.bench.versus.FAMILY_SEARCHES`: part of a tier each) and any
+    JSON with a ``kind`` (a leaderboard's own, a benchmark's results beside the records: a
+    record has none).
 
     Raises:
         FileNotFoundError: A folder does not exist, or none holds a record.
@@ -92,7 +95,8 @@ def load_records(folders: Sequence[str | Path]) -> list[tuple[Path, dict[str, An
             raise FileNotFoundError(f"{root} is not a folder")
         for path in sorted(root.rglob("*.json")):
             inside = path.relative_to(root).parts[:-1]
-            if path.name == "result.json" or TRAINING_DIR in inside or path.resolve() in seen:
+            skipped = TRAINING_DIR in inside or FAMILY_SEARCHES in inside
+            if path.name == "result.json" or skipped or path.resolve() in seen:
                 continue  # a file under two of the folders is read once
             seen.add(path.resolve())
             try:

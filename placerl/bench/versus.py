@@ -4,14 +4,13 @@ RL's budget is every simulator call and second it spent: each training once (its
 evaluations, validation, rollback checks, warm start) and the placing of every case. Spread
 over the cases it placed, that is what iterated local search gets per case, once in calls
 (:func:`search_at_calls`) and once in seconds (:func:`search_at_seconds`); :func:`versus_rows`
-pairs the recipe's runtimes with the search's case by case (every seed of the recipe against
-the search's one run), with the ratio's bootstrap interval
-(:func:`placerl.comparison.compare_pairs`). A tier of several families is compared as a
-whole and family by family, each family's search at that family's own budget per case (a
-family whose training cost more gets a longer search). The search's budget is what it may
-spend after best_of's construction (about ten calls per case on the tiny tier, which the
-learned recipes that start from best_of spend too); each row shows what both sides really
-spent.
+pairs the recipe's runtimes with the search's case by case (the recipe's seeds of a case as
+their geometric mean against the search's one run), with the ratio's bootstrap interval
+(:func:`placerl.comparison.compare_pairs`); a row names the ``family`` whose cases it
+pairs, or ``all``. The search's budget is what it may spend after best_of's construction
+(about ten calls per case on the tiny tier, which the learned recipes that start from
+best_of spend too; seconds more where best_of runs its DP): each row shows what both sides
+really spent.
 """
 
 from __future__ import annotations
@@ -20,6 +19,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+#: The folder (under a benchmark's output) of the searches matched to one family's budget:
+#: each scores part of a tier, so the leaderboard reads none of them as a row.
+FAMILY_SEARCHES = "family_searches"
 #: Iterated local search from best_of, kicked until its budget is spent.
 SEARCH = "local_search?init=best_of&restarts=1000000"
 #: A bound no matched budget reaches: the other limit is the one that stops the search.
@@ -63,19 +65,17 @@ def versus_rows(
 ) -> list[dict[str, Any]]:
     """One row per regime of ``searches`` (``{"calls": records, "seconds": records}``): the
     learned runtimes over the search's, paired by case (below 1: the learned placer is
-    faster), with the interval, wins and losses and the budget each side spent per case.
+    faster; each case's seeds as their geometric mean, :func:`case_runtimes`), with the
+    interval, wins and losses over the cases and the budget each side spent per case.
     ``family`` names the cases ``learned`` holds: one family's, or ``all`` of its tier."""
     from placerl.comparison import compare_pairs
 
     mine = budget_per_case(learned)
+    per_case = case_runtimes(learned)
     rows = []
     for regime, records in searches.items():
         theirs = {r["case"]: float(r["runtime"]) for r in records if _placed(r)}
-        pairs = [
-            (float(r["runtime"]), theirs[r["case"]])
-            for r in learned
-            if _placed(r) and r["case"] in theirs
-        ]
+        pairs = [(runtime, theirs[case]) for case, runtime in per_case.items() if case in theirs]
         result = compare_pairs(*zip(*pairs, strict=True)) if pairs else compare_pairs([], [])
         spent = budget_per_case(records) if records else {"calls": math.nan, "seconds": math.nan}
         rows.append(
@@ -99,6 +99,17 @@ def versus_rows(
             }
         )
     return rows
+
+
+def case_runtimes(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Each case's runtime over the seeds that placed it: their geometric mean. The seeds of
+    one case share its graph, so they are one pair, not several (counted apart they would
+    narrow the interval and the test as if each seed were another graph)."""
+    logs: dict[str, list[float]] = {}
+    for record in records:
+        if _placed(record):
+            logs.setdefault(record["case"], []).append(math.log(float(record["runtime"])))
+    return {case: math.exp(sum(values) / len(values)) for case, values in logs.items()}
 
 
 def _placed(record: Mapping[str, Any]) -> bool:

@@ -74,6 +74,15 @@ def test_records_of_two_suites_never_pool(runs, tmp_path):
         leaderboard([tmp_path])
 
 
+def test_a_search_matched_to_one_family_is_no_row(runs, tmp_path):
+    """Searches at one family's budget (bench_learned's) score part of a tier: not read."""
+    from placerl.bench.versus import FAMILY_SEARCHES
+
+    shutil.copytree(runs / "heft", tmp_path / "search" / FAMILY_SEARCHES / "ils-chain" / "tiny")
+    shutil.copytree(runs / "ls", tmp_path / "ls")
+    assert list(leaderboard([tmp_path])["placer"]) == ["local_search?max_evaluations=20"]
+
+
 def test_the_cli_prints_the_table_and_refuses_an_empty_folder(runs, tmp_path, capsys):
     assert main([str(runs / "heft")]) == 0
     printed = capsys.readouterr().out

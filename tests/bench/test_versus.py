@@ -45,12 +45,14 @@ def test_the_searches_stop_at_the_matched_budget_and_are_valid_specs():
         assert parse_placer(spec)[1]["init"] == "best_of"
 
 
-def test_every_seed_pairs_with_the_search_on_its_case():
+def test_the_seeds_of_a_case_pair_once_as_their_geometric_mean():
+    """Seeds share their case's graph: one pair per case, not one per seed."""
     learned = [
         _record("a", 1.0, 0, "s0"),
         _record("b", 2.0, 0, "s0"),
-        _record("a", 0.5, 1, "s1"),
+        _record("a", 0.25, 1, "s1"),
         _record("b", 2.0, 1, "s1"),
+        {**_record("c", 9.0, 1, "s1"), "feasible": False},  # no pair from a misfit
     ]
     search = [
         {
@@ -62,14 +64,13 @@ def test_every_seed_pairs_with_the_search_on_its_case():
             "simulator_calls": 260,
             "wall_s": 3.0,
         }
-        for c in "ab"
+        for c in "abc"
     ]
     (row,) = versus_rows(learned, {"calls": search})
-    assert (row["regime"], row["pairs"], row["wins"], row["losses"]) == ("equal calls", 4, 1, 2)
-    assert row["ratio"] == pytest.approx(
-        math.exp((0 + math.log(2) + math.log(0.5) + math.log(2)) / 4)
-    )
-    assert row["search_calls_per_case"] == 260 and row["calls_per_case"] > 500
+    assert (row["regime"], row["pairs"], row["wins"], row["losses"]) == ("equal calls", 2, 1, 1)
+    assert (row["family"], row["ratio"]) == ("all", pytest.approx(1.0))  # sqrt(0.25) * 2
+    assert row["search_calls_per_case"] == 260
+    assert row["calls_per_case"] == pytest.approx((2 * 1000 + 5 * 10) / 5)  # every record
     json.dumps(row)  # a result file holds it
 
 
@@ -120,11 +121,16 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
 
 def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkeypatch):
     """A recipe trained per family on a tier of several: the tier's row, then one row per
-    family whose search got that family's calls and seconds per case."""
+    family whose search got that family's calls and seconds per case, in a folder the
+    leaderboard does not read."""
+    from placerl.bench.run import select_cases
+    from placerl.bench.versus import FAMILY_SEARCHES
+
     asked = {}
 
     def run_cases(suite, tier, split, spec, where, family=None, progress=True):
-        asked[(family, "calls" if "max_evaluations=1000000000" not in spec else "seconds")] = spec
+        regime = "seconds" if "max_evaluations=1000000000" in spec else "calls"
+        asked[(family, regime)] = (spec, where.relative_to(tmp_path))
         cases = ("chain-n12-s8", "chain-n12-s9", "chain-n24-s8", "chain-n24-s9")
         chosen = [c for c in cases if family is None or c.startswith(family[5:])]
         found = {"placer": spec, "runtime": 1.0, "feasible": True, "error": None}
@@ -140,8 +146,9 @@ def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkey
         "simulator_calls": 100,
         "wall_s": 3.0,
     }
-    args = script.argparse.Namespace(suite="placebench-v1", family=None)
-    rows = script.matched(args, learned, "recipe:x", "tiny", tmp_path, by_family=True)
+    _, cases = select_cases("placebench-v1", "tiny", "test")
+    args = script.argparse.Namespace(suite="placebench-v1", family=None, out=str(tmp_path))
+    rows = script.matched(args, learned, "recipe:x", cases, by_family=True)
     assert [(r["family"], r["regime"], r["pairs"]) for r in rows] == [
         ("all", "equal calls", 4),
         ("all", "equal seconds", 4),
@@ -150,12 +157,16 @@ def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkey
         ("tiny/chain-n24", "equal calls", 2),
         ("tiny/chain-n24", "equal seconds", 2),
     ]
-    assert "max_evaluations=510&" in asked[("tiny/chain-n12", "calls")]  # (1000 + 2 * 10) / 2
-    assert "max_evaluations=60&" in asked[("tiny/chain-n24", "calls")]  # (100 + 2 * 10) / 2
-    assert "time_limit=15.5" in asked[("tiny/chain-n12", "seconds")]  # (30 + 2 * 0.5) / 2
-    assert "max_evaluations=285&" in asked[(None, "calls")]  # (1000 + 100 + 4 * 10) / 4
+    spec, where = asked[("tiny/chain-n12", "calls")]
+    assert "max_evaluations=510&" in spec  # (1000 + 2 * 10) / 2
+    assert where.parts[:2] == ("search", FAMILY_SEARCHES) and where.parts[-1] == "tiny"
+    assert where.parts[2].endswith("calls_chain_n12")
+    assert "max_evaluations=60&" in asked[("tiny/chain-n24", "calls")][0]  # (100 + 2 * 10) / 2
+    assert "time_limit=15.5" in asked[("tiny/chain-n12", "seconds")][0]  # (30 + 2 * 0.5) / 2
+    spec, where = asked[(None, "calls")]
+    assert "max_evaluations=285&" in spec and FAMILY_SEARCHES not in where.parts
     assert all(r["ratio"] == pytest.approx(0.9) for r in rows)
-    assert len(script.matched(args, learned, "recipe:x", "tiny", tmp_path)) == 2  # per case
+    assert len(script.matched(args, learned, "recipe:x", cases)) == 2  # learned per case
 
 
 def test_a_search_at_inference_is_the_policy_placers_options(script):
@@ -182,6 +193,14 @@ def test_a_later_run_keeps_the_rows_it_does_not_replace(tmp_path):
         assert merged[1]["run"]["command"] and merged[1]["run"]["date"]
         kept = {**new[0], "run": {"commit": "abc", "date": "d", "command": "c"}}
         assert common.merged_rows(tmp_path / "none.json", [kept], key) == [kept]
+        # a field added since: the earlier rows get its default, and the new row replaces
+        later = [{**new[0], "family": "all", "ratio": 4.0}]
+        wider = ("placer", "tier", "family", "regime")
+        merged = common.merged_rows(path, later, wider, defaults={"family": "all"})
+        assert [(row["placer"], row["family"], row["ratio"]) for row in merged] == [
+            ("a", "all", 1.0),
+            ("b", "all", 4.0),
+        ]
 
 
 def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(
