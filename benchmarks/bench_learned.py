@@ -43,7 +43,7 @@ from bench_placebench import folder_name
 
 from placerl.bench.case import Case
 from placerl.bench.leaderboard import write_leaderboard
-from placerl.bench.recipe import recipe_label, run_recipe
+from placerl.bench.recipe import finished_record, recipe_label, run_recipe
 from placerl.bench.run import run_case, run_cases, select_cases
 from placerl.bench.versus import (
     FAMILY_SEARCHES,
@@ -126,7 +126,8 @@ def run_pretrained_tier(
     training = card["training"] | {"seed": card["seed"]}
     folder = out / folder_name(label) / tier
     learned = [
-        run_case(
+        finished_record(folder, case, label, card["seed"])
+        or run_case(
             case, "policy", folder, suite=suite.id, label=label, training=training, options=options
         )
         for case in cases

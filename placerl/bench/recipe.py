@@ -261,7 +261,7 @@ def _run_per_case(
     force: bool,
 ) -> list[dict[str, Any]]:
     """``learn_on="case"``: each case's record, read back or trained and scored."""
-    done = {} if force else {c.name: _scored_record(out, c, label, seed) for c in cases}
+    done = {} if force else {c.name: finished_record(out, c, label, seed) for c in cases}
     return [
         done.get(c.name) or _run_on_case(suite, c, recipe, overrides, seed, out, label)
         for c in cases
@@ -333,14 +333,17 @@ def _run_on_case(
     )
 
 
-def _scored_record(out: Path, case: Case, label: str, seed: int) -> dict[str, Any] | None:
-    """The finished record of ``case`` by ``label`` at ``seed`` in ``out``, if there."""
+def finished_record(
+    out: str | Path, case: Case, label: str, seed: int | None
+) -> dict[str, Any] | None:
+    """The finished record of ``case`` by ``label`` at ``seed`` in ``out``, if there (what a
+    resumed run reads back instead of placing the case again)."""
     records: dict[str, dict[str, Any]] = {}
     return records[case.name] if _scored(out, case, label, seed, records) else None
 
 
 def _scored(
-    out: Path, case: Case, label: str, seed: int, records: dict[str, dict[str, Any]]
+    out: str | Path, case: Case, label: str, seed: int | None, records: dict[str, dict[str, Any]]
 ) -> bool:
     """Whether ``out`` holds a finished record of ``case`` by ``label`` at ``seed`` (kept in
     ``records``)."""

@@ -213,20 +213,19 @@ def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(
     card = pretrained.load_card("layered")
     card["training"] |= {"simulator_calls": 100, "wall_s": 0.2}
     monkeypatch.setattr(pretrained, "load_card", lambda name: card)
-    script.main(
-        [
-            "--recipes",
-            "--pretrained",
-            "layered",
-            "--tiers",
-            "tiny",
-            "--family",
-            "tiny/chain-n12",
-            "--classic",
-            "--out",
-            str(tmp_path),
-        ]
-    )
+    argv = [
+        "--recipes",
+        "--pretrained",
+        "layered",
+        "--tiers",
+        "tiny",
+        "--family",
+        "tiny/chain-n12",
+        "--classic",
+        "--out",
+        str(tmp_path),
+    ]
+    script.main(argv)
     rows = json.loads((tmp_path / "versus.json").read_text())["rows"]
     assert [(r["placer"], r["regime"], r["pairs"]) for r in rows] == [
         ("policy?pretrained=layered", "equal calls", 2),
@@ -236,6 +235,9 @@ def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(
     assert len(records) == 2 and all(r["training"]["simulator_calls"] == 100 for r in records)
     placing = sum(r["simulator_calls"] for r in records)
     assert rows[0]["calls_per_case"] == pytest.approx((100 + placing) / 2)
+    script.main(argv)  # a second run reads the records back: same budget, same searches
+    again = [json.loads(p.read_text()) for p in tmp_path.glob("policy_pretrained_layered/*/*")]
+    assert sorted(r["wall_s"] for r in again) == sorted(r["wall_s"] for r in records)
 
 
 def test_a_pooled_table_names_each_rows_run():
