@@ -3,7 +3,7 @@
 Each shipped policy (``placerl/data/pretrained``) trained on its family's graphs of one size
 (80 nodes for ``layered``, about 300 to 400 for the cell families). This places its family's
 test graphs (the card's generator seeds) drawn at other node counts with the shipped file,
-greedy, through :func:`placerl.baselines.place`, and pairs each runtime with the best
+greedy, through :func:`placerl.baselines.solve`, and pairs each runtime with the best
 constructive placer's on the same graph (:func:`placerl.bench.scores.best_constructive`:
 HEFT, m-ETF, m-SCT). The policy's file is loaded and numba compiled by one placement of the
 first graph before any is timed. The shipped policies refine ``best_of``'s placement (for
@@ -32,19 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 
-from placerl._spec import split_spec
 from placerl.agents.pretrained import load_card, shipped
-from placerl.baselines import place
+from placerl.baselines import solve
 from placerl.bench.run import count_evaluations
 from placerl.bench.scores import best_constructive
 from placerl.comparison import compare_pairs
 from placerl.graph import load_graph
-from placerl.sim import simulate
+from placerl.graph.loaders import parse_spec
 
 
 def resized(spec: str, nodes: int) -> str:
     """A synthetic graph spec with its node count set to ``nodes`` (seed and options kept)."""
-    scheme, body, options = split_spec(spec, what="graph spec")
+    scheme, body, options = parse_spec(spec)
     query = "&".join(f"{k}={v}" for k, v in {**options, "n": nodes}.items())
     return f"{scheme}:{body}?{query}"
 
@@ -56,15 +55,14 @@ def measure(name: str, nodes: int) -> dict[str, object]:
     card = load_card(name)
     cluster, objective = card["cluster"], card["objective"]
     graphs = [load_graph(resized(case["graph"], nodes)) for case in card["test"]]
-    place("policy", graphs[0], cluster, objective, pretrained=name)  # loads and compiles once
+    solve("policy", graphs[0], cluster, objective, pretrained=name)  # loads and compiles once
     pairs, seconds, calls, placers = [], [], [], set()
     for graph in graphs:
         start = time.perf_counter()
         with count_evaluations() as counted:
-            placement = place("policy", graph, cluster, objective, pretrained=name)
+            result = solve("policy", graph, cluster, objective, pretrained=name)
         seconds.append(time.perf_counter() - start)
-        calls.append(counted.calls - 1)  # place's own check of the placement is not the policy's
-        result = simulate(graph, placement, cluster, objective)
+        calls.append(counted.calls - 1)  # solve's own check of the placement is not the policy's
         best = best_constructive(graph, cluster, objective)
         if result.feasible and best is not None and best.feasible:
             pairs.append((result.runtime, best.runtime))

@@ -105,11 +105,13 @@ def case_runtimes(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Each case's runtime over the seeds that placed it: their geometric mean. The seeds of
     one case share its graph, so they are one pair, not several (counted apart they would
     narrow the interval and the test as if each seed were another graph)."""
-    logs: dict[str, list[float]] = {}
+    from placerl.comparison import geometric_mean
+
+    runtimes: dict[str, list[float]] = {}
     for record in records:
         if _placed(record):
-            logs.setdefault(record["case"], []).append(math.log(float(record["runtime"])))
-    return {case: math.exp(sum(values) / len(values)) for case, values in logs.items()}
+            runtimes.setdefault(record["case"], []).append(float(record["runtime"]))
+    return {case: geometric_mean(values) for case, values in runtimes.items()}
 
 
 def _placed(record: Mapping[str, Any]) -> bool:
