@@ -25,6 +25,8 @@ family): its card's training is counted once over the cases it places here.
     python benchmarks/bench_learned.py --recipes improve --tiers devices --searches greedy local
     python benchmarks/bench_learned.py --recipes scratch --tiers tiny --learn-on case \\
         --budget total_steps=20000
+    python benchmarks/bench_learned.py --recipes excursions --tiers tiny --learn-on case \\
+        --seeds 0 1 --budget total_steps=100000 env.kick=4 --train-only &  # and 2 3 4 ...
     python benchmarks/bench_learned.py --recipes --pretrained cifar10 --tiers models \\
         --searches greedy local
 """
@@ -91,7 +93,7 @@ def run_tier(
     args: argparse.Namespace, recipe: str, search: str, tier: str, out: Path
 ) -> list[dict[str, Any]]:
     """The recipe's records on ``tier`` over the seeds (placed with ``search``), the two
-    matched searches, and their paired rows."""
+    matched searches, and their paired rows (none with ``--train-only``)."""
     suite, cases = select_cases(args.suite, tier, "test", args.family)
     options = search_options(search)
     label = recipe_label(recipe, args.budget, args.learn_on, options)
@@ -108,6 +110,8 @@ def run_tier(
             search=options,
         )
         print(f"{label} seed {seed} on {tier}: {len(cases)} cases", flush=True)
+    if args.train_only:
+        return []
     return matched(args, learned, label, cases, by_family=args.learn_on == "family")
 
 
@@ -252,6 +256,12 @@ def main(argv: list[str] | None = None) -> None:
         help="folders of classic records for the leaderboard",
     )
     parser.add_argument("--out", default=str(RESULTS / "learned"))
+    parser.add_argument(
+        "--train-only",
+        action="store_true",
+        help="train and place the recipes' cases, nothing else: processes given other "
+        "--seeds share the work, and a last run without it reads theirs back",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     rows = [
@@ -261,6 +271,8 @@ def main(argv: list[str] | None = None) -> None:
         for tier in args.tiers
         for row in run_tier(args, recipe, search, tier, out)
     ]
+    if args.train_only:
+        return
     rows += [
         row
         for name in args.pretrained

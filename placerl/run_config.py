@@ -109,6 +109,8 @@ class EnvGroup:
         moves: Refine only: steps per training episode instead of whole passes (``None``:
             passes), from a random node of the order.
         undo_worse: Refine only: a move that makes the placement slower is undone at once.
+        kick: Refine only: random units each training episode's start moves first (with
+            ``start_from_best`` and ``undo_worse``: iterated local search, the policy climbing).
         groups: Hierarchical only: how many groups the grouper fills (``None``: 16, or
             ``max_nodes`` if fewer).
         max_nodes: Observation padding in nodes (``None``: the largest graph's size).
@@ -128,6 +130,7 @@ class EnvGroup:
     passes: int = 1
     moves: int | None = None
     undo_worse: bool = False
+    kick: int = 0
     groups: int | None = None
     max_nodes: int | None = None
     max_edges: int | None = None

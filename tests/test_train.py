@@ -605,13 +605,21 @@ def test_short_refine_episodes_train_while_evaluations_and_the_saved_policy_pass
         total_steps=128,
         eval_every=64,
         n_envs=2,
-        env={"kind": "refine", "start_from_best": True, "init": "single_device", "moves": 3},
+        env={
+            "kind": "refine",
+            "start_from_best": True,
+            "init": "single_device",
+            "moves": 3,
+            "kick": 2,
+        },
         agent={"hyperparams": {"n_steps": 32, "batch_size": 32}},
     )
     result = train(config, out_dir=str(tmp_path))
     arguments = RunConfig.from_dict(config).env_arguments(evaluation=True)
-    assert "moves" not in arguments and arguments["init"] == "single_device"
-    assert RunConfig.from_dict(config).env_arguments()["moves"] == 3
+    assert "moves" not in arguments and "kick" not in arguments
+    assert arguments["init"] == "single_device"
+    training = RunConfig.from_dict(config).env_arguments()
+    assert training["moves"] == 3 and training["kick"] == 2
     model = load_model(str(tmp_path / "model.zip"))
     assert model.placerl_settings["moves"] == 3  # saved, so training can be rebuilt
     problem = Problem(load_graph(GRAPH), load_cluster(CLUSTER), "step_time")

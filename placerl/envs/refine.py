@@ -64,6 +64,12 @@ class PlacementRefineEnv(PlacementEnvBase):
     device for node ``order[t mod N]`` (with its whole colocation group) and the placement is
     simulated again (unless the node stays where it was: the last simulation still holds).
 
+    With ``kick``, each episode's start placement first has ``kick`` random units (colocation
+    groups) moved to random other devices that can run them, iterated local search's kick
+    (``local_search?restarts=...``): from the best placement so far (``StartFromBest``) and
+    with ``undo_worse``, each episode is a learned climb from a kicked best, which can leave a
+    local optimum that no short excursion from the best itself escapes.
+
     ## Observation space
     As ``placerl/Placement-v1`` (see :class:`~placerl.envs.placement.PlacementEnv`): every node
     is placed, and with ``objective="step_time"`` column 8 holds each node's start time from the
@@ -104,7 +110,8 @@ class PlacementRefineEnv(PlacementEnvBase):
     Those of ``placerl/Placement-v1`` (``invalid_action`` and ``features`` included; Placeto's
     own features are ``features="plain"``) plus ``init`` and
     ``undo_worse`` (see Description),
-    ``passes`` (an integer >= 1) and ``moves`` (``None`` or an integer >= 1; see Episode end).
+    ``passes`` (an integer >= 1), ``moves`` (``None`` or an integer >= 1; see Episode end) and
+    ``kick`` (an integer >= 0; see Description).
     ``reset(seed=s)`` gives the same episode whatever happened before.
 
     ## Version history
@@ -115,8 +122,9 @@ class PlacementRefineEnv(PlacementEnvBase):
 
     kind = "refine"
     constructs = False
-    extra_arguments = ("init", "passes", "moves", "undo_worse")
-    training_arguments = ("moves",)  # a greedy evaluation passes over every node
+    extra_arguments = ("init", "passes", "moves", "undo_worse", "kick")
+    #: A greedy evaluation passes over every node of the start placement itself.
+    training_arguments = ("moves", "kick")
 
     def __init__(
         self,
@@ -125,6 +133,7 @@ class PlacementRefineEnv(PlacementEnvBase):
         passes: int = 1,
         moves: int | None = None,
         undo_worse: bool = False,
+        kick: int = 0,
         reward: str = "normalized_delta",
         **kwargs: Any,
     ) -> None:
@@ -134,6 +143,7 @@ class PlacementRefineEnv(PlacementEnvBase):
         self.undo_worse = undo_worse
         self.passes = check_int(passes, "passes", minimum=1)
         self.moves = None if moves is None else check_int(moves, "moves", minimum=1)
+        self.kick = check_int(kick, "kick", minimum=0)
         _check_init(init)
         self.init = init
 
@@ -147,6 +157,7 @@ class PlacementRefineEnv(PlacementEnvBase):
         for v, device in enumerate(start):
             if self.placement[v] < 0:
                 self._move_group(v, int(device))
+        self._kick(case)
         n = len(case.steps)
         self._t = self._first = 0 if self.moves is None else int(self.np_random.integers(n))
         self._incremental = case.model.incremental(self.placement)  # pipeline: O(degree) moves
@@ -223,6 +234,16 @@ class PlacementRefineEnv(PlacementEnvBase):
         if self._incremental is not None:
             for u in moved:  # one colocation group at a time (several when folded)
                 self._incremental.move(int(u), device)
+
+    def _kick(self, case: GraphCase) -> None:
+        """Move ``kick`` random units to random other devices that can run all their nodes."""
+        rows = case.unit_rows()
+        for row in self.np_random.choice(rows, size=min(self.kick, len(rows)), replace=False):
+            v = int(case.order[row])
+            runs = np.isfinite(case.model.durations[case.members[v]]).all(axis=0)
+            runs[self.placement[v]] = False
+            if runs.any():
+                self._move_group(v, int(self.np_random.choice(np.flatnonzero(runs))))
 
     def _init_placement(self, case: GraphCase, given: Any) -> np.ndarray:
         """The placement the episode starts from: given in the reset options, else ``init``."""

@@ -119,6 +119,23 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
     assert len(leaderboard([tmp_path])) == 3  # versus.json beside the records is no record
 
 
+def test_train_only_places_the_cases_and_a_later_run_reads_them_back(script, tmp_path):
+    """Processes given other seeds share the trainings; the last run searches and pairs."""
+    budget = ["total_steps=16", "n_envs=1", "eval_every=0", "eval_samples=0"]
+    budget += ["progress_bar=false", "checkpoint_every=0", "+agent.hyperparams.n_steps=16"]
+    common = ["--recipes", "scratch", "--tiers", "tiny", "--family", "tiny/chain-n12"]
+    common += ["--learn-on", "case", "--classic", "--out", str(tmp_path), "--budget", *budget]
+    script.main([*common, "--seeds", "1", "--train-only"])
+    records = sorted(p.name for p in tmp_path.glob("recipe_*/tiny/*.json"))
+    assert records == ["tiny__chain-n12-s8@seed1.json", "tiny__chain-n12-s9@seed1.json"]
+    assert not (tmp_path / "versus.json").exists() and not (tmp_path / "search").exists()
+    trained = {p: p.stat().st_mtime_ns for p in tmp_path.glob("recipe_*/tiny/training/*/*")}
+    script.main([*common, "--seeds", "0", "1"])
+    rows = json.loads((tmp_path / "versus.json").read_text())["rows"]
+    assert [r["pairs"] for r in rows] == [2, 2] and (tmp_path / "search").is_dir()
+    assert all(p.stat().st_mtime_ns == t for p, t in trained.items())  # read back
+
+
 def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkeypatch):
     """A recipe trained per family on a tier of several: the tier's row, then one row per
     family whose search got that family's calls and seconds per case, in a folder the

@@ -179,6 +179,8 @@ REFINE_CONSTRUCTION = [
         ConfigError,
         "undo_worse must be true or false, got 'yes'",
     ),
+    ("negative kick", {"kick": -1}, ConfigError, "kick must be an integer >= 0, got -1"),
+    ("kick not an int", {"kick": 1.5}, ConfigError, "kick must be an integer >= 0, got 1.5"),
 ]
 
 

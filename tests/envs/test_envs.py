@@ -310,6 +310,42 @@ def _fresh_twin(env, **kwargs):
     return twin
 
 
+@pytest.mark.parametrize("kick", [0, 1, 3, 50])
+def test_kick_moves_that_many_units_of_the_start_to_other_devices(kick):
+    g = CompGraph(
+        [{"name": f"n{i}", "cost": 1.0, "group": "g" if i in (0, 5) else None} for i in range(8)],
+        [(f"n{i}", f"n{i + 1}") for i in range(7)],
+    )
+    start = np.zeros(8, dtype=np.int64)
+    env = PlacementRefineEnv(graph=g, cluster=homogeneous(3), kick=kick)
+    units = 7  # n0 and n5 form one colocation group
+    for seed in range(5):
+        _, info = env.reset(seed=seed, options={"init": start})
+        moved = env.placement != start
+        assert env.placement[0] == env.placement[5]  # a group moves as one unit
+        assert moved.sum() - moved[5] == min(kick, units)  # each to another device
+        assert info["runtime"] == pytest.approx(env.case.model.runtime(env.placement))
+        twin = PlacementRefineEnv(graph=g, cluster=homogeneous(3))
+        twin.reset(seed=seed, options={"init": env.placement})
+        for key, value in twin._observation().items():
+            np.testing.assert_array_equal(env._observation()[key], value, err_msg=key)
+        again = PlacementRefineEnv(graph=g, cluster=homogeneous(3), kick=kick)
+        again.reset(seed=seed, options={"init": start})
+        np.testing.assert_array_equal(again.placement, env.placement)  # seeded
+
+
+def test_kick_skips_a_unit_no_other_device_can_run():
+    from placerl.cluster import Cluster, Device
+
+    g = CompGraph(
+        [{"name": "a", "cost": 1.0, "costs": {"b": math.inf}}, {"name": "b", "cost": 1.0}]
+    )
+    cluster = Cluster((Device("A", kind="a"), Device("B", kind="b")), comm_model="ideal")
+    env = PlacementRefineEnv(graph=g, cluster=cluster, kick=2)
+    env.reset(seed=0, options={"init": [0, 0]})
+    assert env.placement.tolist() == [0, 1]
+
+
 @pytest.mark.parametrize("objective", ["step_time", "pipeline"])
 @pytest.mark.parametrize("undo", [False, True])
 def test_undo_worse_undoes_exactly_the_moves_that_slow_the_placement(undo, objective):
