@@ -110,6 +110,7 @@ def _geomean(values):
     return float(np.exp(np.mean(np.log(values))))
 
 
+@pytest.mark.slow  # about a minute: the default suite keeps the fast improve test
 def test_improve_places_unseen_graphs_faster_than_best_of_and_local_search(tmp_path):
     """Cloned from ``best_move`` on 6 graphs (no PPO), one greedy pass over each of 6 unseen
     graphs (measured over seeds 0-3: 0.914-0.930x ``best_of``, 10.5-13 simulator evaluations
