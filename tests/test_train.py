@@ -622,9 +622,10 @@ def test_short_refine_episodes_train_while_evaluations_and_the_saved_policy_pass
     assert training["moves"] == 3 and training["kick"] == 2
     model = load_model(str(tmp_path / "model.zip"))
     assert model.placerl_settings["moves"] == 3  # saved, so training can be rebuilt
+    assert model.placerl_settings["kick"] == 2
     problem = Problem(load_graph(GRAPH), load_cluster(CLUSTER), "step_time")
     env = env_for(model, problem)
-    assert env.moves is None  # but a placement passes over every node
+    assert env.moves is None and env.kick == 0  # a placement passes over its own start
     assert result.steps >= 128
 
 
