@@ -1,8 +1,9 @@
-"""Packaging: every package is listed, and a built wheel carries the config tree."""
+"""Packaging: every package is listed, and a built wheel carries the configs and policies."""
 
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,12 @@ def test_wheel_in_a_fresh_venv_runs_the_apps_from_another_folder(tmp_path):
     ]
     subprocess.run(build, check=True, capture_output=True, cwd=tmp_path)
     (wheel,) = wheels.glob("placerl-*.whl")
+    shipped = {
+        f"placerl/data/pretrained/{p.name}"
+        for p in (ROOT / "placerl" / "data" / "pretrained").iterdir()
+        if p.suffix in (".zip", ".json")
+    }
+    assert shipped and shipped <= set(zipfile.ZipFile(wheel).namelist())  # policies and cards
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     where = [python, "-c", "import site; print(site.getsitepackages()[0])"]
