@@ -26,7 +26,8 @@ family): its card's training is counted once over the cases it places here.
     python benchmarks/bench_learned.py --recipes scratch --tiers tiny --learn-on case \\
         --budget total_steps=20000
     python benchmarks/bench_learned.py --recipes excursions --tiers tiny --learn-on case \\
-        --seeds 0 1 --budget total_steps=100000 env.kick=4 --train-only &  # and 2 3 4 ...
+        --seeds 0 1 --train-only --budget total_steps=100000 eval_samples=0 env.moves=64 \\
+        env.undo_worse=true env.kick=4 &  # other seeds likewise, then one run without it
     python benchmarks/bench_learned.py --recipes --pretrained cifar10 --tiers models \\
         --searches greedy local
 """

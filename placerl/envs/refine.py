@@ -237,6 +237,8 @@ class PlacementRefineEnv(PlacementEnvBase):
 
     def _kick(self, case: GraphCase) -> None:
         """Move ``kick`` random units to random other devices that can run all their nodes."""
+        if not self.kick:
+            return  # the units are listed only when some move
         rows = case.unit_rows()
         for row in self.np_random.choice(rows, size=min(self.kick, len(rows)), replace=False):
             v = int(case.order[row])

@@ -77,16 +77,19 @@ def test_the_seeds_of_a_case_pair_once_as_their_geometric_mean():
 script = module_fixture("bench_learned")
 
 
+#: A recipe budget of one short rollout: the script's plumbing, not its learning.
+ONE_ROLLOUT = [
+    "total_steps=16",
+    "n_envs=1",
+    "eval_every=0",
+    "eval_samples=0",
+    "progress_bar=false",
+    "checkpoint_every=0",
+    "+agent.hyperparams.n_steps=16",
+]
+
+
 def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_path):
-    budget = [
-        "total_steps=16",
-        "n_envs=1",
-        "eval_every=0",
-        "eval_samples=0",
-        "progress_bar=false",
-        "checkpoint_every=0",
-        "+agent.hyperparams.n_steps=16",
-    ]
     script.main(
         [
             "--recipes",
@@ -103,7 +106,7 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
             "--out",
             str(tmp_path),
             "--budget",
-            *budget,
+            *ONE_ROLLOUT,
         ]
     )
     rows = json.loads((tmp_path / "versus.json").read_text())["rows"]
@@ -121,10 +124,8 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
 
 def test_train_only_places_the_cases_and_a_later_run_reads_them_back(script, tmp_path):
     """Processes given other seeds share the trainings; the last run searches and pairs."""
-    budget = ["total_steps=16", "n_envs=1", "eval_every=0", "eval_samples=0"]
-    budget += ["progress_bar=false", "checkpoint_every=0", "+agent.hyperparams.n_steps=16"]
     common = ["--recipes", "scratch", "--tiers", "tiny", "--family", "tiny/chain-n12"]
-    common += ["--learn-on", "case", "--classic", "--out", str(tmp_path), "--budget", *budget]
+    common += ["--learn-on", "case", "--classic", "--out", str(tmp_path), "--budget", *ONE_ROLLOUT]
     script.main([*common, "--seeds", "1", "--train-only"])
     records = sorted(p.name for p in tmp_path.glob("recipe_*/tiny/*.json"))
     assert records == ["tiny__chain-n12-s8@seed1.json", "tiny__chain-n12-s9@seed1.json"]
