@@ -49,6 +49,7 @@ SHOWN = (
     "wins",
     "losses",
     "p_value",
+    "kept",
     "commit",
 )
 
@@ -62,7 +63,9 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"{' '.join(args.budget) or 'the recipes own'}. The table pools every run into this "
         "folder, each row with the commit of its run (its records hold the rest). Each step "
         "over the one below it, paired by case and seed (below 1: the step's placements run "
-        "faster).\n\n"
+        "faster); `kept`: the env step of the weights each of the step's trainings kept, of "
+        "its steps (0: those before the first update, the warm start's clone where the step "
+        "clones).\n\n"
         f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
     )
 
@@ -124,7 +127,9 @@ def main(argv: list[str] | None = None) -> None:
         )
     folders = sorted(path for path in out.iterdir() if path.is_dir())  # earlier runs' too
     board = write_leaderboard(folders, out / "LEADERBOARD.md")  # not ablation.json: no record
-    rows = merged_rows(out / "ablation.json", rows, ("preset", "step", "versus"))
+    rows = merged_rows(
+        out / "ablation.json", rows, ("preset", "step", "versus"), {"kept": "not recorded"}
+    )
     path = write_results("ablation", rows, out, config=args, markdown=report(rows, args))
     print(f"{paired_table(rows, SHOWN)}\nLeaderboard in {board}; paired steps in {path}")
 

@@ -174,21 +174,42 @@ def paired_rows(preset: str, records: Mapping[str, list[dict[str, Any]]]) -> lis
                 "wins": result.wins,
                 "losses": result.losses,
                 "p_value": result.p_value,
-                "verdict": _verdict(result, step, below),
+                "kept": kept_weights(records[step]),
+                "verdict": _verdict(result, step, below, records[step]),
             }
         )
     return rows
 
 
-def _verdict(result: Any, step: str, below: str) -> str:
-    """The comparison's verdict, in words for a choice where every pair ties (its own
-    speak of an order, the setting it was first written for)."""
+def kept_weights(records: list[dict[str, Any]]) -> str:
+    """Which weights each training of ``records`` kept, by family and seed: ``kept/steps``
+    (``0/8192``: the weights before the first update, the warm start's clone where the step
+    clones; ``?`` for a training recorded without it)."""
+    trainings = {(t.get("family"), t.get("seed")): t for r in records if (t := r.get("training"))}
+    return ", ".join(
+        f"{t.get('policy_step', '?')}/{t.get('steps', '?')}"
+        for _, t in sorted(trainings.items(), key=lambda item: (str(item[0][0]), item[0][1] or 0))
+    )
+
+
+def _verdict(result: Any, step: str, below: str, records: list[dict[str, Any]]) -> str:
+    """The comparison's verdict (in words for a choice where every pair ties: its own speak
+    of an order, the setting it was first written for), saying so where no training of
+    ``step`` kept an update: its row then measures the weights it started from."""
     if result.pairs and result.ties == result.pairs:
-        return (
+        verdict = (
             f"{step} and {below} give the same runtime in all {result.pairs} pairs: the "
             "choice changes no placement here"
         )
-    return result.verdict(step, below)
+    else:
+        verdict = result.verdict(step, below)
+    steps = [r["training"].get("policy_step") for r in records if r.get("training")]
+    if steps and all(s == 0 for s in steps):
+        verdict += (
+            f"; every training of {step} kept its weights of step 0 (the warm start's clone "
+            "where it clones): no policy-gradient update was kept"
+        )
+    return verdict
 
 
 def _pairs(

@@ -190,6 +190,8 @@ def _train_in(
         "budget": {"total_steps": run.total_steps, "time_limit_s": run.time_limit_s},
         "device": str(result.model.device),  # where the policy trained (cpu, cuda:0)
         "steps": result.steps,
+        # the step of the kept weights: 0 is the warm start's (or the initial) policy
+        "policy_step": result.policy_step,
         "simulator_calls": result.simulator_calls["total"],
         "wall_s": sum(timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate")),
         "policy": str(folder / "model.zip"),

@@ -75,6 +75,27 @@ def test_each_step_pairs_with_the_one_below_by_case_and_seed():
     assert math.isnan(paired_rows("p", {"a": [], "b": []})[0]["ratio"])
 
 
+def _trained(record, family, policy_step):
+    training = {"family": family, "seed": record["seed"], "steps": 64, "policy_step": policy_step}
+    return {**record, "training": training}
+
+
+def test_a_step_whose_trainings_kept_no_update_says_it_measures_its_start():
+    faithful = [_trained(_record(c, s, 2.0), "f", 64) for c in "abcdef" for s in (0, 1)]
+    clone = [_trained(_record(c, s, 1.0), "f", 0) for c in "abcdef" for s in (0, 1)]
+    (row,) = paired_rows("p", {"faithful": faithful, "+clone": clone})
+    assert row["kept"] == "0/64, 0/64"  # one per training: family f at seeds 0 and 1
+    assert "+clone is 50.0% faster than faithful" in row["verdict"]
+    assert row["verdict"].endswith(
+        "every training of +clone kept its weights of step 0 (the warm start's clone where "
+        "it clones): no policy-gradient update was kept"
+    )
+    for record in clone[::2]:  # the training of seed 0 kept an update: no such claim
+        record["training"]["policy_step"] = 32
+    (row,) = paired_rows("p", {"faithful": faithful, "+clone": clone})
+    assert row["kept"] == "32/64, 0/64" and "no policy-gradient update" not in row["verdict"]
+
+
 def test_only_the_steps_asked_for_run_and_an_unknown_one_is_refused(tmp_path):
     suite = load_suite("placebench-v1")
     cases = suite.select("tiny", "test", "tiny/chain-n12")
@@ -109,12 +130,15 @@ def test_the_script_climbs_a_ladder_and_writes_the_paired_steps_and_the_board(be
     assert sorted(p.name for p in steps.iterdir()) == ["+heft_features", "faithful"]
     record = json.loads(next((steps / "faithful").glob("tiny__*.json")).read_text())
     assert record["placer"].startswith("recipe:doppler_faithful[total_steps=16")
+    assert 0 <= record["training"]["policy_step"] <= record["training"]["steps"]
     rows = json.loads((tmp_path / "ablation.json").read_text())["rows"]
     assert [(r["step"], r["versus"], r["pairs"]) for r in rows] == [
         ("+heft_features", "faithful", 2)
     ]
     text = (tmp_path / "ablation.md").read_text()
     assert "| doppler_faithful | +heft_features | faithful | 2 |" in text
+    kept = rows[0]["kept"]
+    assert kept.endswith("/16") and f"| {kept} |" in text  # the one training's kept step
     board = (tmp_path / "LEADERBOARD.md").read_text()
     assert "recipe:doppler_faithful[preset.name=null,env.features=heft," in board
     assert "| heft " in board and "vs heft" in board  # each step against the classic row
