@@ -284,7 +284,13 @@ def learn(
     if remaining > 0:
         guard = [Rollback(greedy, run.agent.rollback_graphs)] if run.agent.rollback else []
         bar = [ProgressBar(remaining)] if run.progress_bar else []
-        track = TrackBest(progress.best, len(envs.evaluation.graphs), progress.best_curve)
+        track = TrackBest(
+            progress.best,
+            len(envs.evaluation.graphs),
+            progress.best_curve,
+            calls=lambda: simulator_calls(envs, progress)["total"],
+            clock=lambda: progress.timings.get("warm_start", 0.0) + clock(),
+        )
         every = [
             phases,
             *guard,
@@ -333,9 +339,13 @@ def final_rollouts(
             progress.best.offer(g, rollout.runtime, rollout.feasible, rollout.placement, steps)
         finals.append(FinalRollout(final.runtime, sampled.runtime, final.placement))
     found = [progress.best.by_graph[g]["runtime"] for g in range(len(finals))]
-    if not progress.best_curve or progress.best_curve[-1]["best"] != found:  # found better
-        progress.best_curve.append({"step": steps, "best": found})
     progress.timings["evaluate"] = time.perf_counter() - start
+    if not progress.best_curve or progress.best_curve[-1]["best"] != found:  # found better
+        seconds = sum(progress.timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate"))
+        calls = simulator_calls(envs, progress)["total"]
+        progress.best_curve.append(
+            {"step": steps, "best": found, "calls": calls, "wall_s": seconds}
+        )
     save(model)
     return policy_step, finals
 

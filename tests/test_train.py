@@ -233,6 +233,11 @@ def test_the_best_curve_tracks_the_search_at_every_rollout_without_evaluations(t
     assert steps[:2] == [64, 128] and steps == sorted(steps)  # 2 envs x 32 steps per rollout
     found = [p["best"][0] for p in result.best_curve]
     assert found == sorted(found, reverse=True) and found[-1] == result.graphs[0].best_runtime
+    calls = [p["calls"] for p in result.best_curve]  # the anytime curve of the search
+    seconds = [p["wall_s"] for p in result.best_curve]
+    assert calls[0] > 0 and calls == sorted(calls) and seconds == sorted(seconds)
+    assert calls[-1] <= result.simulator_calls["total"]
+    assert seconds[-1] <= sum(result.timings[k] for k in ("warm_start", "train", "evaluate"))
     resumed = train(small(total_steps=256, eval_every=0, resume=True), out_dir=str(tmp_path))
     assert resumed.best_curve[: len(result.best_curve)] == result.best_curve
     assert [p["step"] for p in resumed.best_curve][-1] == resumed.steps
@@ -348,15 +353,14 @@ def test_greedy_episodes_of_weights_seen_before_are_not_run_again(monkeypatch):
     remembered, with_memory = run(8)
     anew, without = run(0)
 
-    def figures(result):
-        return [{k: v for k, v in c.items() if k != "wall_s"} for c in result.curve]
+    def figures(curve, cost=("wall_s",)):
+        return [{k: v for k, v in c.items() if k not in cost} for c in curve]
 
-    assert figures(remembered) == figures(anew) and remembered.graphs == anew.graphs
-    assert (remembered.policy_step, remembered.steps, remembered.best_curve) == (
-        anew.policy_step,
-        anew.steps,
-        anew.best_curve,
-    )
+    assert figures(remembered.curve) == figures(anew.curve) and remembered.graphs == anew.graphs
+    assert (remembered.policy_step, remembered.steps) == (anew.policy_step, anew.steps)
+    cost = ("wall_s", "calls")  # what the memory saves
+    assert figures(remembered.best_curve, cost) == figures(anew.best_curve, cost)
+    assert remembered.best_curve[-1]["calls"] < anew.best_curve[-1]["calls"]
     assert len({tuple(c["runtimes"]) for c in anew.curve}) > 1  # the weights did change
     assert with_memory.runs + with_memory.reused == without.runs
     assert with_memory.reused >= 5 and without.reused == 0

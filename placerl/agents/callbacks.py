@@ -58,15 +58,23 @@ class TrackBest(BaseCallback):
     After each rollout, once every one of the ``graphs`` has a placement, it logs
     ``sim/best_runtime_ms``, the mean over graphs of the best runtime so far, and appends
     ``{"step", "best"}`` (per graph) to ``curve``: the search's learning curve, for free (no
-    greedy evaluation), at every rollout.
+    greedy evaluation), at every rollout. Given ``calls`` and ``clock``, each point also holds
+    the run's simulator calls and seconds so far (``calls``, ``wall_s``): the anytime curve of
+    a search that learns.
     """
 
     def __init__(
-        self, best: BestPlacement, graphs: int = 1, curve: list[dict[str, Any]] | None = None
+        self,
+        best: BestPlacement,
+        graphs: int = 1,
+        curve: list[dict[str, Any]] | None = None,
+        calls: Callable[[], int] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__()
         self.best, self.graphs = best, graphs
         self.curve = [] if curve is None else curve
+        self.calls, self.clock = calls, clock
 
     def _on_step(self) -> bool:
         for info in self.locals["infos"]:
@@ -84,7 +92,12 @@ class TrackBest(BaseCallback):
         if len(self.best.by_graph) >= self.graphs:
             runtimes = [self.best.by_graph[g]["runtime"] for g in range(self.graphs)]
             self.logger.record("sim/best_runtime_ms", 1e3 * float(np.mean(runtimes)))
-            self.curve.append({"step": int(self.num_timesteps), "best": runtimes})
+            point: dict[str, Any] = {"step": int(self.num_timesteps), "best": runtimes}
+            if self.calls is not None:
+                point["calls"] = int(self.calls())
+            if self.clock is not None:
+                point["wall_s"] = float(self.clock())
+            self.curve.append(point)
 
 
 class _Periodic(BaseCallback):

@@ -157,7 +157,22 @@ def train_case(
     folder = out_dir / TRAINING_DIR / f"{case.name.replace('/', '__')}-seed{seed}"
     label = f"{recipe_label(recipe, overrides, 'case')}|{case.name}|seed={seed}"
     info = _train_in(folder, run, label, recipe, overrides, case.family, [case], [])
-    return {**info, "best_placement": str(folder / "best_placement.json")}
+    curve = json.loads((folder / "result.json").read_text()).get("best_curve", [])
+    return {
+        **info,
+        "best_placement": str(folder / "best_placement.json"),
+        "curve": _improvements(curve),
+    }
+
+
+def _improvements(best_curve: list[dict[str, Any]]) -> list[list[float]]:
+    """``[calls, seconds, best runtime]`` of a one-graph training's best curve each time the
+    best improved (a curve recorded without calls and seconds gives none)."""
+    points: list[list[float]] = []
+    for point in best_curve:
+        if "calls" in point and (not points or point["best"][0] < points[-1][2]):
+            points.append([point["calls"], point["wall_s"], point["best"][0]])
+    return points
 
 
 def _train_in(

@@ -252,14 +252,25 @@ def _trace(
     training: dict[str, Any] | None,
 ) -> list[list[float]]:
     """The anytime trace up to the placer's last call, ending at the placement scored, with
-    the training's calls and seconds before the first point."""
+    the training's calls and seconds before the first point; a training that searched the
+    case itself (``learn_on="case"``) adds its own ``curve`` first."""
     trace = [point for point in counted.trace if point[0] <= calls]
     if score["feasible"] and (not trace or score["runtime"] < trace[-1][2]):
         trace.append([calls, wall, score["runtime"]])
     if training:
         offset = (training["simulator_calls"], training["wall_s"])
         trace = [[c + offset[0], s + offset[1], runtime] for c, s, runtime in trace]
+        trace = _improving([*training.get("curve", []), *trace])
     return trace
+
+
+def _improving(points: list[list[float]]) -> list[list[float]]:
+    """The ``[calls, seconds, runtime]`` points that beat every one before them."""
+    kept: list[list[float]] = []
+    for point in points:
+        if not kept or point[2] < kept[-1][2]:
+            kept.append(list(point))
+    return kept
 
 
 def _failed(error: str) -> dict[str, Any]:

@@ -182,13 +182,12 @@ def test_learning_on_each_case_scores_the_best_placement_its_training_found(suit
     assert record["training"]["simulator_calls"] == result["simulator_calls"]["total"] > 0
     saved = json.loads((folder / "training.json").read_text())
     assert saved["provenance"] == result["provenance"] and "provenance" not in record["training"]
-    assert record["trace"] == [
-        [
-            record["training"]["simulator_calls"],
-            pytest.approx(record["training"]["wall_s"] + record["wall_s"]),
-            record["runtime"],
-        ]
-    ]
+    calls, seconds, found = zip(*record["trace"], strict=True)  # the training's search
+    assert record["trace"] == [list(p) for p in record["training"]["curve"]]
+    assert list(calls) == sorted(calls) and calls[-1] <= record["training"]["simulator_calls"]
+    assert list(seconds) == sorted(seconds) and seconds[-1] <= record["training"]["wall_s"]
+    assert list(found) == sorted(found, reverse=True) and len(set(found)) == len(found)
+    assert found[-1] == pytest.approx(record["runtime"], rel=1e-12)
     again = run_recipe(suite, [case], "placeto", QUICK, 1, tmp_path, learn_on="case")
     assert again == records  # read back, not trained again
 
