@@ -59,11 +59,12 @@ def paired_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     """Paired comparisons (:func:`placerl.comparison.compare_pairs` rows) as markdown:
     ``columns`` of each row, the ratio to 3 decimals with its ``interval``, a ``p_value`` to 2
     significant digits, the ``commit`` of the run that made the row (:func:`merged_rows`), the
-    other numbers to 4."""
+    other numbers to 4, ``None`` (a field an earlier run did not record) as nothing."""
 
     def shown(row: dict[str, Any]) -> dict[str, Any]:
         text = {
-            key: f"{value:.4g}" if isinstance(value, float) else value for key, value in row.items()
+            key: f"{value:.4g}" if isinstance(value, float) else "" if value is None else value
+            for key, value in row.items()
         }
         text["ratio"] = f"{row['ratio']:.3f}"
         text["interval"] = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"

@@ -65,7 +65,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "over the one below it, paired by case and seed (below 1: the step's placements run "
         "faster); `kept`: the env step of the weights each of the step's trainings kept, of "
         "its steps (0: those before the first update, the warm start's clone where the step "
-        "clones).\n\n"
+        "clones; empty: a row of a run that did not record it).\n\n"
         f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
     )
 
@@ -127,9 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     folders = sorted(path for path in out.iterdir() if path.is_dir())  # earlier runs' too
     board = write_leaderboard(folders, out / "LEADERBOARD.md")  # not ablation.json: no record
-    rows = merged_rows(
-        out / "ablation.json", rows, ("preset", "step", "versus"), {"kept": "not recorded"}
-    )
+    rows = merged_rows(out / "ablation.json", rows, ("preset", "step", "versus"), {"kept": None})
     path = write_results("ablation", rows, out, config=args, markdown=report(rows, args))
     print(f"{paired_table(rows, SHOWN)}\nLeaderboard in {board}; paired steps in {path}")
 

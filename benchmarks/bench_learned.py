@@ -70,6 +70,7 @@ SHOWN = (
     "interval",
     "wins",
     "losses",
+    "floor",
     "calls_per_case",
     "search_calls_per_case",
     "seconds_per_case",
@@ -211,7 +212,10 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "table pools every run into this folder, each row with the commit of its run. "
         "Each recipe's runtimes over the search's at the recipe's calls or seconds per "
         "case (every training call counted once), paired by case over the seeds "
-        "(below 1: the recipe's placements run faster).\n\n"
+        "(below 1: the recipe's placements run faster). `floor`: the lowest ratio any "
+        "placer could reach, the proven optimum (or the lower bound) over the search's "
+        "runtime, as a geometric mean over the paired cases (empty: a row of a run that "
+        "did not record it).\n\n"
         f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
     )
 
@@ -282,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
         for row in run_pretrained_tier(args, name, search, tier, out)
     ]
     key = ("placer", "tier", "family", "regime")
-    rows = merged_rows(out / "versus.json", rows, key, defaults={"family": "all"})
+    rows = merged_rows(out / "versus.json", rows, key, defaults={"family": "all", "floor": None})
     board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
     path = write_results(
         "versus", rows, out, config=args, markdown=report(rows, args), extra={"kind": VERSUS_KIND}

@@ -7,10 +7,12 @@ over the cases it placed, that is what iterated local search gets per case, once
 pairs the recipe's runtimes with the search's case by case (the recipe's seeds of a case as
 their geometric mean against the search's one run), with the ratio's bootstrap interval
 (:func:`placerl.comparison.compare_pairs`); a row names the ``family`` whose cases it
-pairs, or ``all``. The search's budget is what it may spend after best_of's construction
-(about ten calls per case on the tiny tier, which the learned recipes that start from
-best_of spend too; seconds more where best_of runs its DP): each row shows what both sides
-really spent.
+pairs, or ``all``, and its ``floor``: the geometric mean over the paired cases of the
+best possible runtime (the proven optimum where known, else the lower bound) over the
+search's, the lowest ratio any placer could reach (:func:`floor`). The search's budget is
+what it may spend after best_of's construction (about ten calls per case on the tiny tier,
+which the learned recipes that start from best_of spend too; seconds more where best_of
+runs its DP): each row shows what both sides really spent.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def versus_rows(
     per_case = case_runtimes(learned)
     rows = []
     for regime, records in searches.items():
-        theirs = {r["case"]: float(r["runtime"]) for r in records if _placed(r)}
+        placed = {r["case"]: r for r in records if _placed(r)}
+        theirs = {case: float(r["runtime"]) for case, r in placed.items()}
         pairs = [(runtime, theirs[case]) for case, runtime in per_case.items() if case in theirs]
         result = compare_pairs(*zip(*pairs, strict=True)) if pairs else compare_pairs([], [])
         spent = budget_per_case(records) if records else {"calls": math.nan, "seconds": math.nan}
@@ -91,6 +94,7 @@ def versus_rows(
                 "ci_high": result.ci_high,
                 "wins": result.wins,
                 "losses": result.losses,
+                "floor": floor([placed[case] for case in per_case if case in placed]),
                 "calls_per_case": mine["calls"],
                 "search_calls_per_case": spent["calls"],
                 "seconds_per_case": mine["seconds"],
@@ -99,6 +103,25 @@ def versus_rows(
             }
         )
     return rows
+
+
+def floor(records: Sequence[Mapping[str, Any]]) -> float:
+    """The geometric mean over ``records`` (placed ones) of the best runtime possible over
+    theirs: the proven optimum where the record knows its gap to it, else the lower bound
+    (``nan`` where a record has neither, or there are none). No placer's runtime ratio to
+    these records goes below it: a ratio target under the floor is out of reach."""
+    from placerl.comparison import geometric_mean
+
+    bests = []
+    for record in records:
+        runtime = float(record["runtime"])
+        if record.get("optimum_gap") is not None:
+            bests.append(1.0 / (1.0 + float(record["optimum_gap"])))
+        elif record.get("lower_bound"):
+            bests.append(float(record["lower_bound"]) / runtime)
+        else:
+            return math.nan
+    return geometric_mean(bests) if bests else math.nan
 
 
 def case_runtimes(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:

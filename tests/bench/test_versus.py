@@ -6,7 +6,13 @@ import math
 import pytest
 
 from placerl.baselines.references import parse_placer
-from placerl.bench.versus import budget_per_case, search_at_calls, search_at_seconds, versus_rows
+from placerl.bench.versus import (
+    budget_per_case,
+    floor,
+    search_at_calls,
+    search_at_seconds,
+    versus_rows,
+)
 from tests.bench_modules import module_fixture
 
 
@@ -66,12 +72,26 @@ def test_the_seeds_of_a_case_pair_once_as_their_geometric_mean():
         }
         for c in "abc"
     ]
+    search[0]["lower_bound"], search[1]["lower_bound"] = 0.5, 0.8
     (row,) = versus_rows(learned, {"calls": search})
     assert (row["regime"], row["pairs"], row["wins"], row["losses"]) == ("equal calls", 2, 1, 1)
+    assert row["floor"] == pytest.approx(math.sqrt(0.5 * 0.8))  # over a and b: c pairs with none
     assert (row["family"], row["ratio"]) == ("all", pytest.approx(1.0))  # sqrt(0.25) * 2
     assert row["search_calls_per_case"] == 260
     assert row["calls_per_case"] == pytest.approx((2 * 1000 + 5 * 10) / 5)  # every record
     json.dumps(row)  # a result file holds it
+
+
+def test_the_floor_is_the_best_possible_runtime_over_the_search():
+    def found(runtime, lower_bound, optimum_gap=None):
+        return {"runtime": runtime, "lower_bound": lower_bound, "optimum_gap": optimum_gap}
+
+    assert floor([found(2.0, 1.0)]) == pytest.approx(0.5)  # the lower bound
+    assert floor([found(2.0, 1.0, optimum_gap=0.25)]) == pytest.approx(0.8)  # the optimum's
+    assert floor([found(2.0, 1.0), found(1.0, 1.0, optimum_gap=0.0)]) == pytest.approx(
+        math.sqrt(0.5)
+    )
+    assert math.isnan(floor([found(2.0, None)])) and math.isnan(floor([]))
 
 
 script = module_fixture("bench_learned")
@@ -114,6 +134,7 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
     calls = rows[0]
     best_of = 9  # the calls of the construction the search starts from, on these cases
     assert calls["search_calls_per_case"] <= math.ceil(calls["calls_per_case"]) + best_of
+    assert 0 < calls["floor"] <= 1  # the tiny tier's proven optima over the search's runtimes
     board = (tmp_path / "LEADERBOARD.md").read_text()
     assert "recipe:scratch[learn_on=case,total_steps=16" in board and "local_search" in board
     assert "| tiny | tiny/chain-n12 | equal seconds | 2 |" in (tmp_path / "versus.md").read_text()
@@ -261,13 +282,13 @@ def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(
 def test_a_pooled_table_names_each_rows_run():
     from tests.bench_modules import benchmark_module
 
-    row = {"placer": "a", "ratio": 0.9, "ci_low": 0.8, "ci_high": 1.0, "pairs": 8}
+    row = {"placer": "a", "ratio": 0.9, "ci_low": 0.8, "ci_high": 1.0, "pairs": 8, "floor": 0.5}
     with benchmark_module("_common") as common:
         table = common.paired_table(
-            [row | {"run": {"commit": "0123456789abcdef"}}, row],
-            ("placer", "ratio", "interval", "commit"),
+            [row | {"run": {"commit": "0123456789abcdef"}}, row | {"floor": None}],
+            ("placer", "ratio", "interval", "floor", "commit"),
         )
     assert table.splitlines()[2:] == [
-        "| a | 0.900 | [0.800, 1.000] | `0123456789ab` |",
-        "| a | 0.900 | [0.800, 1.000] | `not recorded` |",
+        "| a | 0.900 | [0.800, 1.000] | 0.5 | `0123456789ab` |",
+        "| a | 0.900 | [0.800, 1.000] |  | `not recorded` |",  # a field it did not record
     ]
