@@ -212,10 +212,9 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "table pools every run into this folder, each row with the commit of its run. "
         "Each recipe's runtimes over the search's at the recipe's calls or seconds per "
         "case (every training call counted once), paired by case over the seeds "
-        "(below 1: the recipe's placements run faster). `floor`: the lowest ratio any "
-        "placer could reach, the proven optimum (or the lower bound) over the search's "
-        "runtime, as a geometric mean over the paired cases (empty: a row of a run that "
-        "did not record it).\n\n"
+        "(below 1: the recipe's placements run faster). `floor`: the lower bound over "
+        "the search's runtime, as a geometric mean over the paired cases: no placer's "
+        "ratio goes below it (empty: a row of a run that did not record it).\n\n"
         f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
     )
 

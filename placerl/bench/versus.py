@@ -7,12 +7,11 @@ over the cases it placed, that is what iterated local search gets per case, once
 pairs the recipe's runtimes with the search's case by case (the recipe's seeds of a case as
 their geometric mean against the search's one run), with the ratio's bootstrap interval
 (:func:`placerl.comparison.compare_pairs`); a row names the ``family`` whose cases it
-pairs, or ``all``, and its ``floor``: the geometric mean over the paired cases of the
-best possible runtime (the proven optimum where known, else the lower bound) over the
-search's, the lowest ratio any placer could reach (:func:`floor`). The search's budget is
-what it may spend after best_of's construction (about ten calls per case on the tiny tier,
-which the learned recipes that start from best_of spend too; seconds more where best_of
-runs its DP): each row shows what both sides really spent.
+pairs, or ``all``, and its ``floor``: the geometric mean over the paired cases of the lower
+bound over the search's runtime, below which no placer's ratio goes (:func:`floor`). The
+search's budget is what it may spend after best_of's construction (about ten calls per case
+on the tiny tier, which the learned recipes that start from best_of spend too; seconds more
+where best_of runs its DP): each row shows what both sides really spent.
 """
 
 from __future__ import annotations
@@ -106,22 +105,16 @@ def versus_rows(
 
 
 def floor(records: Sequence[Mapping[str, Any]]) -> float:
-    """The geometric mean over ``records`` (placed ones) of the best runtime possible over
-    theirs: the proven optimum where the record knows its gap to it, else the lower bound
-    (``nan`` where a record has neither, or there are none). No placer's runtime ratio to
-    these records goes below it: a ratio target under the floor is out of reach."""
+    """The geometric mean over ``records`` of their lower bound over their runtime (``nan``
+    where a record has no bound, or there are none). No placer's runtime ratio to these
+    records goes below it, so a ratio target under the floor is out of reach. (A case's
+    proven optimum is tighter, but the one proven among contiguous splits bounds those only.)
+    """
     from placerl.comparison import geometric_mean
 
-    bests = []
-    for record in records:
-        runtime = float(record["runtime"])
-        if record.get("optimum_gap") is not None:
-            bests.append(1.0 / (1.0 + float(record["optimum_gap"])))
-        elif record.get("lower_bound"):
-            bests.append(float(record["lower_bound"]) / runtime)
-        else:
-            return math.nan
-    return geometric_mean(bests) if bests else math.nan
+    if not records or any(not record.get("lower_bound") for record in records):
+        return math.nan
+    return geometric_mean([float(r["lower_bound"]) / float(r["runtime"]) for r in records])
 
 
 def case_runtimes(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
