@@ -227,6 +227,7 @@ def learned_page(out: Path) -> str:
         "family": "family",
         "regime": "regime",
         **PAIRED_COLUMNS,
+        "floor": "floor",
         "calls_per_case": "calls per case",
         "search_calls_per_case": "search's calls per case",
         "seconds_per_case": "seconds per case",
@@ -239,7 +240,8 @@ def learned_page(out: Path) -> str:
         "once (below 1: the learned placements run faster), paired by case (each case's "
         "seeds as their geometric mean). The search's budget starts after best_of's "
         "construction, so it can spend more than the row it is matched to: both columns show "
-        "what each side spent. "
+        "what each side spent. The floor is the lower bound over the search's runtime "
+        "(geometric mean over the paired cases): no placer's ratio goes below it. "
         "Generated from `benchmarks/results/placebench-v1/learned/versus.json` (`python "
         "benchmarks/bench_learned.py` writes it)."
     )
@@ -256,12 +258,15 @@ def ablation_page(out: Path) -> str:
         "versus": "versus",
         **PAIRED_COLUMNS,
         "p_value": "p",
+        "kept": "kept weights",
         "commit": "run's commit",
     }
     intro = (
         "Each faithful preset (the paper's recipe as published) climbs to placerl's tuned "
         "recipe one choice at a time; each step's runtimes over the step below it, paired by "
-        "case and seed (below 1: the step's placements run faster). Generated from "
+        "case and seed (below 1: the step's placements run faster). Kept weights: the env "
+        "step of the weights each of the step's trainings kept, of its steps (0: those before "
+        "the first update, the warm start's clone where the step clones). Generated from "
         "`benchmarks/results/ablation/ablation.json` (`python benchmarks/bench_ablation.py` "
         "writes it)."
     )
