@@ -276,20 +276,29 @@ def learn(
     clock = lambda: time.perf_counter() - clock_start  # noqa: E731
     greedy = GreedyEpisodes(envs.evaluation)  # shared: evaluations and checks run no weights twice
     validation = None if envs.validation is None else GreedyEpisodes(envs.validation)
-    evaluate = Evaluate(greedy, run.eval_every, progress.curve, progress.best, clock, validation)
+    rollback = Rollback(greedy, run.agent.rollback_graphs) if run.agent.rollback else None
+    evaluate = Evaluate(
+        greedy,
+        run.eval_every,
+        progress.curve,
+        progress.best,
+        clock,
+        validation,
+        weights_step=None if rollback is None else (lambda: rollback.kept_step),
+    )
     if state is not None and "keep_best" in state:
         evaluate.load_best(state["keep_best"], out / CHECKPOINT / state["files"]["best"])
     save = functools.partial(_checkpoint, run, out, progress, evaluate, envs, clock)
     remaining = run.total_steps - model.num_timesteps
     if remaining > 0:
-        guard = [Rollback(greedy, run.agent.rollback_graphs)] if run.agent.rollback else []
+        guard = [] if rollback is None else [rollback]
         bar = [ProgressBar(remaining)] if run.progress_bar else []
         track = TrackBest(
             progress.best,
             len(envs.evaluation.graphs),
             progress.best_curve,
             calls=lambda: simulator_calls(envs, progress)["total"],
-            clock=lambda: progress.timings.get("warm_start", 0.0) + clock(),
+            clock=lambda: run_seconds(progress) + clock(),  # earlier processes' too
         )
         every = [
             phases,
@@ -328,7 +337,7 @@ def final_rollouts(
     evaluate.init_callback(model)
     evaluate.evaluate()
     save(model)
-    policy_step = evaluate.restore_best() if run.keep_best else steps
+    policy_step = evaluate.restore_best() if run.keep_best else evaluate.weights_step()
     finals = []
     for g in range(len(envs.evaluation.graphs)):
         greedy = evaluate.episodes.rollouts(model, [g])[0]
@@ -338,16 +347,27 @@ def final_rollouts(
         for rollout in (final, sampled):
             progress.best.offer(g, rollout.runtime, rollout.feasible, rollout.placement, steps)
         finals.append(FinalRollout(final.runtime, sampled.runtime, final.placement))
-    found = [progress.best.by_graph[g]["runtime"] for g in range(len(finals))]
-    progress.timings["evaluate"] = time.perf_counter() - start
-    if not progress.best_curve or progress.best_curve[-1]["best"] != found:  # found better
-        seconds = sum(progress.timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate"))
-        calls = simulator_calls(envs, progress)["total"]
-        progress.best_curve.append(
-            {"step": steps, "best": found, "calls": calls, "wall_s": seconds}
+    found = [progress.best.by_graph[g] for g in range(len(finals))]
+    elapsed = time.perf_counter() - start
+    progress.timings["evaluate"] = progress.timings.get("evaluate", 0.0) + elapsed
+    if not progress.best_curve or progress.best_curve[-1]["best"] != [f["runtime"] for f in found]:
+        progress.best_curve.append(  # the final rollouts found better
+            {
+                "step": steps,
+                "best": [f["runtime"] for f in found],
+                "feasible": [f["feasible"] for f in found],
+                "calls": simulator_calls(envs, progress)["total"],
+                "wall_s": run_seconds(progress) + progress.timings["train"],
+            }
         )
     save(model)
     return policy_step, finals
+
+
+def run_seconds(progress: RunProgress) -> float:
+    """The run's seconds outside training so far: the warm start and the final rollouts (of
+    earlier processes too, for a resumed run)."""
+    return progress.timings.get("warm_start", 0.0) + progress.timings.get("evaluate", 0.0)
 
 
 def simulator_calls(envs: Envs, progress: RunProgress) -> dict[str, int]:

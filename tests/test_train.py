@@ -238,8 +238,11 @@ def test_the_best_curve_tracks_the_search_at_every_rollout_without_evaluations(t
     assert calls[0] > 0 and calls == sorted(calls) and seconds == sorted(seconds)
     assert calls[-1] <= result.simulator_calls["total"]
     assert seconds[-1] <= sum(result.timings[k] for k in ("warm_start", "train", "evaluate"))
+    assert all(p["feasible"] == [True] for p in result.best_curve)
     resumed = train(small(total_steps=256, eval_every=0, resume=True), out_dir=str(tmp_path))
     assert resumed.best_curve[: len(result.best_curve)] == result.best_curve
+    seconds = [p["wall_s"] for p in resumed.best_curve]  # the first process's final rollouts too
+    assert seconds == sorted(seconds) and resumed.timings["evaluate"] > result.timings["evaluate"]
     assert [p["step"] for p in resumed.best_curve][-1] == resumed.steps
     written = json.loads((tmp_path / "result.json").read_text())
     assert written["best_curve"] == resumed.best_curve
@@ -289,9 +292,8 @@ def test_warm_start_rounds_run_dagger_after_the_clone():
 @pytest.mark.parametrize("keep_best", [True, False])
 def test_keep_best_ends_with_the_best_evaluation(keep_best):
     fast = {"n_steps": 32, "batch_size": 32, "learning_rate": 3e-2}
-    result = train(
-        small(total_steps=512, eval_every=64, keep_best=keep_best, agent={"hyperparams": fast})
-    )
+    no_rollback = {"hyperparams": fast, "rollback": False}  # the weights are the step's
+    result = train(small(total_steps=512, eval_every=64, keep_best=keep_best, agent=no_rollback))
     evaluations = [c["runtimes"][0] for c in result.curve]  # the last one is the final weights
     expected = min(evaluations) if keep_best else evaluations[-1]
     assert result.graphs[0].final_runtime == expected
@@ -364,6 +366,26 @@ def test_greedy_episodes_of_weights_seen_before_are_not_run_again(monkeypatch):
     assert len({tuple(c["runtimes"]) for c in anew.curve}) > 1  # the weights did change
     assert with_memory.runs + with_memory.reused == without.runs
     assert with_memory.reused >= 5 and without.reused == 0
+
+
+def test_the_kept_step_is_that_of_the_weights_a_rollback_returned_to(monkeypatch):
+    from placerl.agents.episodes import GreedyEpisodes
+
+    real, checks = GreedyEpisodes.score, []
+
+    def ever_worse(self, model, indices=None):  # every rollback check after the first loses
+        results, score = real(self, model, indices)
+        if indices is None:  # an evaluation's
+            return results, score
+        checks.append(None)
+        return results, float(len(checks))
+
+    monkeypatch.setattr(GreedyEpisodes, "score", ever_worse)
+    result = train(small(total_steps=128, eval_every=0, keep_best=False))
+    assert len(checks) > 2 and result.steps >= 128
+    assert result.policy_step == 0  # every update undone: the first check's weights
+    monkeypatch.setattr(GreedyEpisodes, "score", real)
+    assert train(small(total_steps=128, eval_every=0, keep_best=False)).policy_step > 0
 
 
 def test_rollback_checks_only_its_share_of_the_graphs(monkeypatch):

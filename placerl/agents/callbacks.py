@@ -57,10 +57,10 @@ class TrackBest(BaseCallback):
 
     After each rollout, once every one of the ``graphs`` has a placement, it logs
     ``sim/best_runtime_ms``, the mean over graphs of the best runtime so far, and appends
-    ``{"step", "best"}`` (per graph) to ``curve``: the search's learning curve, for free (no
-    greedy evaluation), at every rollout. Given ``calls`` and ``clock``, each point also holds
-    the run's simulator calls and seconds so far (``calls``, ``wall_s``): the anytime curve of
-    a search that learns.
+    ``{"step", "best", "feasible"}`` (per graph) to ``curve``: the search's learning curve,
+    for free (no greedy evaluation), at every rollout. Given ``calls`` and ``clock``, each
+    point also holds the run's simulator calls and seconds so far (``calls``, ``wall_s``): the
+    anytime curve of a search that learns.
     """
 
     def __init__(
@@ -92,7 +92,11 @@ class TrackBest(BaseCallback):
         if len(self.best.by_graph) >= self.graphs:
             runtimes = [self.best.by_graph[g]["runtime"] for g in range(self.graphs)]
             self.logger.record("sim/best_runtime_ms", 1e3 * float(np.mean(runtimes)))
-            point: dict[str, Any] = {"step": int(self.num_timesteps), "best": runtimes}
+            point: dict[str, Any] = {
+                "step": int(self.num_timesteps),
+                "best": runtimes,
+                "feasible": [self.best.by_graph[g]["feasible"] for g in range(self.graphs)],
+            }
             if self.calls is not None:
                 point["calls"] = int(self.calls())
             if self.clock is not None:
@@ -143,7 +147,9 @@ class Evaluate(_Periodic):
     the weights kept are those that place unseen graphs best.
 
     The greedy episodes come from ``episodes`` (and ``validation``): weights evaluated before,
-    by an earlier evaluation or by :class:`Rollback`, are not run again.
+    by an earlier evaluation or by :class:`Rollback`, are not run again. ``weights_step``
+    gives the step at which the policy's weights were kept (:attr:`Rollback.kept_step`, where
+    a rollback may have restored older ones; ``None`` or no ``weights_step``: the step count).
     """
 
     def __init__(
@@ -154,10 +160,11 @@ class Evaluate(_Periodic):
         best: BestPlacement,
         clock: Callable[[], float],
         validation: GreedyEpisodes | None = None,
+        weights_step: Callable[[], int | None] | None = None,
     ) -> None:
         super().__init__(every)
         self.episodes, self.curve, self.best, self.clock = episodes, curve, best, clock
-        self.validation = validation
+        self.validation, self._weights_step = validation, weights_step
         self.best_score, self.best_step, self._best_weights = math.inf, 0, None
         self.last_score = math.inf
 
@@ -184,7 +191,7 @@ class Evaluate(_Periodic):
             entry["validation"] = self.last_score
         self.curve.append({**entry, "wall_s": round(self.clock(), 3)})
         if self.last_score < self.best_score:
-            self.best_score, self.best_step = self.last_score, int(self.num_timesteps)
+            self.best_score, self.best_step = self.last_score, self.weights_step()
             self._best_weights = copy.deepcopy(self.model.policy.state_dict())
         if getattr(self.model, "logger", None) is not None:  # set up by learn()
             # Dumped now, at this evaluation's step: SB3 dumps once per rollout otherwise.
@@ -193,6 +200,11 @@ class Evaluate(_Periodic):
                 self.logger.record("eval/validation", self.last_score)
             self.logger.dump(int(self.num_timesteps))
         return runtimes
+
+    def weights_step(self) -> int:
+        """The step at which the policy's current weights were kept."""
+        step = self._weights_step() if self._weights_step is not None else None
+        return int(self.num_timesteps) if step is None else step
 
     def save_best(self, path: Path) -> dict[str, Any]:
         """Write the best weights to ``path``; returns the scores to keep beside them."""
@@ -217,10 +229,10 @@ class Evaluate(_Periodic):
         """Load the best evaluation's weights if the last evaluation was worse.
 
         Returns:
-            The step count of the weights the policy has now.
+            The step at which the weights the policy has now were kept (:meth:`weights_step`).
         """
         if self._best_weights is None or self.last_score <= self.best_score:
-            return int(self.num_timesteps)
+            return self.weights_step()
         self.model.policy.load_state_dict(self._best_weights)
         return self.best_step
 
@@ -251,6 +263,9 @@ class Rollback(BaseCallback):
         rolled_back: Updates undone.
         checks: Evaluations made.
         graph_indices: The graphs each check runs on.
+        kept_step: The step count at which the weights the policy holds were kept (a tie
+            keeps the new ones; where every update was undone, the first check's), ``None``
+            before the first check.
     """
 
     def __init__(self, episodes: GreedyEpisodes, graphs: int = 0) -> None:
@@ -259,6 +274,7 @@ class Rollback(BaseCallback):
         self.graph_indices = spread_graphs(len(episodes.env.graphs), graphs)
         self.best_score, self._best_weights = math.inf, None
         self.rolled_back = self.checks = 0
+        self.kept_step: int | None = None
 
     def check(self) -> None:
         """Evaluate now; keep the weights if best, restore the best if worse."""
@@ -267,6 +283,7 @@ class Rollback(BaseCallback):
         if score <= self.best_score * (1 + 1e-12):  # better or a tie: the new point to keep
             self.best_score = min(score, self.best_score)
             self._best_weights = copy.deepcopy(self.model.policy.state_dict())
+            self.kept_step = int(self.num_timesteps)
         else:
             self.model.policy.load_state_dict(self._best_weights)
             self.rolled_back += 1

@@ -185,11 +185,15 @@ def kept_weights(records: list[dict[str, Any]]) -> str:
     """Which weights each training of ``records`` kept, by family and seed: ``kept/steps``
     (``0/8192``: the weights before the first update, the warm start's clone where the step
     clones; ``?`` for a training recorded without it)."""
-    trainings = {(t.get("family"), t.get("seed")): t for r in records if (t := r.get("training"))}
     return ", ".join(
-        f"{t.get('policy_step', '?')}/{t.get('steps', '?')}"
-        for _, t in sorted(trainings.items(), key=lambda item: (str(item[0][0]), item[0][1] or 0))
+        f"{t.get('policy_step', '?')}/{t.get('steps', '?')}" for t in _trainings(records)
     )
+
+
+def _trainings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trainings of ``records``, each once, by family and seed."""
+    trainings = {t["id"]: t for r in records if (t := r.get("training"))}
+    return sorted(trainings.values(), key=lambda t: (str(t.get("family")), t.get("seed") or 0))
 
 
 def _verdict(result: Any, step: str, below: str, records: list[dict[str, Any]]) -> str:
@@ -203,7 +207,7 @@ def _verdict(result: Any, step: str, below: str, records: list[dict[str, Any]]) 
         )
     else:
         verdict = result.verdict(step, below)
-    steps = [r["training"].get("policy_step") for r in records if r.get("training")]
+    steps = [t.get("policy_step") for t in _trainings(records)]
     if steps and all(s == 0 for s in steps):
         verdict += (
             f"; every training of {step} kept its weights of step 0 (the warm start's clone "

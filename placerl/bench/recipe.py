@@ -157,22 +157,22 @@ def train_case(
     folder = out_dir / TRAINING_DIR / f"{case.name.replace('/', '__')}-seed{seed}"
     label = f"{recipe_label(recipe, overrides, 'case')}|{case.name}|seed={seed}"
     info = _train_in(folder, run, label, recipe, overrides, case.family, [case], [])
-    curve = json.loads((folder / "result.json").read_text()).get("best_curve", [])
+    best_curve = json.loads((folder / "result.json").read_text()).get("best_curve", [])
     return {
         **info,
         "best_placement": str(folder / "best_placement.json"),
-        "curve": _improvements(curve),
+        "trace": _search_trace(best_curve),
     }
 
 
-def _improvements(best_curve: list[dict[str, Any]]) -> list[list[float]]:
-    """``[calls, seconds, best runtime]`` of a one-graph training's best curve each time the
-    best improved (a curve recorded without calls and seconds gives none)."""
-    points: list[list[float]] = []
-    for point in best_curve:
-        if "calls" in point and (not points or point["best"][0] < points[-1][2]):
-            points.append([point["calls"], point["wall_s"], point["best"][0]])
-    return points
+def _search_trace(best_curve: list[dict[str, Any]]) -> list[list[float]]:
+    """``[calls, seconds, best runtime]`` of a one-graph training's best curve where its best
+    placement fits (a curve recorded without calls and seconds gives none)."""
+    return [
+        [point["calls"], point["wall_s"], point["best"][0]]
+        for point in best_curve
+        if "calls" in point and all(point.get("feasible", [False]))
+    ]
 
 
 def _train_in(

@@ -186,7 +186,7 @@ def run_case(
     for all the cases it places. Constructive placers a placer starts from count when they
     run, not when their placement comes from the reference cache. ``wall_s`` is the placer's
     wall-clock time, the graph loaded. ``trace`` is the anytime curve: ``[calls, seconds,
-    best runtime]`` at each improvement, training included, ending at the placement scored.
+    best runtime]`` at each improvement, training included, until the placement scored.
 
     Raises:
         ConfigError: An unknown placer or option (before any work).
@@ -251,16 +251,17 @@ def _trace(
     score: dict[str, Any],
     training: dict[str, Any] | None,
 ) -> list[list[float]]:
-    """The anytime trace up to the placer's last call, ending at the placement scored, with
-    the training's calls and seconds before the first point; a training that searched the
-    case itself (``learn_on="case"``) adds its own ``curve`` first."""
+    """The anytime trace: each point that beats every earlier one, up to the placer's last
+    call, with the training's calls and seconds before the first point; a training that
+    searched the case itself (``learn_on="case"``) adds its own ``trace`` first, where the
+    placement scored (the best it found) is already reached."""
     trace = [point for point in counted.trace if point[0] <= calls]
     if score["feasible"] and (not trace or score["runtime"] < trace[-1][2]):
         trace.append([calls, wall, score["runtime"]])
     if training:
         offset = (training["simulator_calls"], training["wall_s"])
         trace = [[c + offset[0], s + offset[1], runtime] for c, s, runtime in trace]
-        trace = _improving([*training.get("curve", []), *trace])
+        trace = _improving([*training.get("trace", []), *trace])
     return trace
 
 

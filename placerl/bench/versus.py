@@ -112,7 +112,7 @@ def floor(records: Sequence[Mapping[str, Any]]) -> float:
     """
     from placerl.comparison import geometric_mean
 
-    if not records or any(not record.get("lower_bound") for record in records):
+    if not records or any(record.get("lower_bound") is None for record in records):
         return math.nan
     return geometric_mean([float(r["lower_bound"]) / float(r["runtime"]) for r in records])
 

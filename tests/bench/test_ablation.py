@@ -76,7 +76,9 @@ def test_each_step_pairs_with_the_one_below_by_case_and_seed():
 
 
 def _trained(record, family, policy_step):
-    training = {"family": family, "seed": record["seed"], "steps": 64, "policy_step": policy_step}
+    seed = record["seed"]
+    training = {"id": f"{family}|{seed}", "family": family, "seed": seed, "steps": 64}
+    training["policy_step"] = policy_step
     return {**record, "training": training}
 
 

@@ -183,7 +183,7 @@ def test_learning_on_each_case_scores_the_best_placement_its_training_found(suit
     saved = json.loads((folder / "training.json").read_text())
     assert saved["provenance"] == result["provenance"] and "provenance" not in record["training"]
     calls, seconds, found = zip(*record["trace"], strict=True)  # the training's search
-    assert record["trace"] == [list(p) for p in record["training"]["curve"]]
+    assert record["trace"] == [list(p) for p in record["training"]["trace"]]
     assert list(calls) == sorted(calls) and calls[-1] <= record["training"]["simulator_calls"]
     assert list(seconds) == sorted(seconds) and seconds[-1] <= record["training"]["wall_s"]
     assert list(found) == sorted(found, reverse=True) and len(set(found)) == len(found)
