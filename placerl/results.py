@@ -118,10 +118,11 @@ class TrainResult:
             ``keep_best`` kept an earlier evaluation's).
         provenance: The git revision, command line, package versions, machine and date
             (:func:`placerl._provenance.provenance`).
-        best_curve: ``{"step", "best", "calls", "wall_s"}`` after every rollout (and after
-            the final rollouts where they found better): the best runtime found so far per
-            graph, in training episodes or evaluations, with the run's simulator calls and
-            seconds (warm start included) by then (runs written before these two lack them).
+        best_curve: ``{"step", "best", "feasible", "calls", "wall_s"}`` after every rollout
+            (and after the final rollouts where they found better): the best runtime found so
+            far per graph, in training episodes or evaluations, whether it fits, and the run's
+            simulator calls and seconds by then (warm start and earlier processes' final
+            rollouts included; runs written before these three lack them).
         simulator_calls: Every simulation made through the run's envs: ``training``,
             ``evaluation`` (greedy evaluations, rollback checks, warm-start episodes, final
             rollouts), ``validation`` and ``total``; ``{calls}`` in a baseline spec stands for

@@ -297,7 +297,7 @@ def learn(
             progress.best,
             len(envs.evaluation.graphs),
             progress.best_curve,
-            calls=lambda: simulator_calls(envs, progress)["total"],
+            count_calls=lambda: simulator_calls(envs, progress)["total"],
             clock=lambda: run_seconds(progress) + clock(),  # earlier processes' too
         )
         every = [

@@ -58,7 +58,7 @@ class TrackBest(BaseCallback):
     After each rollout, once every one of the ``graphs`` has a placement, it logs
     ``sim/best_runtime_ms``, the mean over graphs of the best runtime so far, and appends
     ``{"step", "best", "feasible"}`` (per graph) to ``curve``: the search's learning curve,
-    for free (no greedy evaluation), at every rollout. Given ``calls`` and ``clock``, each
+    for free (no greedy evaluation), at every rollout. Given ``count_calls`` and ``clock``, each
     point also holds the run's simulator calls and seconds so far (``calls``, ``wall_s``): the
     anytime curve of a search that learns.
     """
@@ -68,13 +68,13 @@ class TrackBest(BaseCallback):
         best: BestPlacement,
         graphs: int = 1,
         curve: list[dict[str, Any]] | None = None,
-        calls: Callable[[], int] | None = None,
+        count_calls: Callable[[], int] | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__()
         self.best, self.graphs = best, graphs
         self.curve = [] if curve is None else curve
-        self.calls, self.clock = calls, clock
+        self.count_calls, self.clock = count_calls, clock
 
     def _on_step(self) -> bool:
         for info in self.locals["infos"]:
@@ -97,8 +97,8 @@ class TrackBest(BaseCallback):
                 "best": runtimes,
                 "feasible": [self.best.by_graph[g]["feasible"] for g in range(self.graphs)],
             }
-            if self.calls is not None:
-                point["calls"] = int(self.calls())
+            if self.count_calls is not None:
+                point["calls"] = int(self.count_calls())
             if self.clock is not None:
                 point["wall_s"] = float(self.clock())
             self.curve.append(point)
