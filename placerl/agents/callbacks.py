@@ -148,8 +148,9 @@ class Evaluate(_Periodic):
 
     The greedy episodes come from ``episodes`` (and ``validation``): weights evaluated before,
     by an earlier evaluation or by :class:`Rollback`, are not run again. ``weights_step``
-    gives the step at which the policy's weights were kept (:attr:`Rollback.kept_step`, where
-    a rollback may have restored older ones; ``None`` or no ``weights_step``: the step count).
+    gives the step at which the policy's weights were kept (a :class:`Rollback`'s
+    ``kept_step``, where it may have restored older ones; ``None`` or no ``weights_step``:
+    the step count).
     """
 
     def __init__(
