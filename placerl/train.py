@@ -347,19 +347,13 @@ def final_rollouts(
         for rollout in (final, sampled):
             progress.best.offer(g, rollout.runtime, rollout.feasible, rollout.placement, steps)
         finals.append(FinalRollout(final.runtime, sampled.runtime, final.placement))
-    found = [progress.best.by_graph[g] for g in range(len(finals))]
     elapsed = time.perf_counter() - start
     progress.timings["evaluate"] = progress.timings.get("evaluate", 0.0) + elapsed
-    if not progress.best_curve or progress.best_curve[-1]["best"] != [f["runtime"] for f in found]:
-        progress.best_curve.append(  # the final rollouts found better
-            {
-                "step": steps,
-                "best": [f["runtime"] for f in found],
-                "feasible": [f["feasible"] for f in found],
-                "calls": simulator_calls(envs, progress)["total"],
-                "wall_s": run_seconds(progress) + progress.timings["train"],
-            }
-        )
+    point = progress.best.curve_point(len(finals), steps)
+    if not progress.best_curve or progress.best_curve[-1]["best"] != point["best"]:
+        point["calls"] = simulator_calls(envs, progress)["total"]  # the final rollouts found better
+        point["wall_s"] = run_seconds(progress) + progress.timings["train"]
+        progress.best_curve.append(point)
     save(model)
     return policy_step, finals
 

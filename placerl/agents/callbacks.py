@@ -40,6 +40,16 @@ class BestPlacement:
         }
         return True
 
+    def curve_point(self, graphs: int, step: int) -> dict[str, Any]:
+        """``{"step", "best", "feasible"}``: the best runtime of each of the first ``graphs``
+        graphs at ``step``, and whether it fits (a point of ``best_curve``)."""
+        bests = [self.by_graph[g] for g in range(graphs)]
+        return {
+            "step": int(step),
+            "best": [b["runtime"] for b in bests],
+            "feasible": [b["feasible"] for b in bests],
+        }
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form (graph indices as strings)."""
         return {str(k): v for k, v in sorted(self.by_graph.items())}
@@ -90,13 +100,8 @@ class TrackBest(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         if len(self.best.by_graph) >= self.graphs:
-            runtimes = [self.best.by_graph[g]["runtime"] for g in range(self.graphs)]
-            self.logger.record("sim/best_runtime_ms", 1e3 * float(np.mean(runtimes)))
-            point: dict[str, Any] = {
-                "step": int(self.num_timesteps),
-                "best": runtimes,
-                "feasible": [self.best.by_graph[g]["feasible"] for g in range(self.graphs)],
-            }
+            point = self.best.curve_point(self.graphs, self.num_timesteps)
+            self.logger.record("sim/best_runtime_ms", 1e3 * float(np.mean(point["best"])))
             if self.count_calls is not None:
                 point["calls"] = int(self.count_calls())
             if self.clock is not None:

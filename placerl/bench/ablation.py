@@ -161,6 +161,7 @@ def paired_rows(preset: str, records: Mapping[str, list[dict[str, Any]]]) -> lis
     rows = []
     for below, step in itertools.pairwise(names):
         pairs = _pairs(records[step], records[below])
+        trainings = step_trainings(records[step])
         result = compare_pairs(*zip(*pairs, strict=True)) if pairs else compare_pairs([], [])
         rows.append(
             {
@@ -174,32 +175,30 @@ def paired_rows(preset: str, records: Mapping[str, list[dict[str, Any]]]) -> lis
                 "wins": result.wins,
                 "losses": result.losses,
                 "p_value": result.p_value,
-                "kept": kept_weights(records[step]),
-                "verdict": _verdict(result, step, below, records[step]),
+                "kept": kept_weights(trainings),
+                "verdict": _verdict(result, step, below, trainings),
             }
         )
     return rows
 
 
-def kept_weights(records: list[dict[str, Any]]) -> str:
-    """Which weights each training of ``records`` kept, by family and seed: ``kept/steps``
+def kept_weights(trainings: list[dict[str, Any]]) -> str:
+    """Which weights each of ``trainings`` (:func:`step_trainings`) kept: ``kept/steps``
     (``0/8192``: the weights before the first update, the warm start's clone where the step
     clones; ``?`` for a training recorded without it)."""
-    return ", ".join(
-        f"{t.get('policy_step', '?')}/{t.get('steps', '?')}" for t in _trainings(records)
-    )
+    return ", ".join(f"{t.get('policy_step', '?')}/{t.get('steps', '?')}" for t in trainings)
 
 
-def _trainings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The trainings of ``records``, each once, by family and seed."""
+def step_trainings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trainings of a step's ``records``, each once, by family and seed."""
     trainings = {t["id"]: t for r in records if (t := r.get("training"))}
     return sorted(trainings.values(), key=lambda t: (str(t.get("family")), t.get("seed") or 0))
 
 
-def _verdict(result: Any, step: str, below: str, records: list[dict[str, Any]]) -> str:
+def _verdict(result: Any, step: str, below: str, trainings: list[dict[str, Any]]) -> str:
     """The comparison's verdict (in words for a choice where every pair ties: its own speak
-    of an order, the setting it was first written for), saying so where no training of
-    ``step`` kept an update: its row then measures the weights it started from."""
+    of an order, the setting it was first written for), saying so where none of ``step``'s
+    ``trainings`` kept an update: its row then measures the weights it started from."""
     if result.pairs and result.ties == result.pairs:
         verdict = (
             f"{step} and {below} give the same runtime in all {result.pairs} pairs: the "
@@ -207,7 +206,7 @@ def _verdict(result: Any, step: str, below: str, records: list[dict[str, Any]]) 
         )
     else:
         verdict = result.verdict(step, below)
-    steps = [t.get("policy_step") for t in _trainings(records)]
+    steps = [t.get("policy_step") for t in trainings]
     if steps and all(s == 0 for s in steps):
         verdict += (
             f"; every training of {step} kept its weights of step 0 (the warm start's clone "
