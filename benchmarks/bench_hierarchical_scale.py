@@ -9,10 +9,10 @@ m-ETF, m-SCT: PlaceBench's score) and the runtime ratio to HEFT alone (timed in 
 run), and the gap to the lower bound.
 
 What it trains on. The suite says a ``scale`` case learns from the layered family's train and
-validation cases (``Suite.trained_on``), which are on Placeto's 4 devices. A policy reads a
-fixed device count: the node features hold a one-hot of each node's device and the group
-placer has one logit per device, so a 4-device policy cannot place on 8, 16 or 32 GPUs (the
-policy placer refuses it, naming both counts). So the recipe trains on the same train graphs,
+validation cases (``Suite.trained_on``), which are on Placeto's 4 devices. This recipe's
+policy reads a fixed device count: its group placer has one logit per device
+(:mod:`placerl.agents.group_heads`), so a 4-device policy cannot place on 8, 16 or 32 GPUs
+(the policy placer refuses it, naming both counts). So the recipe trains on the same train graphs,
 selecting on the same validation graphs, moved onto each case's cluster: one training per
 device count, each case placed zero-shot by the policy of its cluster. A graph of 10k-100k
 nodes is far beyond the 80-node padding the policy trains with: the grouper-placer's weights
@@ -20,13 +20,16 @@ have no node-count dimension, and the policy placer rebuilds its network for the
 padding (:func:`placerl.agents.fitting.fit_to_env`); training with a 100k-node padding
 instead is out of reach (a rollout buffer of 1,024 observations of 100k rows).
 
-Records go to ``<out>/`` as PlaceBench records (``placerl.bench.leaderboard`` reads them;
-the trainings under ``<out>/training/``), a summary with provenance to
-``<summary>/hierarchical_scale.json`` and ``.md``. A finished case or training is read back,
-not run again.
+Each seed trains its own policies. Records go to ``<out>/`` as PlaceBench records
+(``placerl.bench.leaderboard`` reads them; the trainings under ``<out>/training/``), a
+summary with provenance to ``<summary>/hierarchical_scale.json`` and ``.md``. Then, as
+``bench_learned.py`` does for the other recipes, iterated local search gets the recipe's
+simulator calls and seconds per case (each training counted once) and the paired rows join
+``placebench-v1/learned/versus.json``. A finished case, training or search is read back, not
+run again.
 
-    python benchmarks/bench_hierarchical_scale.py --threads 1                # every size
-    python benchmarks/bench_hierarchical_scale.py --sizes 10000 --total-steps 2000
+    python benchmarks/bench_hierarchical_scale.py --threads 1            # every size, 3 seeds
+    python benchmarks/bench_hierarchical_scale.py --sizes 10000 --seeds 0 --total-steps 2000
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common beside this script
 
 from _common import add_run_options, apply_run_options, markdown_table, write_results
+from bench_learned import known_runtimes, save_versus, searches
 
 from placerl.baselines import solve
 from placerl.bench.case import Case
@@ -51,11 +55,14 @@ from placerl.bench.placebench import SCALE_CLUSTERS
 from placerl.bench.recipe import TRAINING_FILE, recipe_label, training_run
 from placerl.bench.run import TRAINING_DIR, record_path, run_case
 from placerl.bench.suite import Suite, load_suite
+from placerl.bench.versus import versus_rows
 from placerl.cluster import load_cluster
 from placerl.graph import load_graph
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "placebench-v1" / "recipe_hierarchical" / "scale"
+#: Where the matched searches and the paired rows go: beside the other learned recipes'.
+VERSUS = RESULTS / "placebench-v1" / "learned"
 #: The committed classic rows the leaderboard pairs the recipe with on this tier.
 CLASSIC = tuple(
     RESULTS / "placebench-v1" / placer / "scale"
@@ -212,24 +219,31 @@ def run(
     suite: Suite,
     cases: list[Case],
     overrides: list[str],
-    seed: int,
+    seeds: list[int],
     out: Path,
     summary: Path | None,
     config: dict[str, Any],
     *,
     classic: tuple[Path, ...] = (),
     force: bool = False,
+    versus: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Place every case (training per cluster as needed), then write the summary to
-    ``summary/hierarchical_scale.{json,md}`` (``None``: nowhere) with the leaderboard of the
-    records and the ``classic`` rows' folders; returns the summary's rows."""
-    rows = []
+    """Place every case with each seed's policies (training per cluster as needed), then
+    write the summary to ``summary/hierarchical_scale.{json,md}`` (``None``: nowhere) with
+    the leaderboard of the records and the ``classic`` rows' folders; with ``versus``, also
+    meet iterated local search at the recipe's calls and seconds per case there
+    (:func:`match_search`). Returns the summary's rows."""
+    rows, records = [], []
     for case in cases:
-        record = place(suite, case, overrides, seed, out, force)
-        if record["error"]:
-            raise RuntimeError(f"{case.name}: {record['error']}")
-        rows.append(summary_row(record, heft_run(case), memory_shares(suite, case)))
-        print(json.dumps(rows[-1]), flush=True)
+        heft, shares = heft_run(case), memory_shares(suite, case)
+        for seed in seeds:
+            records.append(place(suite, case, overrides, seed, out, force))
+            if records[-1]["error"]:
+                raise RuntimeError(f"{case.name}: {records[-1]['error']}")
+            rows.append({"seed": seed} | summary_row(records[-1], heft, shares))
+            print(json.dumps(rows[-1]), flush=True)
+    if versus is not None:
+        match_search(suite, cases, records, versus, [out, *classic], config)
     board = leaderboard([out, *(folder for folder in classic if folder.is_dir())])
     board = board[board["tier"].isin({c.tier for c in cases})]
     if summary is not None:
@@ -246,14 +260,38 @@ def run(
     return rows
 
 
+def match_search(
+    suite: Suite,
+    cases: list[Case],
+    records: list[dict[str, Any]],
+    versus: Path,
+    folders: list[Path],
+    config: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Iterated local search on the tier of ``cases`` at the calls and seconds per case of
+    the recipe's ``records`` (each training counted once), in ``versus/search/``, and the
+    paired rows pooled into ``versus/versus.json`` (``bench_learned.py``'s); the best known
+    runtimes come from ``folders`` and ``versus``. Returns the rows."""
+    label = records[0]["placer"]
+    found = searches(suite, versus, records, label, cases)
+    known = known_runtimes([versus, *folders])
+    rows = versus_rows(records, found, "all", known)
+    seeds = ", ".join(map(str, sorted({r["seed"] for r in records})))
+    last_run = (
+        f"the hierarchical recipe on the {cases[0].tier} tier, trained per cluster; seeds {seeds}"
+    )
+    save_versus(rows, versus, config, last_run, [str(versus.parent)], suite.id)
+    return rows
+
+
 def _markdown(rows: list[dict[str, Any]], board: str, overrides: list[str], out: Path) -> str:
     steps = next((row["train_steps"] for row in rows), None)
     lines = [
         "# The hierarchical recipe on PlaceBench's scale tier",
         "",
         f"`{recipe_label(RECIPE, overrides)}`: trained on the layered family's train graphs "
-        "(80 nodes), selecting on its validation graphs, on each case's cluster (a policy "
-        f"reads one device count: one training per cluster), {steps} env steps each (two "
+        "(80 nodes), selecting on its validation graphs, on each case's cluster (its policy "
+        f"reads one device count: one training per cluster and seed), {steps} env steps each (two "
         "per placement, after cloning best_of's placements); each case placed zero-shot by "
         "its cluster's policy, greedy, rebuilt for the case's padding. Records in "
         f"`{_shown(out)}`.",
@@ -311,7 +349,7 @@ def main(argv: list[str] | None = None) -> None:
         default=TOTAL_STEPS,
         help="training env steps per cluster (two per placement)",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
         "--overrides",
         nargs="*",
@@ -320,6 +358,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--records", default=str(OUT), help="where the records go")
     parser.add_argument("--force", action="store_true", help="place finished cases again")
+    parser.add_argument(
+        "--versus",
+        default=str(VERSUS),
+        help="where iterated local search meets the recipe at its budget ('' for nowhere)",
+    )
     add_run_options(parser)  # --out: where the summary goes (benchmarks/results); --threads
     args = parser.parse_args(argv)
     apply_run_options(args)
@@ -332,12 +375,13 @@ def main(argv: list[str] | None = None) -> None:
         suite,
         scale_cases(suite, args.sizes),
         overrides,
-        args.seed,
+        args.seeds,
         records,
         Path(args.out),
         vars(args),
         classic=CLASSIC,
         force=args.force,
+        versus=Path(args.versus) if args.versus else None,
     )
 
 

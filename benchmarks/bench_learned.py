@@ -45,11 +45,13 @@ from _common import merged_rows, paired_table, write_results
 from bench_placebench import folder_name
 
 from placerl.bench.case import Case
-from placerl.bench.leaderboard import write_leaderboard
+from placerl.bench.leaderboard import load_records, write_leaderboard
 from placerl.bench.recipe import finished_record, recipe_label, run_recipe
 from placerl.bench.run import run_case, run_cases, select_cases
+from placerl.bench.suite import Suite
 from placerl.bench.versus import (
     FAMILY_SEARCHES,
+    best_runtimes,
     budget_per_case,
     search_at_calls,
     search_at_seconds,
@@ -71,6 +73,7 @@ SHOWN = (
     "wins",
     "losses",
     "floor",
+    "best_known",
     "calls_per_case",
     "search_calls_per_case",
     "seconds_per_case",
@@ -154,7 +157,10 @@ def matched(
     ``by_family`` (a recipe trained per family) on a tier of several families, also each
     family's records against the search at that family's own budget (a family whose
     training cost more gets a longer search)."""
-    rows = versus_rows(learned, searches(args, learned, label, cases), args.family or "all")
+    out = Path(args.out)
+    found = searches(args.suite, out, learned, label, cases, args.family)
+    known = known_runtimes([out, *args.classic])
+    rows = versus_rows(learned, found, args.family or "all", known)
     families = sorted({case.family for case in cases})
     if not by_family or len(families) < 2:
         return rows
@@ -162,25 +168,39 @@ def matched(
     for family in families:
         mine = [r for r in learned if family_of.get(r["case"]) == family]
         if mine:
-            rows += versus_rows(mine, searches(args, mine, label, cases, family), family)
+            found = searches(args.suite, out, mine, label, cases, family, own_budget=True)
+            rows += versus_rows(mine, found, family, known)
     return rows
 
 
+def known_runtimes(folders: list[Path | str]) -> dict[str, float]:
+    """Each case's best known runtime over every record under those of ``folders`` that
+    exist (:func:`placerl.bench.versus.best_runtimes`; none without a record)."""
+    try:
+        records = load_records([folder for folder in folders if Path(folder).is_dir()])
+    except FileNotFoundError:  # no record there yet
+        return {}
+    return best_runtimes(record for _, record in records)
+
+
 def searches(
-    args: argparse.Namespace,
+    suite: str | Suite,
+    out: Path,
     learned: list[dict[str, Any]],
     label: str,
     cases: list[Case],
-    family: str | None = None,
+    only: str | None = None,
+    *,
+    own_budget: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Iterated local search on the tier of ``cases`` (or one ``family`` of it) at the calls
+    """Iterated local search on the tier of ``cases`` (or family ``only`` of it) at the calls
     and at the seconds per case of the ``learned`` records: ``{"calls": records, "seconds":
-    records}``, in ``<out>/search/<label>-<regime>[-<family>]/<tier>``, one family's under
-    :data:`~placerl.bench.versus.FAMILY_SEARCHES` (no leaderboard row: part of a tier)."""
+    records}``, in ``<out>/search/<label>-<regime>[-<family>]/<tier>``; a family searched at
+    its ``own_budget`` (part of a tier's cases, no leaderboard row) under
+    :data:`~placerl.bench.versus.FAMILY_SEARCHES`."""
     budget = budget_per_case(learned)
-    tier, out = cases[0].tier, Path(args.out) / "search"
-    only = family or args.family
-    if family:
+    tier, out = cases[0].tier, out / "search"
+    if own_budget:
         out = out / FAMILY_SEARCHES
     found = {}
     for regime, spec in (
@@ -189,7 +209,7 @@ def searches(
     ):
         name = f"{label}-{regime}" + (f"-{only.rpartition('/')[2]}" if only else "")
         found[regime] = run_cases(
-            args.suite,
+            suite,
             tier,
             "test",
             spec,
@@ -200,21 +220,50 @@ def searches(
     return found
 
 
-def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
-    """``versus.md``: what ran, the paired table and each row's verdict."""
+def save_versus(
+    rows: list[dict[str, Any]],
+    out: Path,
+    config: argparse.Namespace | dict[str, Any],
+    last_run: str,
+    classic: list[str],
+    suite: str = "placebench-v1",
+) -> Path:
+    """Pool ``rows`` into ``<out>/versus.json`` (a row replacing the earlier one of its
+    placer, tier, family and regime) and its ``versus.md`` (whose header says what the
+    ``last_run`` was), and write ``<out>/LEADERBOARD.md`` over ``out`` and the ``classic``
+    folders. Returns the JSON's path."""
+    key = ("placer", "tier", "family", "regime")
+    defaults = {"family": "all", "floor": None, "best_known": None}
+    rows = merged_rows(out / "versus.json", rows, key, defaults=defaults)
+    board = write_leaderboard([out, *classic], out / "LEADERBOARD.md")
+    path = write_results(
+        "versus",
+        rows,
+        out,
+        config=config,
+        markdown=report(rows, suite, last_run),
+        extra={"kind": VERSUS_KIND},
+    )
+    print(f"{paired_table(rows, SHOWN)}\nLeaderboard in {board}; paired rows in {path}")
+    return path
+
+
+def report(rows: list[dict[str, Any]], suite: str, last_run: str) -> str:
+    """``versus.md``: what ran last, the paired table and each row's verdict."""
     verdicts = "\n".join(
         f"* {row['tier']}{_family(row)}, {row['regime']}: {row['verdict']}." for row in rows
     )
     return (
-        f"# Learned recipes against iterated local search on {args.suite} (test)\n\n"
-        f"The last run: seeds {', '.join(map(str, args.seeds))}; budget "
-        f"{' '.join(args.budget) or 'the recipes own'}; learned per {args.learn_on}. The "
+        f"# Learned recipes against iterated local search on {suite} (test)\n\n"
+        f"The last run: {last_run}. The "
         "table pools every run into this folder, each row with the commit of its run. "
         "Each recipe's runtimes over the search's at the recipe's calls or seconds per "
         "case (every training call counted once), paired by case over the seeds "
         "(below 1: the recipe's placements run faster). `floor`: the lower bound over "
         "the search's runtime, as a geometric mean over the paired cases: no placer's "
-        "ratio goes below it (empty: a row of a run that did not record it).\n\n"
+        "ratio goes below it. `best_known`: the same mean of the best runtime any record "
+        "of the case in the results reached (any placer, budget or seed): a ratio below it needs a "
+        "placement nobody has found (empty: a row of a run that did not record them).\n\n"
         f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
     )
 
@@ -284,13 +333,11 @@ def main(argv: list[str] | None = None) -> None:
         for tier in args.tiers
         for row in run_pretrained_tier(args, name, search, tier, out)
     ]
-    key = ("placer", "tier", "family", "regime")
-    rows = merged_rows(out / "versus.json", rows, key, defaults={"family": "all", "floor": None})
-    board = write_leaderboard([out, *args.classic], out / "LEADERBOARD.md")
-    path = write_results(
-        "versus", rows, out, config=args, markdown=report(rows, args), extra={"kind": VERSUS_KIND}
+    last_run = (
+        f"seeds {', '.join(map(str, args.seeds))}; budget "
+        f"{' '.join(args.budget) or 'the recipes own'}; learned per {args.learn_on}"
     )
-    print(f"{paired_table(rows, SHOWN)}\nLeaderboard in {board}; paired rows in {path}")
+    save_versus(rows, out, args, last_run, args.classic, args.suite)
 
 
 if __name__ == "__main__":

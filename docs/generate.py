@@ -228,6 +228,7 @@ def learned_page(out: Path) -> str:
         "regime": "regime",
         **PAIRED_COLUMNS,
         "floor": "floor",
+        "best_known": "best known",
         "calls_per_case": "calls per case",
         "search_calls_per_case": "search's calls per case",
         "seconds_per_case": "seconds per case",
@@ -241,7 +242,9 @@ def learned_page(out: Path) -> str:
         "seeds as their geometric mean). The search's budget starts after best_of's "
         "construction, so it can spend more than the row it is matched to: both columns show "
         "what each side spent. The floor is the lower bound over the search's runtime "
-        "(geometric mean over the paired cases): no placer's ratio goes below it. "
+        "(geometric mean over the paired cases): no placer's ratio goes below it. The best "
+        "known is the same mean of the fastest runtime any record of the case reached (any "
+        "placer, budget or seed): a ratio below it needs a placement nobody has found yet. "
         "Generated from `benchmarks/results/placebench-v1/learned/versus.json` (`python "
         "benchmarks/bench_learned.py` writes it)."
     )

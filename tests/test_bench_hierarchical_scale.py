@@ -68,9 +68,14 @@ def test_the_scale_cases_train_on_their_family_moved_onto_their_cluster(bench):
 def test_a_run_trains_per_cluster_places_beyond_its_padding_and_writes_records(bench, tmp_path):
     out, summary = tmp_path / "records", tmp_path / "summary"
     (case,) = TINY.select("big")
-    rows = bench.run(TINY, [case], OVERRIDES, 0, out, summary, {"test": True})
+    rows = bench.run(TINY, [case], OVERRIDES, [0], out, summary, {"test": True})
     (row,) = rows
-    assert (row["case"], row["nodes"], row["devices"]) == ("big/layered-n40-s0", 40, 3)
+    assert (row["seed"], row["case"], row["nodes"], row["devices"]) == (
+        0,
+        "big/layered-n40-s0",
+        40,
+        3,
+    )
     assert row["place_s"] > 0 and row["runtime_ms"] > 0 and row["vs_heft"] > 0
     assert row["train_steps"] == 64
     record = json.loads((out / "big__layered-n40-s0@seed0.json").read_text())
@@ -97,6 +102,28 @@ def test_a_run_trains_per_cluster_places_beyond_its_padding_and_writes_records(b
     # a second run reads the record and the training back
     before = (out / "big__layered-n40-s0@seed0.json").stat().st_mtime_ns
     assert (
-        bench.run(TINY, [case], OVERRIDES, 0, out, None, {})[0]["runtime_ms"] == row["runtime_ms"]
+        bench.run(TINY, [case], OVERRIDES, [0], out, None, {})[0]["runtime_ms"] == row["runtime_ms"]
     )
     assert (out / "big__layered-n40-s0@seed0.json").stat().st_mtime_ns == before
+
+
+def test_each_seed_trains_its_own_policies_and_meets_the_search_at_its_budget(bench, tmp_path):
+    out, learned = tmp_path / "records", tmp_path / "learned"
+    (case,) = TINY.select("big")
+    rows = bench.run(TINY, [case], OVERRIDES, [0, 1], out, None, {}, versus=learned)
+    assert [row["seed"] for row in rows] == [0, 1]
+    trainings = sorted(p.name for p in (out / "training").iterdir())
+    assert trainings == ["big__layered-n40-d3-seed0", "big__layered-n40-d3-seed1"]
+    versus = json.loads((learned / "versus.json").read_text())["rows"]
+    assert [(r["tier"], r["regime"], r["pairs"]) for r in versus] == [
+        ("big", "equal calls", 1),
+        ("big", "equal seconds", 1),
+    ]
+    calls = versus[0]
+    spent = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    trained = sum(r["training"]["simulator_calls"] + r["simulator_calls"] for r in spent)
+    assert calls["calls_per_case"] == trained / 2  # both seeds' trainings, over two records
+    assert calls["search"].startswith("local_search?init=best_of")
+    # the best known runtime is at most the search's and the seeds': at most 1, over the floor
+    assert calls["floor"] <= calls["best_known"] <= min(1.0, calls["ratio"])
+    assert "hierarchical recipe on the big tier" in (learned / "versus.md").read_text()

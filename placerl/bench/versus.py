@@ -8,7 +8,9 @@ pairs the recipe's runtimes with the search's case by case (the recipe's seeds o
 their geometric mean against the search's one run), with the ratio's bootstrap interval
 (:func:`placerl.comparison.compare_pairs`); a row names the ``family`` whose cases it
 pairs, or ``all``, and its ``floor``: the geometric mean over the paired cases of the lower
-bound over the search's runtime, below which no placer's ratio goes (:func:`floor`). The
+bound over the search's runtime, below which no placer's ratio goes (:func:`floor`), and its
+``best_known``: the same mean of the best runtime any record of the case reached, over the
+search's (:func:`best_known`): a ratio below it needs a placement nobody has found. The
 search's budget is what it may spend after best_of's construction (about ten calls per case
 on the tiny tier, which the learned recipes that start from best_of spend too; seconds more
 where best_of runs its DP): each row shows what both sides really spent.
@@ -17,7 +19,7 @@ where best_of runs its DP): each row shows what both sides really spent.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 #: The folder (under a benchmark's output) of the searches matched to one family's budget:
@@ -63,12 +65,15 @@ def versus_rows(
     learned: Sequence[Mapping[str, Any]],
     searches: Mapping[str, Sequence[Mapping[str, Any]]],
     family: str = "all",
+    known: Mapping[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per regime of ``searches`` (``{"calls": records, "seconds": records}``): the
     learned runtimes over the search's, paired by case (below 1: the learned placer is
     faster; each case's seeds as their geometric mean, :func:`case_runtimes`), with the
     interval, wins and losses over the cases and the budget each side spent per case.
-    ``family`` names the cases ``learned`` holds: one family's, or ``all`` of its tier."""
+    ``family`` names the cases ``learned`` holds: one family's, or ``all`` of its tier;
+    ``known`` is each case's best known runtime (:func:`best_runtimes`; ``None``: the row's
+    ``best_known`` is ``nan``)."""
     from placerl.comparison import compare_pairs
 
     mine = budget_per_case(learned)
@@ -94,6 +99,9 @@ def versus_rows(
                 "wins": result.wins,
                 "losses": result.losses,
                 "floor": floor([placed[case] for case in per_case if case in placed]),
+                "best_known": best_known(
+                    [placed[case] for case in per_case if case in placed], known or {}
+                ),
                 "calls_per_case": mine["calls"],
                 "search_calls_per_case": spent["calls"],
                 "seconds_per_case": mine["seconds"],
@@ -115,6 +123,30 @@ def floor(records: Sequence[Mapping[str, Any]]) -> float:
     if not records or any(record.get("lower_bound") is None for record in records):
         return math.nan
     return geometric_mean([float(r["lower_bound"]) / float(r["runtime"]) for r in records])
+
+
+def best_known(records: Sequence[Mapping[str, Any]], known: Mapping[str, float]) -> float:
+    """The geometric mean over ``records`` of their case's best known runtime (``known``)
+    over their runtime (``nan`` where a case has none, or there are no records): how far
+    below 1 any placement found so far goes. It is at most 1 when ``known`` holds these
+    records, and at least :func:`floor`.
+    """
+    from placerl.comparison import geometric_mean
+
+    if not records or any(record["case"] not in known for record in records):
+        return math.nan
+    return geometric_mean([known[r["case"]] / float(r["runtime"]) for r in records])
+
+
+def best_runtimes(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Each case's fastest feasible runtime over ``records`` (any placer, seed or budget):
+    the best known placement of the case, as far as these records know."""
+    best: dict[str, float] = {}
+    for record in records:
+        if _placed(record):
+            case, runtime = record["case"], float(record["runtime"])
+            best[case] = min(best.get(case, math.inf), runtime)
+    return best
 
 
 def case_runtimes(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:

@@ -7,6 +7,8 @@ import pytest
 
 from placerl.baselines.references import parse_placer
 from placerl.bench.versus import (
+    best_known,
+    best_runtimes,
     budget_per_case,
     floor,
     search_at_calls,
@@ -82,6 +84,24 @@ def test_the_seeds_of_a_case_pair_once_as_their_geometric_mean():
     json.dumps(row)  # a result file holds it
 
 
+def test_the_best_known_runtime_of_a_case_is_its_fastest_feasible_record():
+    def found(case, runtime, feasible=True, error=None):
+        return {"case": case, "runtime": runtime, "feasible": feasible, "error": error}
+
+    records = [
+        found("a", 2.0),
+        found("a", 1.5),
+        found("a", 0.1, feasible=False),  # overflows memory: no placement to keep
+        found("b", 3.0),
+        found("b", 0.2, error="ConfigError: 3 devices"),
+    ]
+    known = best_runtimes(records)
+    assert known == {"a": 1.5, "b": 3.0}
+    assert best_known([found("a", 2.0), found("b", 3.0)], known) == pytest.approx(math.sqrt(0.75))
+    # a case nobody placed has no best known runtime: the row says nothing rather than 1
+    assert math.isnan(best_known([found("c", 1.0)], known)) and math.isnan(best_known([], known))
+
+
 def test_the_floor_is_the_lower_bound_over_the_search():
     def found(runtime, lower_bound, optimum_gap=None):
         return {"runtime": runtime, "lower_bound": lower_bound, "optimum_gap": optimum_gap}
@@ -134,6 +154,8 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
     best_of = 9  # the calls of the construction the search starts from, on these cases
     assert calls["search_calls_per_case"] <= math.ceil(calls["calls_per_case"]) + best_of
     assert 0 < calls["floor"] <= 1  # the lower bounds over the search's runtimes
+    # the best runtime any record in the folder reached: the search's, or the recipe's
+    assert calls["floor"] <= calls["best_known"] <= min(1.0, calls["ratio"])
     board = (tmp_path / "LEADERBOARD.md").read_text()
     assert "recipe:scratch[learn_on=case,total_steps=16" in board and "local_search" in board
     assert "| tiny | tiny/chain-n12 | equal seconds | 2 |" in (tmp_path / "versus.md").read_text()
@@ -185,7 +207,9 @@ def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkey
         "wall_s": 3.0,
     }
     _, cases = select_cases("placebench-v1", "tiny", "test")
-    args = script.argparse.Namespace(suite="placebench-v1", family=None, out=str(tmp_path))
+    args = script.argparse.Namespace(
+        suite="placebench-v1", family=None, out=str(tmp_path), classic=[]
+    )
     rows = script.matched(args, learned, "recipe:x", cases, by_family=True)
     assert [(r["family"], r["regime"], r["pairs"]) for r in rows] == [
         ("all", "equal calls", 4),
@@ -204,6 +228,7 @@ def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkey
     spec, where = asked[(None, "calls")]
     assert "max_evaluations=285&" in spec and FAMILY_SEARCHES not in where.parts
     assert all(r["ratio"] == pytest.approx(0.9) for r in rows)
+    assert all(math.isnan(r["best_known"]) for r in rows)  # no record in the folder yet
     assert len(script.matched(args, learned, "recipe:x", cases)) == 2  # learned per case
 
 
