@@ -52,7 +52,7 @@ from placerl.baselines import solve
 from placerl.bench.case import Case
 from placerl.bench.leaderboard import leaderboard, table_markdown
 from placerl.bench.placebench import SCALE_CLUSTERS
-from placerl.bench.recipe import TRAINING_FILE, recipe_label, training_run
+from placerl.bench.recipe import NOT_IN_RECORD, TRAINING_FILE, recipe_label, training_run
 from placerl.bench.run import TRAINING_DIR, record_path, run_case
 from placerl.bench.suite import Suite, load_suite
 from placerl.bench.versus import versus_rows
@@ -116,6 +116,7 @@ def train_for(
         "wall_s": sum(timings.get(k, 0.0) for k in ("warm_start", "train", "evaluate")),
         "policy": str(folder / "model.zip"),
         "config": run.to_dict(),
+        "provenance": result.provenance,
     }
     (folder / TRAINING_FILE).write_text(json.dumps(info, indent=1))
     return info
@@ -143,7 +144,9 @@ def place(
         if (record.get("placer"), record.get("seed")) == (label, seed) and not record["error"]:
             return record
     training = {
-        k: v for k, v in train_for(suite, case, overrides, seed, out).items() if k != "config"
+        k: v
+        for k, v in train_for(suite, case, overrides, seed, out).items()
+        if k not in NOT_IN_RECORD
     }
     _warm_up(training["policy"])
     return run_case(
