@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
         "--searches",
         nargs="+",
         default=["greedy"],
-        help="the policy's searches at inference: greedy, local, "
+        help="the policy's searches at inference: greedy, local, 'ils?budget=2000', "
         "'sample?budget=200' (each its own row and training)",
     )
     parser.add_argument(

@@ -85,7 +85,7 @@ def policy_placer(
         pretrained: The name of a policy that ships with placerl
             (:func:`placerl.agents.pretrained.shipped`), instead of ``path``.
         search: A search at inference (:data:`placerl.agents.search.SEARCHES`: ``greedy``,
-            ``sample``, ``local``, ``active``).
+            ``sample``, ``local``, ``ils``, ``active``).
         budget: The search's budget in simulator evaluations (0: its own end).
         seed: Seed of the search.
         device: Torch device for the policy.

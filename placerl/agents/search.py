@@ -17,7 +17,14 @@ Searches (the :data:`SEARCHES` registry; ``policy?path=...&search=<name>&budget=
 * ``local`` - policy-guided local search: hill climbing from the greedy placement that visits
   first the units whose device the policy was least sure of and tries devices in the order of
   the policy's probabilities, taking the first move that improves
-  (:func:`placerl.baselines.local_search.hill_climb`).
+  (:func:`placerl.baselines.local_search.hill_climb`). It stops at the local optimum:
+  its cost is what the climb needs, ``budget`` only caps it.
+* ``ils`` - policy-guided iterated local search: ``local``, then, while the budget lasts,
+  kicks of :data:`ILS_KICK` units of the best placement so far (drawn by how little the
+  policy likes their device, moved where it likes them most,
+  :func:`placerl.baselines.local_search.kicked`) each followed by a guided climb; the best.
+  ``local_search?restarts=...`` with the policy's placement as the start and its
+  probabilities as the guide: where ``local`` leaves budget unspent, ``ils`` spends it.
 * ``active`` - active search (Bello et al., 2017): fine-tune a copy of the policy with its RL
   algorithm on this graph alone while the budget lasts; the best placement of any episode or
   of the final greedy one.
@@ -287,7 +294,21 @@ def _sample(model: Any, env: Any, budget: int, seed: int, init: tuple | None) ->
 
 @register_search("local", needs_budget=False)
 def _local(model: Any, env: Any, budget: int, seed: int, init: tuple | None) -> tuple:
-    from placerl.baselines.local_search import hill_climb
+    return _guided(model, env, budget, seed, init, iterate=False)
+
+
+@register_search("ils", needs_budget=True)
+def _ils(model: Any, env: Any, budget: int, seed: int, init: tuple | None) -> tuple:
+    return _guided(model, env, budget, seed, init, iterate=True)
+
+
+def _guided(
+    model: Any, env: Any, budget: int, seed: int, init: tuple | None, *, iterate: bool
+) -> tuple:
+    """``local`` (``iterate=False``) or ``ils``: a climb from the greedy placement (or
+    ``init``'s, if better) guided by the policy's probabilities, then, for ``ils``, kicks
+    the policy guides too until the budget is spent."""
+    from placerl.baselines.local_search import hill_climb, iterated_climbs
     from placerl.baselines.problem import Problem
     from placerl.sim import penalized_runtime
 
@@ -301,22 +322,29 @@ def _local(model: Any, env: Any, budget: int, seed: int, init: tuple | None) -> 
     if budget and remaining <= 0:
         return best.outcome(greedy_runtime=greedy.runtime, rounds=0)
     problem = Problem(base.case.graph, base.cluster, base.objective)
-    solution = hill_climb(
-        problem,
-        best.placement,
-        rng=np.random.default_rng(seed),
-        max_rounds=10**9,
-        max_evaluations=remaining,
-        preferences=preferences,
-    )
+    rng = np.random.default_rng(seed)
+    climb = {"max_rounds": 10**9, "max_evaluations": remaining, "preferences": preferences}
+    solution = hill_climb(problem, best.placement, rng=rng, **climb)
+    kicks = {}
+    if iterate:
+        solution = iterated_climbs(problem, solution, rng=rng, kick=ILS_KICK, **climb)
+        kicks = {"kicks": solution.info["kicks"]}
     spent, runtime = solution.info["evaluations"], solution.info["runtime"]
     if not solution.info["feasible"]:  # score it as the env does: penalized
         result = problem.model.evaluate(solution.placement, check=False, times=False)
         runtime, spent = penalized_runtime(result, base.case.reference_runtime), spent + 1
     best.offer(solution.placement, runtime, solution.info["feasible"])
     return best.outcome(
-        greedy_runtime=greedy.runtime, rounds=solution.info["rounds"], extra_evaluations=spent
+        greedy_runtime=greedy.runtime,
+        rounds=solution.info["rounds"],
+        extra_evaluations=spent,
+        **kicks,
     )
+
+
+#: Units each kick of ``ils`` moves: iterated local search's own default, so that the two
+#: differ only in where they start and what guides them.
+ILS_KICK = 4
 
 
 def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.ndarray]:

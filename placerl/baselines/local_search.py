@@ -67,7 +67,7 @@ def local_search(
     rng = np.random.default_rng(_checks.seed(_NAME, seed))
     start = _initial(problem, init)
     deadline = time.perf_counter() + time_limit  # from here: init's placer is not the search
-    best = hill_climb(
+    first = hill_climb(
         problem,
         start,
         rng=rng,
@@ -75,17 +75,61 @@ def local_search(
         deadline=deadline,
         max_evaluations=max_evaluations,
     )
+    return iterated_climbs(
+        problem,
+        first,
+        rng=rng,
+        kick=kick,
+        restarts=restarts,
+        max_rounds=max_rounds,
+        deadline=deadline,
+        max_evaluations=max_evaluations,
+    )
+
+
+def iterated_climbs(
+    problem: Problem,
+    best: Solution,
+    *,
+    rng: np.random.Generator,
+    kick: int = 4,
+    restarts: int = 10**9,
+    max_rounds: int = 50,
+    deadline: float = np.inf,
+    max_evaluations: int = 0,
+    preferences: np.ndarray | None = None,
+) -> Solution:
+    """Iterated local search from the local optimum ``best`` (a :func:`hill_climb` result):
+    kick ``kick`` units of the best placement so far and climb again, up to ``restarts``
+    times, until ``max_evaluations`` (``best``'s own included; 0: no limit) or ``deadline``.
+
+    Args:
+        problem: The problem.
+        best: The first climb's result; its evaluations count against the budget.
+        rng: Draws the kicks (and, without ``preferences``, the climbs' visiting orders).
+        kick: Units each kick moves.
+        restarts: Kicks at most.
+        max_rounds: Rounds of each climb at most.
+        deadline: ``time.perf_counter()`` value to stop at.
+        max_evaluations: Simulator evaluations at most, ``best``'s included (0: no limit).
+        preferences: Scores ``(nodes, devices)``, e.g. a policy's probabilities: the climbs
+            follow them (:func:`hill_climb`) and so do the kicks (:func:`kicked`).
+
+    Returns:
+        The best placement, with ``evaluations`` (all climbs') and ``kicks`` in its info.
+    """
     spent, kicks = best.info["evaluations"], 0
     limit = max_evaluations or np.inf
     while kicks < restarts and spent < limit and time.perf_counter() < deadline:
         kicks += 1
         climbed = hill_climb(
             problem,
-            _kicked(problem, best.placement, kick, rng),
+            kicked(problem, best.placement, kick, rng, preferences),
             rng=rng,
             max_rounds=max_rounds,
             deadline=deadline,
             max_evaluations=0 if limit == np.inf else int(limit - spent),
+            preferences=preferences,
         )
         spent += climbed.info["evaluations"]
         if _better(_score(climbed), _score(best)):
@@ -97,20 +141,44 @@ def _score(solution: Solution) -> tuple[bool, float]:
     return not solution.info["feasible"], solution.info["runtime"]
 
 
-def _kicked(
-    problem: Problem, placement: np.ndarray, kick: int, rng: np.random.Generator
+def kicked(
+    problem: Problem,
+    placement: np.ndarray,
+    kick: int,
+    rng: np.random.Generator,
+    preferences: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``placement`` with ``kick`` random units on other random devices that can run them."""
+    """``placement`` with ``kick`` units moved to other devices that can run them.
+
+    Without ``preferences`` the units and their devices are uniformly random (iterated local
+    search's kick). With them (scores ``(nodes, devices)``, e.g. a policy's probabilities) a
+    unit is drawn in proportion to how little it prefers its current device and goes to a
+    device drawn in proportion to its preference: the kick moves what the policy doubts, to
+    where the policy would put it.
+    """
     units = problem.units
-    kicked = np.array(placement)
-    for u in rng.choice(len(units.members), size=min(kick, len(units.members)), replace=False):
-        members = units.members[u]
-        others = [
-            d for d in np.flatnonzero(np.isfinite(units.durations[u])) if d != kicked[members[0]]
-        ]
-        if others:
-            kicked[members] = rng.choice(others)
-    return kicked
+    leaders = np.array([int(m[0]) for m in units.members])
+    out = np.array(placement)
+    weights = None
+    if preferences is not None:
+        doubt = 1.0 - np.asarray(preferences)[leaders, out[leaders]] + _FLOOR
+        weights = doubt / doubt.sum()
+    size = min(kick, len(leaders))
+    for u in rng.choice(len(leaders), size=size, replace=False, p=weights):
+        runnable = np.flatnonzero(np.isfinite(units.durations[u]))
+        others = runnable[runnable != out[leaders[u]]]
+        if not len(others):
+            continue
+        p = None
+        if preferences is not None:
+            liking = np.asarray(preferences)[leaders[u], others] + _FLOOR
+            p = liking / liking.sum()
+        out[units.members[u]] = rng.choice(others, p=p)
+    return out
+
+
+#: Added to every preference a kick draws from, so that no unit or device is ruled out.
+_FLOOR = 1e-3
 
 
 def hill_climb(

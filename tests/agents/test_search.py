@@ -62,12 +62,12 @@ def _env(**kwargs):
 
 
 def test_every_search_is_registered():
-    assert set(SEARCHES) >= {"greedy", "sample", "local", "active"}
+    assert set(SEARCHES) >= {"greedy", "sample", "local", "ils", "active"}
 
 
 @pytest.mark.parametrize(
     ("search", "budget"),
-    [("greedy", 0), ("sample", 80), ("local", 0), ("local", 40), ("active", 80)],
+    [("greedy", 0), ("sample", 80), ("local", 0), ("local", 40), ("ils", 80), ("active", 80)],
 )
 def test_never_worse_than_greedy_and_within_budget(model, search, budget):
     env = _env()
@@ -184,6 +184,26 @@ def test_local_spends_at_most_its_budget(model):
         assert run_search(model, _env(), "local", budget=budget).evaluations <= budget
 
 
+def test_ils_spends_its_whole_budget_where_local_stops_at_the_optimum():
+    """``local`` ends at its climb's optimum; ``ils`` kicks on from there, spending every
+    evaluation it was given, and ends no slower than ``local``."""
+    graph = "synthetic:layered?n=30&seed=2"
+    env = PlacementEnv(graph, CLUSTER)
+    model = _untrained(env)
+    local = run_search(model, env, "local", budget=3000, seed=0, init="heft")
+    ils = run_search(model, PlacementEnv(graph, CLUSTER), "ils", budget=3000, seed=0, init="heft")
+    assert local.evaluations < 3000  # a climb stops at its optimum
+    assert ils.evaluations == 3000 and ils.info["kicks"] > 1
+    assert ils.runtime <= local.runtime * (1 + 1e-12)
+    again = run_search(model, PlacementEnv(graph, CLUSTER), "ils", budget=3000, seed=0, init="heft")
+    np.testing.assert_array_equal(again.placement, ils.placement)  # seeded
+
+
+def test_ils_needs_a_budget(model):
+    with pytest.raises(ConfigError, match=r"search 'ils' needs a budget > 0"):
+        run_search(model, _env(), "ils")
+
+
 class _CountResets(gym.Wrapper):
     resets: ClassVar[list] = []
 
@@ -198,7 +218,7 @@ def test_sampled_episodes_run_through_the_envs_wrappers(model):
     assert result.info["episodes"] == 4 and len(_CountResets.resets) == 4
 
 
-@pytest.mark.parametrize("search", ["greedy", "sample", "local", "active"])
+@pytest.mark.parametrize("search", ["greedy", "sample", "local", "ils", "active"])
 def test_searches_work_on_wrapped_refine_envs(search):
     env = gym.wrappers.TimeLimit(PlacementRefineEnv(GRAPH, CLUSTER, init="heft"), 1000)
     model = make_agent("maskable_ppo", env.unwrapped, "gnn", n_steps=32, batch_size=32)

@@ -199,3 +199,31 @@ def test_no_restarts_is_plain_hill_climbing():
 def test_bad_kicks_are_named(options, message):
     with pytest.raises(ConfigError, match=message):
         solve("local_search", "synthetic:layered?n=12&seed=0", "placeto?n_devices=2", **options)
+
+
+def test_a_guided_kick_moves_the_units_the_preferences_doubt_to_the_devices_they_like():
+    from placerl.baselines import Problem
+    from placerl.baselines.local_search import kicked
+    from placerl.cluster import load_cluster
+    from placerl.graph import load_graph
+
+    problem = Problem(
+        load_graph("synthetic:layered?n=20&seed=0"),
+        load_cluster("placeto?n_devices=3"),
+        "step_time",
+    )
+    start = np.zeros(20, dtype=np.int64)
+    preferences = np.tile([1.0, 0.0, 0.0], (20, 1))  # every node sure of device 0 ...
+    preferences[[3, 7]] = [0.0, 0.0, 1.0]  # ... but nodes 3 and 7, which want device 2
+    rng = np.random.default_rng(0)
+
+    def moves(preferences):
+        """(unit moved, its new device) of 400 one-unit kicks."""
+        kicks = [kicked(problem, start, 1, rng, preferences) for _ in range(400)]
+        return [(int(np.flatnonzero(k)[0]), int(k[k > 0][0])) for k in kicks]
+
+    guided = moves(preferences)
+    assert sum(move in {(3, 2), (7, 2)} for move in guided) >= 0.95 * 400
+    unguided = moves(None)  # any unit, to any other device
+    assert sum(node in (3, 7) for node, _ in unguided) <= 0.25 * 400
+    assert {device for _, device in unguided} == {1, 2}
