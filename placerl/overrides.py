@@ -72,7 +72,13 @@ def check_overrides(args: Sequence[str]) -> None:
     fixes = [(arg, fixed) for arg in _overrides(args) if (fixed := quoted_override(arg)) != arg]
     if not fixes:
         return
-    lines = [f"  {arg}  ->  {shell_word(fixed)}" for arg, fixed in fixes]
+    lines = []
+    for arg, fixed in fixes:
+        lines.append(f"  {arg}  ->  {shell_word(fixed)}")
+        if (whole := _quoted_whole(arg)) not in (None, fixed):
+            lines.append(
+                f"    (a sweep over its commas); one value with commas: {shell_word(whole)}"
+            )
     raise ConfigError(
         "Hydra reserves '=' and '&' in an override's value unless quoted (its parser fails "
         "with \"mismatched input '='\" or a LexerNoViableAltException); quote the value for "
@@ -87,6 +93,16 @@ def quoted_override(arg: str) -> str:
     ``arg`` itself when there is none (or no value: ``~key``)."""
     key, equal, value = arg.partition("=")
     return f"{key}={_requoted(value)}" if equal else arg
+
+
+def _quoted_whole(arg: str) -> str | None:
+    """``arg`` with its whole value in quotes, where Hydra would read its top-level commas as
+    a sweep (``init=best_of?placers=heft,m_sct``: a spec whose option holds a list); ``None``
+    where the value has no comma or has quotes or brackets of its own."""
+    key, _, value = arg.partition("=")
+    if "," not in value or any(c in value for c in "'\"" + _OPEN + _CLOSE):
+        return None
+    return f"{key}='{value.strip()}'"
 
 
 def _overrides(args: Sequence[str]) -> Iterator[str]:

@@ -107,6 +107,24 @@ def test_unquoted_reserved_characters_are_refused_with_the_quoted_form(override,
     assert shlex.split(word) == [quoted]  # what the shell hands the program
 
 
+def test_a_value_with_commas_is_offered_as_a_sweep_and_as_one_value():
+    """``best_of?placers=heft,m_sct`` is, to Hydra, a sweep over two values; the message
+    quotes it as Hydra reads it and as the one spec it more likely is."""
+    with pytest.raises(ConfigError) as error:
+        check_overrides(["env.init=best_of?placers=heft,m_sct", "x=a=b"])
+    lines = str(error.value).splitlines()
+    at = lines.index(
+        "  env.init=best_of?placers=heft,m_sct  ->  \"env.init='best_of?placers=heft',m_sct\""
+    )
+    assert lines[at + 1] == (
+        "    (a sweep over its commas); one value with commas: "
+        "\"env.init='best_of?placers=heft,m_sct'\""
+    )
+    assert lines[-1] == "  x=a=b  ->  \"x='a=b'\""  # no comma: no second reading
+    (word,) = [line.split(": ", 1)[1] for line in lines if "one value with commas" in line]
+    assert _parses(shlex.split(word)[0])
+
+
 def test_the_message_says_what_to_type_in_the_shell():
     with pytest.raises(ConfigError) as error:
         check_overrides(
