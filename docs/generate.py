@@ -227,6 +227,7 @@ def learned_page(out: Path) -> str:
         "family": "family",
         "regime": "regime",
         **PAIRED_COLUMNS,
+        "failed": "failed placements",
         "floor": "floor",
         "best_known": "best known",
         "calls_per_case": "calls per case",
@@ -239,7 +240,9 @@ def learned_page(out: Path) -> str:
         "Each learned row's runtimes over those of iterated local search given the same "
         "simulator calls per case, or the same seconds, every training call and second counted "
         "once (below 1: the learned placements run faster), paired by case (each case's "
-        "seeds as their geometric mean). The search's budget starts after best_of's "
+        "seeds as their geometric mean). A case whose learned placement did not fit or failed "
+        "in some seed is no pair but a loss, where the search's fit; failed placements counts "
+        "those placements over the seeds. The search's budget starts after best_of's "
         "construction, so it can spend more than the row it is matched to: both columns show "
         "what each side spent. The floor is the lower bound over the search's runtime "
         "(geometric mean over the paired cases): no placer's ratio goes below it. The best "

@@ -70,7 +70,10 @@ def versus_rows(
     """One row per regime of ``searches`` (``{"calls": records, "seconds": records}``): the
     learned runtimes over the search's, paired by case (below 1: the learned placer is
     faster; each case's seeds as their geometric mean, :func:`case_runtimes`), with the
-    interval, wins and losses over the cases and the budget each side spent per case.
+    interval, wins and losses over the cases and the budget each side spent per case. A
+    case the recipe failed to place in some seed (did not fit, or an error) is no pair: it
+    is a loss where the search placed it, and ``failed`` counts the recipe's placements that
+    failed, of ``placements``.
     ``family`` names the cases ``learned`` holds: one family's, or ``all`` of its tier;
     ``known`` is each case's best known runtime (:func:`best_runtimes`; ``None``: the row's
     ``best_known`` is ``nan``)."""
@@ -78,6 +81,8 @@ def versus_rows(
 
     mine = budget_per_case(learned)
     per_case = case_runtimes(learned)
+    missed = failed_cases(learned)
+    failed = sum(not _placed(r) for r in learned)
     rows = []
     for regime, records in searches.items():
         placed = {r["case"]: r for r in records if _placed(r)}
@@ -85,6 +90,13 @@ def versus_rows(
         pairs = [(runtime, theirs[case]) for case, runtime in per_case.items() if case in theirs]
         result = compare_pairs(*zip(*pairs, strict=True)) if pairs else compare_pairs([], [])
         spent = budget_per_case(records) if records else {"calls": math.nan, "seconds": math.nan}
+        lost = sum(case in theirs for case in missed)  # the search placed what the recipe missed
+        verdict = result.verdict(learned[0]["placer"], "iterated local search")
+        if lost:
+            verdict += (
+                f"; {lost} more case(s) lost: the recipe's placement did not fit or failed "
+                f"in some seed ({failed} of {len(learned)} placements), where the search's fit"
+            )
         rows.append(
             {
                 "placer": learned[0]["placer"],
@@ -97,7 +109,9 @@ def versus_rows(
                 "ci_low": result.ci_low,
                 "ci_high": result.ci_high,
                 "wins": result.wins,
-                "losses": result.losses,
+                "losses": result.losses + lost,
+                "failed": failed,
+                "placements": len(learned),
                 "floor": floor([placed[case] for case in per_case if case in placed]),
                 "best_known": best_known(
                     [placed[case] for case in per_case if case in placed], known or {}
@@ -106,7 +120,7 @@ def versus_rows(
                 "search_calls_per_case": spent["calls"],
                 "seconds_per_case": mine["seconds"],
                 "search_seconds_per_case": spent["seconds"],
-                "verdict": result.verdict(learned[0]["placer"], "iterated local search"),
+                "verdict": verdict,
             }
         )
     return rows
@@ -150,16 +164,24 @@ def best_runtimes(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def case_runtimes(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Each case's runtime over the seeds that placed it: their geometric mean. The seeds of
-    one case share its graph, so they are one pair, not several (counted apart they would
-    narrow the interval and the test as if each seed were another graph)."""
+    """Each case's runtime over its seeds: their geometric mean, for the cases every seed
+    placed (:func:`failed_cases` are the others: a mean over the seeds that fit would hide
+    those that did not). The seeds of one case share its graph, so they are one pair, not
+    several (counted apart they would narrow the interval and the test as if each seed were
+    another graph)."""
     from placerl.comparison import geometric_mean
 
     runtimes: dict[str, list[float]] = {}
     for record in records:
-        if _placed(record):
-            runtimes.setdefault(record["case"], []).append(float(record["runtime"]))
-    return {case: geometric_mean(values) for case, values in runtimes.items()}
+        runtimes.setdefault(record["case"], []).append(float(record["runtime"]))
+    missed = failed_cases(records)
+    return {case: geometric_mean(v) for case, v in runtimes.items() if case not in missed}
+
+
+def failed_cases(records: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The cases of ``records`` whose placement, in some seed, does not fit or failed: a row
+    counts each as a loss where the search placed it, not as a pair."""
+    return {record["case"] for record in records if not _placed(record)}
 
 
 def _placed(record: Mapping[str, Any]) -> bool:
