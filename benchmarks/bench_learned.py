@@ -72,7 +72,8 @@ SHOWN = (
     "interval",
     "wins",
     "losses",
-    "failed",
+    "unplaced",
+    "placements",
     "floor",
     "best_known",
     "calls_per_case",
@@ -261,8 +262,9 @@ def report(rows: list[dict[str, Any]], suite: str, last_run: str) -> str:
         "Each recipe's runtimes over the search's at the recipe's calls or seconds per "
         "case (every training call counted once), paired by case over the seeds "
         "(below 1: the recipe's placements run faster). A case whose placement did not "
-        "fit or failed in some seed is no pair but a loss (where the search's fit); `failed` "
-        "counts those placements over the seeds. `floor`: the lower bound over "
+        "fit or failed in some seed is no pair but a loss (where the search's fit); "
+        "`unplaced` counts those placements, of `placements` over the cases and seeds. "
+        "`floor`: the lower bound over "
         "the search's runtime, as a geometric mean over the paired cases: no placer's "
         "ratio goes below it. `best_known`: the same mean of the best runtime any record "
         "of the case in the results reached (any placer, budget or seed): a ratio below it needs a "

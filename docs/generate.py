@@ -227,7 +227,8 @@ def learned_page(out: Path) -> str:
         "family": "family",
         "regime": "regime",
         **PAIRED_COLUMNS,
-        "failed": "failed placements",
+        "unplaced": "unplaced",
+        "placements": "placements",
         "floor": "floor",
         "best_known": "best known",
         "calls_per_case": "calls per case",
@@ -241,8 +242,9 @@ def learned_page(out: Path) -> str:
         "simulator calls per case, or the same seconds, every training call and second counted "
         "once (below 1: the learned placements run faster), paired by case (each case's "
         "seeds as their geometric mean). A case whose learned placement did not fit or failed "
-        "in some seed is no pair but a loss, where the search's fit; failed placements counts "
-        "those placements over the seeds. The search's budget starts after best_of's "
+        "in some seed is no pair but a loss, where the search's fit; unplaced counts those "
+        "placements, of all the row's placements over its cases and seeds. The search's "
+        "budget starts after best_of's "
         "construction, so it can spend more than the row it is matched to: both columns show "
         "what each side spent. The floor is the lower bound over the search's runtime "
         "(geometric mean over the paired cases): no placer's ratio goes below it. The best "

@@ -77,7 +77,8 @@ def check_overrides(args: Sequence[str]) -> None:
         lines.append(f"  {arg}  ->  {shell_word(fixed)}")
         if (whole := _quoted_whole(arg)) not in (None, fixed):
             lines.append(
-                f"    (a sweep over its commas); one value with commas: {shell_word(whole)}"
+                "    (the form above is a sweep over its commas; as one value: "
+                f"{shell_word(whole)})"
             )
     raise ConfigError(
         "Hydra reserves '=' and '&' in an override's value unless quoted (its parser fails "
@@ -98,9 +99,10 @@ def quoted_override(arg: str) -> str:
 def _quoted_whole(arg: str) -> str | None:
     """``arg`` with its whole value in quotes, where Hydra would read its top-level commas as
     a sweep (``init=best_of?placers=heft,m_sct``: a spec whose option holds a list); ``None``
-    where the value has no comma or has quotes or brackets of its own."""
+    where the value has no comma or has quotes, brackets or escapes of its own (which quoting
+    would change)."""
     key, _, value = arg.partition("=")
-    if "," not in value or any(c in value for c in "'\"" + _OPEN + _CLOSE):
+    if "," not in value or any(c in value for c in "'\"\\" + _OPEN + _CLOSE):
         return None
     return f"{key}='{value.strip()}'"
 

@@ -117,12 +117,15 @@ def test_a_value_with_commas_is_offered_as_a_sweep_and_as_one_value():
         "  env.init=best_of?placers=heft,m_sct  ->  \"env.init='best_of?placers=heft',m_sct\""
     )
     assert lines[at + 1] == (
-        "    (a sweep over its commas); one value with commas: "
-        "\"env.init='best_of?placers=heft,m_sct'\""
+        "    (the form above is a sweep over its commas; as one value: "
+        "\"env.init='best_of?placers=heft,m_sct'\")"
     )
     assert lines[-1] == "  x=a=b  ->  \"x='a=b'\""  # no comma: no second reading
-    (word,) = [line.split(": ", 1)[1] for line in lines if "one value with commas" in line]
+    (word,) = [line.split("as one value: ", 1)[1][:-1] for line in lines if "one value" in line]
     assert _parses(shlex.split(word)[0])
+    with pytest.raises(ConfigError) as error:  # quoting it whole would keep the escape
+        check_overrides(["x=a\\,b=1,c"])
+    assert "as one value" not in str(error.value)
 
 
 def test_the_message_says_what_to_type_in_the_shell():

@@ -21,7 +21,7 @@ Searches (the :data:`SEARCHES` registry; ``policy?path=...&search=<name>&budget=
   its cost is what the climb needs, ``budget`` only caps it.
 * ``ils`` - policy-guided iterated local search: ``local``, then, while the budget lasts,
   kicks of :data:`ILS_KICK` units of the best placement so far (drawn by how little the
-  policy likes their device, moved where it likes them most,
+  policy likes their device, moved to devices drawn by its probabilities,
   :func:`placerl.baselines.local_search.kicked`) each followed by a guided climb; the best.
   ``local_search?restarts=...`` with the policy's placement as the start and its
   probabilities as the guide: where ``local`` leaves budget unspent, ``ils`` spends it.
@@ -115,6 +115,9 @@ SEARCHES: Registry[Search] = Registry("search")
 
 #: Sampled episodes stepped side by side (one batched forward pass per step).
 SAMPLE_BATCH = 32
+#: Units each kick of ``ils`` moves: iterated local search's own default, so that the two
+#: differ only in where they start and what guides them.
+ILS_KICK = 4
 
 
 def register_search(name: str, *, needs_budget: bool) -> Callable:
@@ -323,6 +326,8 @@ def _guided(
         return best.outcome(greedy_runtime=greedy.runtime, rounds=0)
     problem = Problem(base.case.graph, base.cluster, base.objective)
     rng = np.random.default_rng(seed)
+    if iterate:  # it spends all it is given: keep one evaluation to score a misfit's penalty
+        remaining = max(remaining - 1, 1)
     climb = {"max_rounds": 10**9, "max_evaluations": remaining, "preferences": preferences}
     solution = hill_climb(problem, best.placement, rng=rng, **climb)
     kicks = {}
@@ -342,11 +347,6 @@ def _guided(
     )
 
 
-#: Units each kick of ``ils`` moves: iterated local search's own default, so that the two
-#: differ only in where they start and what guides them.
-ILS_KICK = 4
-
-
 def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.ndarray]:
     """The greedy episode (on the refine env, its best placement visited) and, per node, the
     policy's probabilities over devices when it placed that node (rows of nodes the episode
@@ -358,7 +358,7 @@ def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.
     """
     if _is_recurrent(model):
         raise ConfigError(
-            "search 'local' needs a feed-forward policy; recurrent_ppo's "
+            "searches 'local' and 'ils' need a feed-forward policy; recurrent_ppo's "
             "probabilities depend on its LSTM state: use 'sample' or 'active'"
         )
     base = getattr(env, "unwrapped", env)

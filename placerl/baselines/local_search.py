@@ -16,6 +16,8 @@ from .api import PLACERS, Solution, register_placer
 from .problem import Problem
 
 _NAME = "local_search"
+#: Added to every weight a guided kick draws from, so that no unit or device is ruled out.
+_FLOOR = 1e-3
 
 
 @register_placer(_NAME, optimizes="any")
@@ -112,8 +114,8 @@ def iterated_climbs(
         max_rounds: Rounds of each climb at most.
         deadline: ``time.perf_counter()`` value to stop at.
         max_evaluations: Simulator evaluations at most, ``best``'s included (0: no limit).
-        preferences: Scores ``(nodes, devices)``, e.g. a policy's probabilities: the climbs
-            follow them (:func:`hill_climb`) and so do the kicks (:func:`kicked`).
+        preferences: Probabilities ``(nodes, devices)``, e.g. a policy's: the climbs follow
+            them (:func:`hill_climb`) and so do the kicks (:func:`kicked`).
 
     Returns:
         The best placement, with ``evaluations`` (all climbs') and ``kicks`` in its info.
@@ -151,10 +153,21 @@ def kicked(
     """``placement`` with ``kick`` units moved to other devices that can run them.
 
     Without ``preferences`` the units and their devices are uniformly random (iterated local
-    search's kick). With them (scores ``(nodes, devices)``, e.g. a policy's probabilities) a
-    unit is drawn in proportion to how little it prefers its current device and goes to a
-    device drawn in proportion to its preference: the kick moves what the policy doubts, to
-    where the policy would put it.
+    search's kick). With them a unit is drawn in proportion to how little it prefers its
+    current device and goes to a device drawn in proportion to its preference: the kick moves
+    what the policy doubts, to where the policy would put it. (:data:`_FLOOR` is added to
+    every weight, so that no unit or device is ruled out.)
+
+    Args:
+        problem: The problem.
+        placement: One device per node.
+        kick: Units to move (all of them, if there are fewer).
+        rng: Draws the units and their devices.
+        preferences: Probabilities ``(nodes, devices)`` in [0, 1], e.g. a policy's; a unit
+            reads its first member's row.
+
+    Returns:
+        The kicked placement (a copy).
     """
     units = problem.units
     leaders = np.array([int(m[0]) for m in units.members])
@@ -175,10 +188,6 @@ def kicked(
             p = liking / liking.sum()
         out[units.members[u]] = rng.choice(others, p=p)
     return out
-
-
-#: Added to every preference a kick draws from, so that no unit or device is ruled out.
-_FLOOR = 1e-3
 
 
 def hill_climb(

@@ -72,8 +72,8 @@ def versus_rows(
     faster; each case's seeds as their geometric mean, :func:`case_runtimes`), with the
     interval, wins and losses over the cases and the budget each side spent per case. A
     case the recipe failed to place in some seed (did not fit, or an error) is no pair: it
-    is a loss where the search placed it, and ``failed`` counts the recipe's placements that
-    failed, of ``placements``.
+    is a loss where the search placed it, and ``unplaced`` counts the recipe's placements
+    that did not fit or failed, of ``placements``.
     ``family`` names the cases ``learned`` holds: one family's, or ``all`` of its tier;
     ``known`` is each case's best known runtime (:func:`best_runtimes`; ``None``: the row's
     ``best_known`` is ``nan``)."""
@@ -82,7 +82,7 @@ def versus_rows(
     mine = budget_per_case(learned)
     per_case = case_runtimes(learned)
     missed = failed_cases(learned)
-    failed = sum(not _placed(r) for r in learned)
+    unplaced = sum(not _placed(r) for r in learned)
     rows = []
     for regime, records in searches.items():
         placed = {r["case"]: r for r in records if _placed(r)}
@@ -94,8 +94,9 @@ def versus_rows(
         verdict = result.verdict(learned[0]["placer"], "iterated local search")
         if lost:
             verdict += (
-                f"; {lost} more case(s) lost: the recipe's placement did not fit or failed "
-                f"in some seed ({failed} of {len(learned)} placements), where the search's fit"
+                f"; {lost} {'more ' if pairs else ''}case(s) lost: the recipe's placement did "
+                f"not fit or failed in some seed ({unplaced} of {len(learned)} placements), "
+                "where the search's fit"
             )
         rows.append(
             {
@@ -110,7 +111,7 @@ def versus_rows(
                 "ci_high": result.ci_high,
                 "wins": result.wins,
                 "losses": result.losses + lost,
-                "failed": failed,
+                "unplaced": unplaced,
                 "placements": len(learned),
                 "floor": floor([placed[case] for case in per_case if case in placed]),
                 "best_known": best_known(
@@ -171,11 +172,12 @@ def case_runtimes(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     another graph)."""
     from placerl.comparison import geometric_mean
 
+    missed = failed_cases(records)
     runtimes: dict[str, list[float]] = {}
     for record in records:
-        runtimes.setdefault(record["case"], []).append(float(record["runtime"]))
-    missed = failed_cases(records)
-    return {case: geometric_mean(v) for case, v in runtimes.items() if case not in missed}
+        if record["case"] not in missed:
+            runtimes.setdefault(record["case"], []).append(float(record["runtime"]))
+    return {case: geometric_mean(values) for case, values in runtimes.items()}
 
 
 def failed_cases(records: Iterable[Mapping[str, Any]]) -> set[str]:

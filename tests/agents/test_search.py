@@ -193,10 +193,29 @@ def test_ils_spends_its_whole_budget_where_local_stops_at_the_optimum():
     local = run_search(model, env, "local", budget=3000, seed=0, init="heft")
     ils = run_search(model, PlacementEnv(graph, CLUSTER), "ils", budget=3000, seed=0, init="heft")
     assert local.evaluations < 3000  # a climb stops at its optimum
-    assert ils.evaluations == 3000 and ils.info["kicks"] > 1
+    # all of it, but one held back to score a placement that does not fit
+    assert ils.evaluations in (2999, 3000) and ils.info["kicks"] > 1
     assert ils.runtime <= local.runtime * (1 + 1e-12)
     again = run_search(model, PlacementEnv(graph, CLUSTER), "ils", budget=3000, seed=0, init="heft")
     np.testing.assert_array_equal(again.placement, ils.placement)  # seeded
+
+
+def test_ils_climbs_and_kicks_where_the_policy_points(model, monkeypatch):
+    from placerl.agents.search import greedy_preferences
+    from placerl.baselines import local_search
+
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["preferences"])
+        return iterated(*args, **kwargs)
+
+    iterated = local_search.iterated_climbs
+    monkeypatch.setattr(local_search, "iterated_climbs", spy)
+    run_search(model, _env(), "ils", budget=200, seed=0)
+    _, preferences = greedy_preferences(model, _env(), seed=0)
+    (given,) = seen
+    np.testing.assert_array_equal(given, preferences)
 
 
 def test_ils_needs_a_budget(model):
@@ -351,8 +370,9 @@ def test_sample_with_a_recurrent_policy_counts_each_evaluation_once():
 def test_local_refuses_a_recurrent_policy():
     env = _env(max_nodes=16)
     model = make_agent("recurrent_ppo", env, "mlp", n_steps=16, batch_size=16)
-    with pytest.raises(ConfigError, match="search 'local' needs a feed-forward policy"):
-        run_search(model, env, "local")
+    for search in ("local", "ils"):
+        with pytest.raises(ConfigError, match="searches 'local' and 'ils' need a feed-forward"):
+            run_search(model, env, search, budget=40)
 
 
 def test_rollout_accepts_an_env_made_by_gymnasium_make():

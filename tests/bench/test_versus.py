@@ -62,7 +62,7 @@ def test_the_seeds_of_a_case_pair_once_as_their_geometric_mean():
         _record("b", 2.0, 1, "s1"),
         {**_record("c", 9.0, 1, "s1"), "feasible": False},  # no pair from a misfit ...
         _record("d", 0.5, 0, "s0"),  # ... nor from a case one seed fit and one did not
-        {**_record("d", 9.0, 1, "s1"), "error": "PlacementError: no room"},
+        {**_record("d", None, 1, "s1"), "error": "PlacementError: no room"},  # as run.py writes
     ]
     search = [
         {
@@ -80,7 +80,7 @@ def test_the_seeds_of_a_case_pair_once_as_their_geometric_mean():
     (row,) = versus_rows(learned, {"calls": search})
     # c and d: no pairs, but losses (the search placed them), and their misfits are counted
     assert (row["regime"], row["pairs"], row["wins"], row["losses"]) == ("equal calls", 2, 1, 3)
-    assert (row["failed"], row["placements"]) == (2, 7)
+    assert (row["unplaced"], row["placements"]) == (2, 7)
     assert "2 more case(s) lost" in row["verdict"] and "(2 of 7 placements)" in row["verdict"]
     assert row["floor"] == pytest.approx(math.sqrt(0.5 * 0.8))  # over a and b only
     assert (row["family"], row["ratio"]) == ("all", pytest.approx(1.0))  # sqrt(0.25) * 2
@@ -88,7 +88,7 @@ def test_the_seeds_of_a_case_pair_once_as_their_geometric_mean():
     assert row["calls_per_case"] == pytest.approx((2 * 1000 + 6 * 10) / 6)  # the errorless
     json.dumps(row)  # a result file holds it
     (row,) = versus_rows(learned, {"calls": search[:2]})  # the search placed neither c nor d
-    assert (row["pairs"], row["losses"], row["failed"]) == (2, 1, 2)
+    assert (row["pairs"], row["losses"], row["unplaced"]) == (2, 1, 2)
     assert "more case(s) lost" not in row["verdict"]
 
 
