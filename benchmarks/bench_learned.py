@@ -61,6 +61,14 @@ from placerl.bench.versus import (
 RESULTS = Path(__file__).resolve().parent / "results" / "placebench-v1"
 #: Marks ``versus.json`` as no record: the leaderboard of the folder skips it.
 VERSUS_KIND = "placebench-versus"
+#: What a row of a run from before a field existed shows for it.
+EARLIER_ROWS = {
+    "family": "all",
+    "floor": None,
+    "best_known": None,
+    "unplaced": None,
+    "placements": None,
+}
 #: The columns of ``versus.md``.
 SHOWN = (
     "placer",
@@ -235,8 +243,7 @@ def save_versus(
     ``last_run`` was), and write ``<out>/LEADERBOARD.md`` over ``out`` and the ``classic``
     folders. Returns the JSON's path."""
     key = ("placer", "tier", "family", "regime")
-    defaults = {"family": "all", "floor": None, "best_known": None}
-    rows = merged_rows(out / "versus.json", rows, key, defaults=defaults)
+    rows = merged_rows(out / "versus.json", rows, key, defaults=EARLIER_ROWS)
     board = write_leaderboard([out, *classic], out / "LEADERBOARD.md")
     path = write_results(
         "versus",
