@@ -69,6 +69,8 @@ CLASSIC = tuple(
     for placer in ("single_device", "heft", "m_etf", "m_sct")
 )
 RECIPE = "hierarchical"
+#: The summary's file name (``.json`` and ``.md``).
+SUMMARY = "hierarchical_scale"
 #: The training budget when none is given: env steps, two per placement (group, then place).
 TOTAL_STEPS = 4_000
 
@@ -133,23 +135,23 @@ def _finished_training(folder: Path, config: dict[str, Any]) -> dict[str, Any] |
 
 def place(
     suite: Suite, case: Case, overrides: list[str], seed: int, out: Path, force: bool = False
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], bool]:
     """The record of ``case`` placed by the recipe's policy for its cluster (trained first
-    when needed), written to ``out``; a finished record of the same label and seed is read
-    back unless ``force``."""
+    when needed), written to ``out``, and whether it was placed in this run: a finished
+    record of the same label and seed is read back unless ``force``."""
     label = recipe_label(RECIPE, overrides)
     path = record_path(out, case, seed)
     if not force and path.is_file():
         record = json.loads(path.read_text())
         if (record.get("placer"), record.get("seed")) == (label, seed) and not record["error"]:
-            return record
+            return record, False
     training = {
         k: v
         for k, v in train_for(suite, case, overrides, seed, out).items()
         if k not in NOT_IN_RECORD
     }
     _warm_up(training["policy"])
-    return run_case(
+    record = run_case(
         case,
         "policy",
         out,
@@ -158,6 +160,7 @@ def place(
         training=training,
         options={"path": training["policy"]},
     )
+    return record, True
 
 
 def _warm_up(policy: str) -> None:
@@ -168,15 +171,28 @@ def _warm_up(policy: str) -> None:
     load_model(policy, "cpu")
 
 
-def heft_run(case: Case) -> tuple[float, float]:
+def heft_run(case: Case, timed_before: float | None = None) -> tuple[float, float]:
     """HEFT's runtime on ``case`` and its seconds to place it, timed here (the same machine
     and load as the policy's), its compiled kernels warmed up first on a small graph (the
-    policy's placing is timed warm too)."""
-    solve("heft", load_graph("synthetic:layered?n=16&seed=0"), case.cluster, case.objective)
+    policy's placing is timed warm too). ``timed_before``: those seconds as the run that
+    placed the policy's records timed them, kept instead when every record was read back
+    (timed here, the two times to place would come from two runs, maybe two machines)."""
     graph = load_graph(case.graph)
+    if timed_before is not None:
+        return float(solve("heft", graph, case.cluster, case.objective).runtime), timed_before
+    solve("heft", load_graph("synthetic:layered?n=16&seed=0"), case.cluster, case.objective)
     start = time.perf_counter()
     result = solve("heft", graph, case.cluster, case.objective)
     return float(result.runtime), time.perf_counter() - start
+
+
+def earlier_heft_seconds(summary: Path | None) -> dict[str, float]:
+    """Each case's ``heft_place_s`` in the summary an earlier run wrote to ``summary``
+    (none: nothing there)."""
+    path = None if summary is None else summary / f"{SUMMARY}.json"
+    if path is None or not path.is_file():
+        return {}
+    return {row["case"]: row["heft_place_s"] for row in json.loads(path.read_text())["rows"]}
 
 
 def memory_shares(suite: Suite, case: Case) -> tuple[float, float]:
@@ -238,15 +254,20 @@ def run(
     the leaderboard of the records and the ``classic`` rows' folders; with ``versus``, also
     meet iterated local search at the recipe's calls and seconds per case there
     (:func:`match_search`). Returns the summary's rows."""
-    rows, records = [], []
+    rows, records, earlier = [], [], earlier_heft_seconds(summary)
     for case in cases:
-        heft, shares = heft_run(case), memory_shares(suite, case)
+        placed, fresh = [], False
         for seed in seeds:
-            records.append(place(suite, case, overrides, seed, out, force))
-            if records[-1]["error"]:
-                raise RuntimeError(f"{case.name}: {records[-1]['error']}")
-            rows.append({"seed": seed} | summary_row(records[-1], heft, shares))
+            record, new = place(suite, case, overrides, seed, out, force)
+            if record["error"]:
+                raise RuntimeError(f"{case.name}: {record['error']}")
+            placed, fresh = [*placed, record], fresh or new
+        shares = memory_shares(suite, case)
+        heft = heft_run(case, None if fresh else earlier.get(case.name))
+        for seed, record in zip(seeds, placed, strict=True):
+            rows.append({"seed": seed} | summary_row(record, heft, shares))
             print(json.dumps(rows[-1]), flush=True)
+        records += placed
     if versus is not None:
         match_search(suite, cases, records, versus, [out, *classic], config)
     board = leaderboard([out, *(folder for folder in classic if folder.is_dir())])
@@ -255,7 +276,7 @@ def run(
         table = json.loads(board.to_json(orient="records"))
         markdown = _markdown(rows, table_markdown(board), overrides, out)
         write_results(
-            "hierarchical_scale",
+            SUMMARY,
             rows,
             summary,
             config=config,

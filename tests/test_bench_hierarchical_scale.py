@@ -107,6 +107,22 @@ def test_a_run_trains_per_cluster_places_beyond_its_padding_and_writes_records(b
     assert (out / "big__layered-n40-s0@seed0.json").stat().st_mtime_ns == before
 
 
+def test_a_read_back_keeps_heft_timed_in_the_run_that_placed_the_policy(bench, tmp_path):
+    """The policy's seconds to place are read back with its record: HEFT's must come from
+    that run too, not from this machine and load."""
+    out, summary = tmp_path / "records", tmp_path / "summary"
+    (case,) = TINY.select("big")
+    bench.run(TINY, [case], OVERRIDES, [0], out, summary, {})
+    path = summary / "hierarchical_scale.json"
+    saved = json.loads(path.read_text())
+    saved["rows"][0]["heft_place_s"] = 123.0  # as if the placing run had timed that
+    path.write_text(json.dumps(saved))
+    (again,) = bench.run(TINY, [case], OVERRIDES, [0], out, summary, {})
+    assert again["heft_place_s"] == 123.0 and again["heft_ms"] == saved["rows"][0]["heft_ms"]
+    (placed,) = bench.run(TINY, [case], OVERRIDES, [0], out, summary, {}, force=True)
+    assert placed["heft_place_s"] < 123.0  # placed again: HEFT timed again, beside it
+
+
 def test_each_seed_trains_its_own_policies_and_meets_the_search_at_its_budget(bench, tmp_path):
     out, learned = tmp_path / "records", tmp_path / "learned"
     (case,) = TINY.select("big")
