@@ -330,21 +330,15 @@ def _guided(
         remaining = max(remaining - 1, 1)
     climb = {"max_rounds": 10**9, "max_evaluations": remaining, "preferences": preferences}
     solution = hill_climb(problem, best.placement, rng=rng, **climb)
-    kicks = {}
     if iterate:
         solution = iterated_climbs(problem, solution, rng=rng, kick=ILS_KICK, **climb)
-        kicks = {"kicks": solution.info["kicks"]}
+    figures = {key: solution.info[key] for key in ("rounds", "kicks") if key in solution.info}
     spent, runtime = solution.info["evaluations"], solution.info["runtime"]
     if not solution.info["feasible"]:  # score it as the env does: penalized
         result = problem.model.evaluate(solution.placement, check=False, times=False)
         runtime, spent = penalized_runtime(result, base.case.reference_runtime), spent + 1
     best.offer(solution.placement, runtime, solution.info["feasible"])
-    return best.outcome(
-        greedy_runtime=greedy.runtime,
-        rounds=solution.info["rounds"],
-        extra_evaluations=spent,
-        **kicks,
-    )
+    return best.outcome(greedy_runtime=greedy.runtime, extra_evaluations=spent, **figures)
 
 
 def greedy_preferences(model: Any, env: Any, *, seed: int = 0) -> tuple[Any, np.ndarray]:
