@@ -171,28 +171,34 @@ def _warm_up(policy: str) -> None:
     load_model(policy, "cpu")
 
 
-def heft_run(case: Case, timed_before: float | None = None) -> tuple[float, float]:
+def heft_run(case: Case) -> tuple[float, float]:
     """HEFT's runtime on ``case`` and its seconds to place it, timed here (the same machine
     and load as the policy's), its compiled kernels warmed up first on a small graph (the
-    policy's placing is timed warm too). ``timed_before``: those seconds as the run that
-    placed the policy's records timed them, kept instead when every record was read back
-    (timed here, the two times to place would come from two runs, maybe two machines)."""
-    graph = load_graph(case.graph)
-    if timed_before is not None:
-        return float(solve("heft", graph, case.cluster, case.objective).runtime), timed_before
+    policy's placing is timed warm too)."""
     solve("heft", load_graph("synthetic:layered?n=16&seed=0"), case.cluster, case.objective)
+    graph = load_graph(case.graph)
     start = time.perf_counter()
     result = solve("heft", graph, case.cluster, case.objective)
     return float(result.runtime), time.perf_counter() - start
 
 
-def earlier_heft_seconds(summary: Path | None) -> dict[str, float]:
-    """Each case's ``heft_place_s`` in the summary an earlier run wrote to ``summary``
-    (none: nothing there)."""
-    path = None if summary is None else summary / f"{SUMMARY}.json"
-    if path is None or not path.is_file():
+def earlier_rows(summary: Path | None) -> dict[tuple[str, int], dict[str, Any]]:
+    """The rows of the summary an earlier run wrote to ``summary``, by case and seed (none
+    where there is no summary, or one that does not read)."""
+    try:
+        rows = json.loads((summary / f"{SUMMARY}.json").read_text())["rows"]
+        return {(row["case"], row["seed"]): row for row in rows}
+    except (OSError, ValueError, KeyError, TypeError):  # also summary=None
         return {}
-    return {row["case"]: row["heft_place_s"] for row in json.loads(path.read_text())["rows"]}
+
+
+def kept_heft_seconds(row: dict[str, Any] | None, record: dict[str, Any]) -> float | None:
+    """HEFT's seconds to place in ``row``, an earlier summary's row, if that row is
+    ``record``'s (same seconds to place: the run that placed the record timed HEFT beside
+    it); ``None``: HEFT must be timed here."""
+    if row is None or row.get("heft_place_s") is None:
+        return None
+    return row["heft_place_s"] if row.get("place_s") == round(record["wall_s"], 2) else None
 
 
 def memory_shares(suite: Suite, case: Case) -> tuple[float, float]:
@@ -254,20 +260,22 @@ def run(
     the leaderboard of the records and the ``classic`` rows' folders; with ``versus``, also
     meet iterated local search at the recipe's calls and seconds per case there
     (:func:`match_search`). Returns the summary's rows."""
-    rows, records, earlier = [], [], earlier_heft_seconds(summary)
+    rows, records, earlier = [], [], earlier_rows(summary)
     for case in cases:
-        placed, fresh = [], False
+        shares, timed = memory_shares(suite, case), None
         for seed in seeds:
             record, new = place(suite, case, overrides, seed, out, force)
             if record["error"]:
                 raise RuntimeError(f"{case.name}: {record['error']}")
-            placed, fresh = [*placed, record], fresh or new
-        shares = memory_shares(suite, case)
-        heft = heft_run(case, None if fresh else earlier.get(case.name))
-        for seed, record in zip(seeds, placed, strict=True):
+            # a record read back keeps HEFT's time from the run that placed it, where the
+            # earlier summary has that; any other is timed here, beside this run's placing
+            kept = None if new else kept_heft_seconds(earlier.get((case.name, seed)), record)
+            if timed is None:
+                timed = heft_run(case)
+            heft = timed if kept is None else (timed[0], kept)
             rows.append({"seed": seed} | summary_row(record, heft, shares))
+            records.append(record)
             print(json.dumps(rows[-1]), flush=True)
-        records += placed
     if versus is not None:
         match_search(suite, cases, records, versus, [out, *classic], config)
     board = leaderboard([out, *(folder for folder in classic if folder.is_dir())])
@@ -323,7 +331,9 @@ def _markdown(rows: list[dict[str, Any]], board: str, overrides: list[str], out:
         f"`{_shown(out)}`.",
         "",
         "Columns: `place_s` the time to place (model file loaded, env built, the policy's "
-        "two steps; the graph loaded before), `heft_place_s` HEFT's in the same run; "
+        "two steps; the graph loaded before), `heft_place_s` HEFT's, timed by the run that "
+        "placed the record (a record read back keeps the time its earlier row had; without "
+        "such a row, HEFT is timed again); "
         "`vs_heft` the runtime over HEFT's; `score` PlaceBench's (the best constructive "
         "placer's runtime, `reference`, over this one: above 1 beats them all); `gap` and "
         "`heft_gap` the distance to the lower bound; `mem_share` the graph's resident bytes "

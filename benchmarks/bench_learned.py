@@ -275,7 +275,8 @@ def report(rows: list[dict[str, Any]], suite: str, last_run: str) -> str:
         "the search's runtime, as a geometric mean over the paired cases: no placer's "
         "ratio goes below it. `best_known`: the same mean of the best runtime any record "
         "of the case in the results reached (any placer, budget or seed): a ratio below it needs a "
-        "placement nobody has found (empty: a row of a run that did not record them).\n\n"
+        "placement nobody has found (empty, here and in `unplaced` and `placements`: a row of "
+        "a run that did not record them).\n\n"
         f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
     )
 

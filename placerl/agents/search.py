@@ -322,8 +322,9 @@ def _guided(
     if init is not None:
         best.offer(*init)
     remaining = budget - (base.simulations - first) if budget else 0
-    if budget and remaining <= 0:
-        return best.outcome(greedy_runtime=greedy.runtime, rounds=0)
+    if budget and remaining <= 0:  # the greedy episode spent it all
+        none = {"rounds": 0, "kicks": 0} if iterate else {"rounds": 0}
+        return best.outcome(greedy_runtime=greedy.runtime, **none)
     problem = Problem(base.case.graph, base.cluster, base.objective)
     rng = np.random.default_rng(seed)
     if iterate:  # it spends all it is given: keep one evaluation to score a misfit's penalty

@@ -274,6 +274,22 @@ def test_a_later_run_keeps_the_rows_it_does_not_replace(tmp_path):
         ]
 
 
+def test_a_row_of_an_earlier_run_shows_the_fields_added_since_as_empty(script, tmp_path):
+    from tests.bench_modules import benchmark_module
+
+    path = tmp_path / "versus.json"
+    old = {field: 1 for field in script.SHOWN if field not in script.EARLIER_ROWS}
+    old |= {"placer": "recipe:x", "tier": "t", "regime": "equal calls", "verdict": "v"}
+    old |= {"ci_low": 0.9, "ci_high": 1.1, "run": {"commit": "abc", "date": "d", "command": "c"}}
+    path.write_text(json.dumps({"rows": [old]}))
+    key = ("placer", "tier", "family", "regime")
+    with benchmark_module("_common") as common:
+        rows = common.merged_rows(path, [], key, defaults=script.EARLIER_ROWS)
+    assert (rows[0]["unplaced"], rows[0]["placements"], rows[0]["family"]) == (None, None, "all")
+    table = script.report(rows, "placebench-v1", "a run")
+    assert "| recipe:x | t | all | equal calls |" in table
+
+
 def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(
     script, tmp_path, monkeypatch
 ):
