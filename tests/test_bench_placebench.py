@@ -12,7 +12,7 @@ bench = module_fixture("bench_placebench")
 def test_every_classic_row_runs_on_its_tiers_and_only_constructive_ones_at_scale(bench):
     pairs = bench.rows(["tiny", "families", "models", "devices", "scale"], None)
     at_scale = {placer for placer, tier in pairs if tier == "scale"}
-    assert at_scale == {"single_device", "heft", "m_etf", "m_sct"}
+    assert at_scale == {"single_device", "random", "heft", "m_etf", "m_sct"}
     assert {tier for placer, tier in pairs if placer.startswith("milp")} == {"tiny"}
     ils = [p for p, t in pairs if t == "families" and "max_evaluations" in p]
     assert [p.split("max_evaluations=")[1].split("&")[0] for p in ils] == [
