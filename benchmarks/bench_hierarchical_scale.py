@@ -47,11 +47,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common beside this 
 
 from _common import add_run_options, apply_run_options, markdown_table, write_results
 from bench_learned import known_runtimes, save_versus, searches
+from bench_placebench import folder_name
 
 from placerl.baselines import solve
 from placerl.bench.case import Case
 from placerl.bench.leaderboard import leaderboard, table_markdown
-from placerl.bench.placebench import SCALE_CLUSTERS
+from placerl.bench.placebench import CLASSIC_ROWS, SCALE_CLUSTERS
 from placerl.bench.recipe import NOT_IN_RECORD, TRAINING_FILE, recipe_label, training_run
 from placerl.bench.run import TRAINING_DIR, record_path, run_case
 from placerl.bench.suite import Suite, load_suite
@@ -65,8 +66,9 @@ OUT = RESULTS / "placebench-v1" / "recipe_hierarchical" / "scale"
 VERSUS = RESULTS / "placebench-v1" / "learned"
 #: The committed classic rows the leaderboard pairs the recipe with on this tier.
 CLASSIC = tuple(
-    RESULTS / "placebench-v1" / placer / "scale"
-    for placer in ("single_device", "heft", "m_etf", "m_sct")
+    RESULTS / "placebench-v1" / folder_name(placer) / "scale"
+    for placer, tiers in CLASSIC_ROWS
+    if "scale" in tiers
 )
 RECIPE = "hierarchical"
 #: The summary's file name (``.json`` and ``.md``).

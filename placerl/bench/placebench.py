@@ -227,8 +227,9 @@ TRAINED_ON = {
 SEARCH_BUDGETS = (1_000, 10_000, 100_000)
 #: The classic rows of the leaderboard: ``(placer spec, tiers)``, ``()`` for every tier but
 #: ``scale``, where only the constructive placers and the two floors (one device, uniformly
-#: random devices) run (a search over 100k-node graphs is no row). The exact solvers carry a time limit, so every row finishes: a placement found at
-#: the limit is the solver's incumbent, recorded as not proven.
+#: random devices) run (a search over 100k-node graphs is no row). The exact solvers carry a
+#: time limit, so every row finishes: a placement found at the limit is the solver's
+#: incumbent, recorded as not proven.
 CLASSIC_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("single_device", ("tiny", "families", "models", "devices", "scale")),
     ("random", ("tiny", "families", "models", "devices", "scale")),
