@@ -284,6 +284,64 @@ def ablation_page(out: Path) -> str:
     )
 
 
+#: The scale page's per-placement columns (``hierarchical_scale.json``), with their headings.
+SCALE_COLUMNS = {
+    "seed": "seed",
+    "case": "case",
+    "nodes": "nodes",
+    "devices": "devices",
+    "place_s": "seconds to place",
+    "heft_place_s": "HEFT's seconds",
+    "vs_heft": "runtime over HEFT's",
+    "score": "score",
+    "gap": "gap to the lower bound",
+    "heft_gap": "HEFT's gap",
+    "feasible": "fits",
+    "mem_share": "memory share",
+    "train_calls": "training calls",
+    "train_s": "training seconds",
+}
+
+
+def scale_page(out: Path) -> str:
+    """The hierarchical recipe on the scale tier: time to place, runtime against HEFT and the
+    lower bound, per case and seed, and the tier's leaderboard (``hierarchical_scale.json``)."""
+    result = read_json(RESULTS / "hierarchical_scale.json")
+    rows = result["rows"]
+    fits = sum(bool(row["feasible"]) for row in rows)
+    return "\n".join(
+        [
+            "# The hierarchical recipe at scale",
+            "",
+            "Mirhoseini et al.'s grouper-placer, the recipe meant for large graphs, trained on "
+            "the layered family's 80-node graphs on each case's cluster and placing the scale "
+            "tier's 10k to 100k-node graphs zero-shot (greedy). Per placement: the seconds to "
+            "place (HEFT's timed in the same run), the runtime over HEFT's, PlaceBench's score "
+            "(the best constructive placer's runtime over this one), the gap to the lower "
+            "bound (HEFT's beside it), and the graph's resident bytes over the cluster's "
+            f"memory. {fits} of {len(rows)} placements fit the devices' memory. Generated "
+            "from `benchmarks/results/hierarchical_scale.json` (`python "
+            "benchmarks/bench_hierarchical_scale.py` writes it).",
+            "",
+            "## Provenance",
+            "",
+            provenance_lines([result["provenance"]]),
+            "",
+            "## Placements",
+            "",
+            markdown_table(rows, SCALE_COLUMNS),
+            "",
+            "## The tier's leaderboard",
+            "",
+            "The recipe's row (its seconds include its trainings) beside the tier's "
+            "committed classic rows, as the summary's run read them.",
+            "",
+            markdown_table(result["leaderboard"], BOARD_COLUMNS),
+            "",
+        ]
+    )
+
+
 #: The performance page's sections: the result file, its heading and what it measures.
 PERFORMANCE = (
     (
@@ -762,6 +820,7 @@ def _relative(path: Path, start: Path) -> str:
 PAGES: dict[str, Callable[[Path], str]] = {
     "leaderboard": leaderboard_page,
     "learned": learned_page,
+    "scale": scale_page,
     "ablation": ablation_page,
     "performance": performance_page,
     "order_study": order_study_page,

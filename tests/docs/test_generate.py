@@ -10,6 +10,7 @@ def test_every_page_is_generated_from_the_committed_results(generate, tmp_path):
     assert [path.name for path in written] == [
         "leaderboard.md",
         "learned.md",
+        "scale.md",
         "ablation.md",
         "performance.md",
         "order_study.md",
@@ -36,6 +37,18 @@ def test_the_pretrained_page_shows_each_card_and_each_size(generate, tmp_path):
     sizes = json.loads((generate.RESULTS / "pretrained_sizes.json").read_text())
     for row in sizes["rows"]:
         assert f"| {row['policy']} | {row['trained_nodes']} | {row['nodes']} |" in page
+    assert "- commits: `" in page
+
+
+def test_the_scale_page_shows_every_placement_and_the_tiers_board(generate, tmp_path):
+    page = generate.scale_page(tmp_path)
+    result = json.loads((generate.RESULTS / "hierarchical_scale.json").read_text())
+    for row in result["rows"]:
+        assert f"| {row['seed']} | {row['case']} | {row['nodes']} | {row['devices']} |" in page
+    for row in result["leaderboard"]:
+        assert f"| {row['placer']} | {row['cases']} | {row['score']} |" in page
+    fits = sum(row["feasible"] for row in result["rows"])
+    assert f"{fits} of {len(result['rows'])} placements fit" in page
     assert "- commits: `" in page
 
 
