@@ -35,6 +35,7 @@ family): its card's training is counted once over the cases it places here.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -218,16 +219,32 @@ def searches(
         ("seconds", search_at_seconds(budget["seconds"])),
     ):
         name = f"{label}-{regime}" + (f"-{only.rpartition('/')[2]}" if only else "")
+        where = out / folder_name(name) / tier
         found[regime] = run_cases(
             suite,
             tier,
             "test",
             spec,
-            out / folder_name(name) / tier,
+            where,
             family=only,
             progress=False,
+            force=matched_elsewhere(where, spec),
         )
     return found
+
+
+def matched_elsewhere(folder: Path, spec: str) -> bool:
+    """Whether ``folder`` holds a search of another spec than ``spec``: the match to an
+    earlier budget of the same recipe (its records placed again, so their calls or seconds
+    moved), which the match to this budget replaces."""
+    for path in folder.glob("*.json"):
+        try:
+            placer = json.loads(path.read_text()).get("placer")
+        except (OSError, ValueError, AttributeError):
+            continue  # not a record: run_cases runs its case again
+        if placer != spec:
+            return True
+    return False
 
 
 def save_versus(

@@ -196,7 +196,7 @@ def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkey
 
     asked = {}
 
-    def run_cases(suite, tier, split, spec, where, family=None, progress=True):
+    def run_cases(suite, tier, split, spec, where, family=None, progress=True, force=False):
         regime = "seconds" if "max_evaluations=1000000000" in spec else "calls"
         asked[(family, regime)] = (spec, where.relative_to(tmp_path))
         cases = ("chain-n12-s8", "chain-n12-s9", "chain-n24-s8", "chain-n24-s9")
@@ -238,6 +238,31 @@ def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkey
     assert all(r["ratio"] == pytest.approx(0.9) for r in rows)
     assert all(math.isnan(r["best_known"]) for r in rows)  # no record in the folder yet
     assert len(script.matched(args, learned, "recipe:x", cases)) == 2  # learned per case
+
+
+def test_a_match_to_a_new_budget_replaces_the_earlier_ones_search(script, tmp_path):
+    """A recipe placed again spent other calls and seconds: its searches run again at them
+    (they used to stop the run, as records of another placer in the folder)."""
+    from placerl.bench.run import select_cases
+
+    suite, cases = select_cases("placebench-v1", "tiny", "test", "tiny/chain-n12")
+    learned = [_record(case.name, 1.0, 0, "training", calls=1, wall=0.01) for case in cases]
+
+    def matched_after_training(calls, seconds):
+        for record in learned:
+            record["training"] |= {"simulator_calls": calls, "wall_s": seconds}
+        return script.searches(suite, tmp_path, learned, "recipe:x", cases)
+
+    first = matched_after_training(20, 0.05)
+    again = matched_after_training(40, 0.1)
+    for regime in ("calls", "seconds"):
+        assert {r["placer"] for r in again[regime]} != {r["placer"] for r in first[regime]}
+        folder = tmp_path / "search" / script.folder_name(f"recipe:x-{regime}") / "tiny"
+        saved = {json.loads(p.read_text())["placer"] for p in folder.glob("*.json")}
+        assert saved == {r["placer"] for r in again[regime]}
+    assert script.matched_elsewhere(folder, again["seconds"][0]["placer"]) is False
+    assert script.matched_elsewhere(folder, "local_search?init=best_of") is True
+    assert script.matched_elsewhere(tmp_path / "none", "local_search") is False
 
 
 def test_a_search_at_inference_is_the_policy_placers_options(script):
