@@ -22,6 +22,10 @@ import numpy as np
 AXES = {"calls": 0, "seconds": 1}
 #: Points per curve.
 GRID_POINTS = 200
+#: Inches of the panels, and of the legend below them: a margin and a line per entry (8 pt).
+PANEL_HEIGHT, LEGEND_MARGIN, LEGEND_LINE = 5.5, 0.3, 0.19
+#: Characters beyond which the legend's entries take a line each, not two to a line.
+LONG_LABEL = 70
 
 
 def anytime_curve(records: Sequence[Mapping[str, Any]], axis: str, grid: np.ndarray) -> np.ndarray:
@@ -56,8 +60,13 @@ def plot_anytime(
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    figure, panels = plt.subplots(1, 2, figsize=(13, 6.5), sharey=True)
     labels = short_labels(list(rows))
+    # the legend lists every row below the panels: the figure grows with it, so the panels
+    # keep their height however many rows a tier has, and long specs take a line each
+    columns = 1 if max(map(len, labels.values()), default=0) > LONG_LABEL else 2
+    legend = LEGEND_MARGIN + LEGEND_LINE * -(-(len(rows) + 1) // columns)  # inches
+    height = PANEL_HEIGHT + legend
+    figure, panels = plt.subplots(1, 2, figsize=(13, height), sharey=True)
     colors = plt.get_cmap("tab20").colors
     styles = [
         {"color": colors[i % len(colors)], "linestyle": ("-", "--", ":")[i // len(colors) % 3]}
@@ -84,10 +93,18 @@ def plot_anytime(
         panel.set_xlabel("simulator calls" if axis == "calls" else "seconds")
         panel.grid(True, which="both", alpha=0.3)
     panels[0].set_ylabel("score (geometric mean; higher is faster)")
-    handles, labels = panels[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    handles, shown = panels[0].get_legend_handles_labels()
+    figure.legend(
+        handles,
+        shown,
+        loc="lower left",
+        bbox_to_anchor=(0.01, 0.0),
+        ncol=columns,
+        fontsize=8,
+        frameon=False,
+    )
     figure.suptitle(title)
-    figure.tight_layout(rect=(0, 0.06 + 0.035 * ((len(labels) + 1) // 2), 1, 1))
+    figure.tight_layout(rect=(0, legend / height, 1, 1))
     path = Path(path)
     figure.savefig(path, dpi=110)
     plt.close(figure)

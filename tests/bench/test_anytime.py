@@ -69,3 +69,21 @@ def test_labels_keep_what_tells_two_specs_of_a_placer_apart():
         "local_search max_evaluations=10000",
         "recipe:placeto[total_steps=8]",
     ]
+
+
+def _png_size(path):
+    """A PNG's width and height in pixels, from its header."""
+    header = path.read_bytes()[16:24]
+    return int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")
+
+
+def test_the_figure_grows_with_its_legend_and_keeps_every_label_inside(tmp_path):
+    import warnings
+
+    few = plot_anytime({"a": RECORDS, "b": RECORDS[:1]}, tmp_path / "few.png", "tiny")
+    many = {f"recipe:x[total_steps={n},{'env.moves=64,' * 8}]": RECORDS for n in range(30)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Tight layout not applied": the panels squeezed out
+        crowded = plot_anytime(many, tmp_path / "many.png", "tiny")
+    (width, short), (same_width, tall) = _png_size(few), _png_size(crowded)
+    assert same_width == width and tall > short + 30 * 0.15 * 110  # a line per long label
