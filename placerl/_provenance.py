@@ -1,9 +1,9 @@
 """Where a result came from: the code, the command, the machine and the date.
 
 Every result placerl writes records :func:`provenance`, so that a figure names what made it:
-the git revision of the checkout (``+dirty`` with uncommitted changes), the command line,
-the package versions, the machine (CPU model, cores, GPUs) and the UTC date. The resolved
-configuration and the seeds are in the result's own ``config``.
+the git revision of the checkout (``+dirty`` with uncommitted changes outside its results
+folders), the command line, the package versions, the machine (CPU model, cores, GPUs) and
+the UTC date. The resolved configuration and the seeds are in the result's own ``config``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _this_command() -> str:
 @functools.cache
 def versions() -> dict[str, str | None]:
     """Python and package versions, and ``git_revision`` (``None`` outside a git checkout;
-    ``+dirty`` when the checkout has uncommitted changes)."""
+    ``+dirty`` when the checkout has uncommitted changes outside its results folders)."""
     found: dict[str, str | None] = {"python": platform.python_version()}
     for name in DISTRIBUTIONS:
         try:
@@ -122,6 +122,11 @@ def _gpus() -> list[str] | None:
     return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 
 
+#: Changed files that leave a checkout clean: results (``benchmarks/results``, an
+#: experiment's ``results``), which a run that reads committed results back rewrites as it goes.
+RESULTS_PATHS = ":(exclude,glob)**/results/**"
+
+
 def _git_revision(folder: Path) -> str | None:
     def git(*args: str) -> str:
         done = subprocess.run(
@@ -131,7 +136,7 @@ def _git_revision(folder: Path) -> str | None:
 
     try:
         revision = git("rev-parse", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", RESULTS_PATHS)
     except (OSError, subprocess.SubprocessError):
         return None
     return revision + ("+dirty" if dirty else "")

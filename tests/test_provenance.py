@@ -41,6 +41,32 @@ def test_the_revision_says_when_the_checkout_has_uncommitted_changes(tmp_path):
     assert _git_revision(tmp_path) == clean + "+dirty"
 
 
+def test_rewritten_results_leave_the_checkout_clean(tmp_path):
+    """A run that reads committed results back rewrites them as it goes: its later records
+    are still of the commit's code. Any other change still marks the revision."""
+
+    def git(*args):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
+
+    results = tmp_path / "benchmarks" / "results" / "tier"
+    results.mkdir(parents=True)
+    (results / "r.json").write_text("{}")
+    (tmp_path / "code.py").write_text("1")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "one")
+    clean = _git_revision(tmp_path)
+    (results / "r.json").write_text('{"runtime": 1}')
+    assert _git_revision(tmp_path) == clean
+    (tmp_path / "code.py").write_text("2")
+    assert _git_revision(tmp_path) == clean + "+dirty"
+
+
 def test_a_launchers_worker_records_the_command_the_user_typed(monkeypatch):
     from placerl._provenance import COMMAND_VARIABLE, record_command
 
