@@ -21,14 +21,18 @@ def test_a_result_records_the_command_machine_date_and_versions(monkeypatch):
     assert record["python"] and record["numpy"] and "git_revision" in record
 
 
+def _git(folder, *args):
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+
+
 def test_the_revision_says_when_the_checkout_has_uncommitted_changes(tmp_path):
     def git(*args):
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=tmp_path,
-            check=True,
-            capture_output=True,
-        )
+        _git(tmp_path, *args)
 
     assert _git_revision(tmp_path) is None  # not a checkout
     git("init", "-q")
@@ -46,12 +50,7 @@ def test_rewritten_results_leave_the_checkout_clean(tmp_path):
     are still of the commit's code. Any other change still marks the revision."""
 
     def git(*args):
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=tmp_path,
-            check=True,
-            capture_output=True,
-        )
+        _git(tmp_path, *args)
 
     results = tmp_path / "benchmarks" / "results" / "tier"
     results.mkdir(parents=True)
