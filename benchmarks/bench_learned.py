@@ -220,31 +220,32 @@ def searches(
     ):
         name = f"{label}-{regime}" + (f"-{only.rpartition('/')[2]}" if only else "")
         where = out / folder_name(name) / tier
-        found[regime] = run_cases(
-            suite,
-            tier,
-            "test",
-            spec,
-            where,
-            family=only,
-            progress=False,
-            force=matched_elsewhere(where, spec),
-        )
+        drop_other_matches(where, spec)
+        found[regime] = run_cases(suite, tier, "test", spec, where, family=only, progress=False)
     return found
 
 
-def matched_elsewhere(folder: Path, spec: str) -> bool:
-    """Whether ``folder`` holds a search of another spec than ``spec``: the match to an
-    earlier budget of the same recipe (its records placed again, so their calls or seconds
-    moved), which the match to this budget replaces."""
+def drop_other_matches(folder: Path, spec: str) -> int:
+    """Delete the records in ``folder`` of another search than ``spec``.
+
+    They matched an earlier budget of the same recipe, whose records were placed again (so
+    their calls or seconds moved); the match to this budget replaces them. Records of
+    ``spec`` stay, so an interrupted match resumes; a file that does not read stays too
+    (``run_cases`` runs its case again).
+
+    Returns:
+        How many records were deleted.
+    """
+    dropped = 0
     for path in folder.glob("*.json"):
         try:
-            placer = json.loads(path.read_text()).get("placer")
-        except (OSError, ValueError, AttributeError):
-            continue  # not a record: run_cases runs its case again
-        if placer != spec:
-            return True
-    return False
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or record.get("placer") != spec:
+            path.unlink()
+            dropped += 1
+    return dropped
 
 
 def save_versus(

@@ -122,9 +122,9 @@ def _gpus() -> list[str] | None:
     return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 
 
-#: Changed files that leave a checkout clean: results (``benchmarks/results``, an
-#: experiment's ``results``), which a run that reads committed results back rewrites as it goes.
-RESULTS_PATHS = ":(exclude,glob)**/results/**"
+#: Changed files that leave a checkout clean, anywhere in it: results (``benchmarks/results``,
+#: an experiment's ``results``), which a run reading committed results back rewrites as it goes.
+RESULTS_PATHS = ":(top,exclude,glob)**/results/**"
 
 
 def _git_revision(folder: Path) -> str | None:
@@ -136,7 +136,7 @@ def _git_revision(folder: Path) -> str | None:
 
     try:
         revision = git("rev-parse", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", RESULTS_PATHS)
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ":/", RESULTS_PATHS)
     except (OSError, subprocess.SubprocessError):
         return None
     return revision + ("+dirty" if dirty else "")

@@ -59,11 +59,13 @@ def test_rewritten_results_leave_the_checkout_clean(tmp_path):
     git("init", "-q")
     git("add", ".")
     git("commit", "-q", "-m", "one")
-    clean = _git_revision(tmp_path)
+    package = tmp_path / "src" / "package"  # the folder asked from: any of the checkout's
+    package.mkdir(parents=True)
+    clean = _git_revision(package)
     (results / "r.json").write_text('{"runtime": 1}')
-    assert _git_revision(tmp_path) == clean
-    (tmp_path / "code.py").write_text("2")
-    assert _git_revision(tmp_path) == clean + "+dirty"
+    assert _git_revision(package) == clean
+    (tmp_path / "code.py").write_text("2")  # outside the folder asked from
+    assert _git_revision(package) == clean + "+dirty"
 
 
 def test_a_launchers_worker_records_the_command_the_user_typed(monkeypatch):

@@ -22,8 +22,11 @@ import numpy as np
 AXES = {"calls": 0, "seconds": 1}
 #: Points per curve.
 GRID_POINTS = 200
-#: Inches of the panels, and of the legend below them: a margin and a line per entry (8 pt).
-PANEL_HEIGHT, LEGEND_MARGIN, LEGEND_LINE = 5.5, 0.3, 0.19
+#: Inches of the panels.
+PANEL_HEIGHT = 5.5
+#: Inches of the legend below them: a margin, and a line of entries (8 pt).
+LEGEND_MARGIN = 0.3
+LEGEND_LINE = 0.19
 #: Characters beyond which the legend's entries take a line each, not two to a line.
 LONG_LABEL = 70
 
@@ -64,7 +67,8 @@ def plot_anytime(
     # the legend lists every row below the panels: the figure grows with it, so the panels
     # keep their height however many rows a tier has, and long specs take a line each
     columns = 1 if max(map(len, labels.values()), default=0) > LONG_LABEL else 2
-    legend = LEGEND_MARGIN + LEGEND_LINE * -(-(len(rows) + 1) // columns)  # inches
+    entries = len(rows) + 1  # and the best constructive placer's level
+    legend = LEGEND_MARGIN + LEGEND_LINE * -(-entries // columns)  # inches
     height = PANEL_HEIGHT + legend
     figure, panels = plt.subplots(1, 2, figsize=(13, height), sharey=True)
     colors = plt.get_cmap("tab20").colors

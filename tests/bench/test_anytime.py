@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -77,13 +78,12 @@ def _png_size(path):
     return int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")
 
 
-def test_the_figure_grows_with_its_legend_and_keeps_every_label_inside(tmp_path):
-    import warnings
-
+def test_the_figure_grows_with_its_legend_so_that_its_layout_fits(tmp_path):
     few = plot_anytime({"a": RECORDS, "b": RECORDS[:1]}, tmp_path / "few.png", "tiny")
     many = {f"recipe:x[total_steps={n},{'env.moves=64,' * 8}]": RECORDS for n in range(30)}
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # "Tight layout not applied": the panels squeezed out
+        # matplotlib's sign that the legend left the panels no room
+        warnings.filterwarnings("error", message="Tight layout not applied")
         crowded = plot_anytime(many, tmp_path / "many.png", "tiny")
     (width, short), (same_width, tall) = _png_size(few), _png_size(crowded)
     assert same_width == width and tall > short + 30 * 0.15 * 110  # a line per long label

@@ -242,27 +242,45 @@ def test_each_family_meets_the_search_at_its_own_budget(script, tmp_path, monkey
 
 def test_a_match_to_a_new_budget_replaces_the_earlier_ones_search(script, tmp_path):
     """A recipe placed again spent other calls and seconds: its searches run again at them
-    (they used to stop the run, as records of another placer in the folder)."""
+    (they used to stop the run, as records of another placer in the folder), and a match
+    interrupted at the new budget resumes, its finished cases read back."""
     from placerl.bench.run import select_cases
 
-    suite, cases = select_cases("placebench-v1", "tiny", "test", "tiny/chain-n12")
+    family = "tiny/chain-n12"
+    suite, cases = select_cases("placebench-v1", "tiny", "test", family)
     learned = [_record(case.name, 1.0, 0, "training", calls=1, wall=0.01) for case in cases]
 
-    def matched_after_training(calls, seconds):
+    def matched_after_training(calls):
         for record in learned:
-            record["training"] |= {"simulator_calls": calls, "wall_s": seconds}
-        return script.searches(suite, tmp_path, learned, "recipe:x", cases)
+            record["training"] |= {"simulator_calls": calls, "wall_s": 0.05}
+        return script.searches(suite, tmp_path, learned, "recipe:x", cases, family)["calls"]
 
-    first = matched_after_training(20, 0.05)
-    again = matched_after_training(40, 0.1)
-    for regime in ("calls", "seconds"):
-        assert {r["placer"] for r in again[regime]} != {r["placer"] for r in first[regime]}
-        folder = tmp_path / "search" / script.folder_name(f"recipe:x-{regime}") / "tiny"
-        saved = {json.loads(p.read_text())["placer"] for p in folder.glob("*.json")}
-        assert saved == {r["placer"] for r in again[regime]}
-    assert script.matched_elsewhere(folder, again["seconds"][0]["placer"]) is False
-    assert script.matched_elsewhere(folder, "local_search?init=best_of") is True
-    assert script.matched_elsewhere(tmp_path / "none", "local_search") is False
+    first = matched_after_training(20)
+    folder = tmp_path / "search" / script.folder_name("recipe:x-calls-chain-n12") / "tiny"
+    paths = sorted(folder.glob("*.json"))
+    assert len(paths) == len(cases) == 2
+    # interrupted at the new budget: one case done (marked), the other still the old match's
+    for record in learned:
+        record["training"]["simulator_calls"] = 40
+    new_spec = script.search_at_calls(script.budget_per_case(learned)["calls"])
+    done = json.loads(paths[0].read_text()) | {"placer": new_spec, "marked": True}
+    paths[0].write_text(json.dumps(done))
+    again = matched_after_training(40)
+    assert {r["placer"] for r in again} == {new_spec} != {r["placer"] for r in first}
+    assert [r.get("marked") for r in again] == [True, None]  # read back, then run
+    saved = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    assert [r["placer"] for r in saved] == [new_spec, new_spec]
+
+
+def test_only_another_searchs_records_are_dropped(script, tmp_path):
+    (tmp_path / "mine.json").write_text(json.dumps({"placer": "a"}))
+    (tmp_path / "theirs.json").write_text(json.dumps({"placer": "b"}))
+    (tmp_path / "nameless.json").write_text(json.dumps({"runtime": 1.0}))
+    (tmp_path / "list.json").write_text("[1]")
+    (tmp_path / "torn.json").write_text("{not json")
+    assert script.drop_other_matches(tmp_path, "a") == 3
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["mine.json", "torn.json"]
+    assert script.drop_other_matches(tmp_path / "none", "a") == 0
 
 
 def test_a_search_at_inference_is_the_policy_placers_options(script):
