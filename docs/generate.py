@@ -116,8 +116,8 @@ def provenance_lines(provenances: Iterable[Mapping[str, Any]]) -> str:
     result files' provenance (:func:`placerl._provenance.provenance`)."""
     seen: dict[str, set[str]] = {"commit": set(), "date": set(), "machine": set(), "command": set()}
     for item in provenances:
-        seen["commit"].add(str(item.get("git_revision") or "not recorded")[:12])
-        seen["date"].add(str(item.get("date") or "not recorded")[:10])
+        seen["commit"].add(_short_revision(item.get("git_revision")))
+        seen["date"].add(str(item["date"])[:10] if item.get("date") else "not recorded")
         machine = item.get("machine")
         seen["machine"].add(machine if isinstance(machine, str) else machine_label(machine))
         if item.get("command"):
@@ -133,6 +133,14 @@ def provenance_lines(provenances: Iterable[Mapping[str, Any]]) -> str:
     else:
         lines.append(f"- commands: {len(commands)} distinct (each record names its own)")
     return "\n".join(lines)
+
+
+def _short_revision(revision: str | None) -> str:
+    """A git revision's first 12 characters, keeping its ``+dirty`` mark."""
+    if not revision:
+        return "not recorded"
+    commit, dirty, _ = str(revision).partition("+dirty")
+    return commit[:12] + dirty
 
 
 def record_provenances(folder: Path) -> list[dict[str, Any]]:
@@ -325,7 +333,10 @@ def scale_page(out: Path) -> str:
             "",
             "## Provenance",
             "",
-            provenance_lines([result["provenance"]]),
+            # the summary's run, and the run that placed the records it reads back
+            provenance_lines(
+                [result["provenance"], *record_provenances(PLACEBENCH / "recipe_hierarchical")]
+            ),
             "",
             "## Placements",
             "",

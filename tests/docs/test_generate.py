@@ -49,7 +49,10 @@ def test_the_scale_page_shows_every_placement_and_the_tiers_board(generate, tmp_
         assert f"| {row['placer']} | {row['cases']} | {row['score']} |" in page
     fits = sum(row["feasible"] for row in result["rows"])
     assert f"{fits} of {len(result['rows'])} placements fit" in page
-    assert "- commits: `" in page
+    # the summary's run and the run that placed the records it read back
+    placing = generate.record_provenances(generate.PLACEBENCH / "recipe_hierarchical")
+    commands = {result["provenance"]["command"], *(p["command"] for p in placing)}
+    assert all(f"- command: `{command}`" in page for command in commands)
 
 
 def test_a_table_escapes_pipes_and_rounds_floats(generate):
@@ -70,11 +73,12 @@ def test_provenance_lists_commits_dates_machines(generate):
                 "command": "bench.py --x",
             },
             {"date": "2026-12-01T00:00:00+00:00"},
+            {"git_revision": "fedcba9876543210+dirty"},
         ]
     )
     assert lines.splitlines() == [
-        "- commits: `abcdef123456`, `not recorded`",
-        "- dates: `2026-12-01`, `2026-12-02`",
+        "- commits: `abcdef123456`, `fedcba987654+dirty`, `not recorded`",
+        "- dates: `2026-12-01`, `2026-12-02`, `not recorded`",
         "- machines: `AMD EPYC (2 cores, no GPU)`, `not recorded`",
         "- command: `bench.py --x`",
     ]
