@@ -264,7 +264,7 @@ def run(
     (:func:`match_search`). Returns the summary's rows."""
     rows, records, earlier = [], [], earlier_rows(summary)
     for case in cases:
-        shares, timed = memory_shares(suite, case), None
+        shares, timed = memory_shares(suite, case), heft_run(case)
         for seed in seeds:
             record, new = place(suite, case, overrides, seed, out, force)
             if record["error"]:
@@ -272,8 +272,6 @@ def run(
             # a record read back keeps HEFT's time from the run that placed it, where the
             # earlier summary has that; any other is timed here, beside this run's placing
             kept = None if new else kept_heft_seconds(earlier.get((case.name, seed)), record)
-            if timed is None:
-                timed = heft_run(case)
             heft = timed if kept is None else (timed[0], kept)
             rows.append({"seed": seed} | summary_row(record, heft, shares))
             records.append(record)
