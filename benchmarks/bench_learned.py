@@ -42,18 +42,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import merged_rows, paired_table, write_results
+from _common import markdown_table, merged_rows, paired_table, write_results
 from bench_placebench import folder_name
 
 from placerl.bench.case import Case
 from placerl.bench.leaderboard import load_records, write_leaderboard
 from placerl.bench.recipe import finished_record, recipe_label, run_recipe
 from placerl.bench.run import run_case, run_cases, select_cases
-from placerl.bench.suite import Suite
+from placerl.bench.suite import Suite, load_suite
 from placerl.bench.versus import (
     FAMILY_SEARCHES,
+    REGIMES,
     best_runtimes,
     budget_per_case,
+    coverage,
     search_at_calls,
     search_at_seconds,
     versus_rows,
@@ -295,8 +297,20 @@ def report(rows: list[dict[str, Any]], suite: str, last_run: str) -> str:
         "of the case in the results reached (any placer, budget or seed): a ratio below it needs a "
         "placement nobody has found (empty, here and in `unplaced` and `placements`: a row of "
         "a run that did not record them).\n\n"
+        f"{at_a_glance(rows, suite)}\n\n## Every row\n\n"
         f"{paired_table(rows, SHOWN)}\n\n{verdicts}\n"
     )
+
+
+def at_a_glance(rows: list[dict[str, Any]], suite: str) -> str:
+    """Each placer's ratio to the search per tier of ``suite``, one table per regime
+    (:func:`placerl.bench.versus.coverage`): where it ran, and where it did not."""
+    families = load_suite(suite).families("test")
+    tables = []
+    for regime in REGIMES:
+        table = coverage(rows, regime, families)
+        tables.append(f"### {regime}\n\n{markdown_table(table) if table else 'No row yet.'}")
+    return "## At a glance\n\n" + "\n\n".join(tables)
 
 
 def _family(row: dict[str, Any]) -> str:

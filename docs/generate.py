@@ -186,11 +186,17 @@ def leaderboard_page(out: Path) -> str:
 
 
 def paired_page(
-    title: str, intro: str, path: Path, columns: Mapping[str, str], named_by: tuple[str, ...]
+    title: str,
+    intro: str,
+    path: Path,
+    columns: Mapping[str, str],
+    named_by: tuple[str, ...],
+    summary: Callable[[list[dict[str, Any]]], str] | None = None,
 ) -> str:
     """A page of paired rows (a benchmark's ``{"provenance", "rows"}`` file at ``path``): the
-    intro, the provenance of every row's run, the table and each row's verdict, named by the
-    fields ``named_by`` (one left out where a row lacks it)."""
+    intro, the ``summary`` of the rows if given, the provenance of every row's run, the
+    table and each row's verdict, named by the fields ``named_by`` (one left out where a row
+    lacks it)."""
     result = read_json(path)
     return "\n".join(
         [
@@ -198,6 +204,7 @@ def paired_page(
             "",
             intro,
             "",
+            *([summary(result["rows"]), ""] if summary else []),
             "## Provenance",
             "",
             provenance_lines(_runs(result)),
@@ -263,7 +270,34 @@ def learned_page(out: Path) -> str:
     )
     path = PLACEBENCH / "learned" / "versus.json"
     named_by = ("tier", "family", "regime")
-    return paired_page("Learned placers against search", intro, path, columns, named_by)
+    return paired_page(
+        "Learned placers against search", intro, path, columns, named_by, learned_at_a_glance
+    )
+
+
+def learned_at_a_glance(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Each learned placer's ratio to the search per tier, one table per regime
+    (:func:`placerl.bench.versus.coverage`): where it ran, and where it did not yet."""
+    from placerl.bench import load_suite
+    from placerl.bench.versus import REGIMES, coverage
+
+    families = load_suite("placebench-v1").families("test")
+    columns = {"placer": "placer", **{tier: tier for tier in families}}
+    lines = [
+        "## At a glance",
+        "",
+        "Each placer's runtime ratio to the search per tier of the test split: over the "
+        "tier's cases with its 95% interval, or family by family where it ran on some of "
+        "them only.",
+    ]
+    shorts = [short_spec(placer) for placer in {row["placer"] for row in rows}]
+    for regime in REGIMES:
+        table = [
+            row | {"placer": f"`{_distinct_short(row['placer'], shorts)}`"}
+            for row in coverage(rows, regime, families)
+        ]
+        lines += ["", f"### {regime.capitalize()}", "", markdown_table(table, columns)]
+    return "\n".join(lines)
 
 
 def ablation_page(out: Path) -> str:
@@ -739,6 +773,13 @@ def readme_excerpt() -> str:
             "(benchmarks/results/placebench-v1/LEADERBOARD.md) has them whole.",
         ]
     )
+
+
+def _distinct_short(spec: str, shorts: Sequence[str]) -> str:
+    """``spec`` shortened (:func:`short_spec`), or whole where another of ``shorts`` reads
+    the same."""
+    short = short_spec(spec)
+    return short if shorts.count(short) == 1 else spec
 
 
 def _distinct_cases(row: Mapping[str, Any]) -> int:

@@ -52,6 +52,18 @@ class Suite:
         """The tiers, in the order of their first case."""
         return tuple(dict.fromkeys(case.tier for case in self.cases))
 
+    def families(self, split: str | None = None) -> dict[str, tuple[str, ...]]:
+        """Each tier's families with a case in ``split`` (``None``: any), both in the order
+        of their first case.
+
+        Raises:
+            ConfigError: An unknown split, listing the known ones.
+        """
+        found: dict[str, dict[str, None]] = {}
+        for case in self.select(split=split):
+            found.setdefault(case.tier, {})[case.family] = None
+        return {tier: tuple(families) for tier, families in found.items()}
+
     def select(
         self, tier: str | None = None, split: str | None = None, family: str | None = None
     ) -> list[Case]:

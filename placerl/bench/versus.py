@@ -29,6 +29,10 @@ FAMILY_SEARCHES = "family_searches"
 SEARCH = "local_search?init=best_of&restarts=1000000"
 #: A bound no matched budget reaches: the other limit is the one that stops the search.
 _NO_LIMIT = {"calls": 1_000_000_000, "seconds": 86_400}
+#: The two budgets a recipe meets the search at, as its rows name them.
+REGIMES = ("equal calls", "equal seconds")
+#: A :func:`coverage` cell of a tier the placer has no row on.
+NOT_RUN = "not run"
 
 
 def budget_per_case(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -125,6 +129,39 @@ def versus_rows(
             }
         )
     return rows
+
+
+def coverage(
+    rows: Iterable[Mapping[str, Any]], regime: str, families: Mapping[str, Sequence[str]]
+) -> list[dict[str, str]]:
+    """Where each placer of ``rows`` (pooled :func:`versus_rows`) met the search, at a glance:
+    one row per placer, one cell per tier of ``families`` (each tier's test families, in
+    order) with its ratio in ``regime`` (one of :data:`REGIMES`). A row
+    over the tier's cases gives the cell its ratio and interval (or its count of pairs,
+    where they are too few for one); otherwise the cell lists
+    the ratio on each family the placer ran on and how many of the tier's families those
+    are; :data:`NOT_RUN` where it has no row on the tier."""
+    found: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}
+    for row in rows:
+        if row["regime"] == regime:
+            found.setdefault(row["placer"], {}).setdefault(row["tier"], {})[row["family"]] = row
+    return [
+        {"placer": placer}
+        | {tier: _coverage_cell(tiers.get(tier, {}), known) for tier, known in families.items()}
+        for placer, tiers in sorted(found.items())
+    ]
+
+
+def _coverage_cell(by_family: Mapping[str, Mapping[str, Any]], known: Sequence[str]) -> str:
+    if not by_family:
+        return NOT_RUN
+    if pooled := by_family.get("all"):
+        if math.isnan(pooled["ci_low"]):  # too few pairs for an interval
+            return f"{pooled['ratio']:.3f} ({pooled['pairs']} pair(s))"
+        return f"{pooled['ratio']:.3f} [{pooled['ci_low']:.3f}, {pooled['ci_high']:.3f}]"
+    ran = [f for f in known if f in by_family] + sorted(set(by_family) - set(known))
+    shown = ", ".join(f"{f.rpartition('/')[2]} {by_family[f]['ratio']:.3f}" for f in ran)
+    return f"{shown} ({len(ran)} of {len(known)} families)"
 
 
 def floor(records: Sequence[Mapping[str, Any]]) -> float:

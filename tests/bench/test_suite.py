@@ -25,6 +25,20 @@ def test_the_suite_is_named_versioned_and_tiered(suite):
     assert len({case.name for case in suite.cases}) == len(suite.cases)
 
 
+def test_families_lists_each_tiers_families_of_a_split_in_order(suite):
+    families = suite.families("test")
+    assert tuple(families) == suite.tiers
+    assert families["families"] == (
+        "families/layered-n80",
+        "families/cifar10",
+        "families/ptb",
+        "families/nmt",
+    )
+    assert families["devices"] == ("devices/layered-n80",)
+    assert "models/msr-bert24_inference" not in families["models"]  # a training family
+    assert "models/msr-bert24_inference" in suite.families()["models"]
+
+
 def test_the_same_name_and_version_always_mean_the_same_cases(suite):
     assert load_suite("placebench-v1") == suite
 
@@ -88,6 +102,7 @@ def test_every_cluster_and_every_quick_graph_loads(suite):
         (lambda s: load_suite("placebench"), r"<name>-v<version> \(placebench-v1\)"),
         (lambda s: s.select("huge"), "no tier 'huge'; known: tiny, families, models, devices"),
         (lambda s: s.select(split="dev"), "unknown split 'dev'; known: train, validation, test"),
+        (lambda s: s.families("dev"), "unknown split 'dev'; known: train, validation, test"),
         (
             lambda s: s.case("tiny/chain-n99-s0"),
             "no case 'tiny/chain-n99-s0'; cases of tier 'tiny'",

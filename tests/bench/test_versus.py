@@ -7,9 +7,11 @@ import pytest
 
 from placerl.baselines.references import parse_placer
 from placerl.bench.versus import (
+    NOT_RUN,
     best_known,
     best_runtimes,
     budget_per_case,
+    coverage,
     floor,
     search_at_calls,
     search_at_seconds,
@@ -121,6 +123,39 @@ def test_the_floor_is_the_lower_bound_over_the_search():
     assert math.isnan(floor([found(2.0, None)])) and math.isnan(floor([]))
 
 
+def test_coverage_shows_where_each_placer_met_the_search():
+    def row(placer, tier, family, ratio, regime="equal calls"):
+        return {
+            "placer": placer,
+            "tier": tier,
+            "family": family,
+            "regime": regime,
+            "ratio": ratio,
+            "ci_low": ratio - 0.01,
+            "ci_high": ratio + 0.02,
+            "pairs": 3,
+        }
+
+    rows = [
+        row("recipe:b", "fam", "fam/y", 1.2),
+        row("recipe:b", "fam", "fam/x", 1.1),
+        row("recipe:b", "fam", "fam/x", 0.5, regime="equal seconds"),
+        row("recipe:a", "fam", "all", 0.98),
+        row("recipe:a", "fam", "fam/x", 0.97),  # the tier's pooled row stands for it
+        row("recipe:a", "dev", "all", 1.0),
+        row("recipe:c", "dev", "all", 4.4) | {"ci_low": math.nan, "ci_high": math.nan, "pairs": 1},
+    ]
+    families = {"dev": ("dev/x",), "fam": ("fam/x", "fam/y", "fam/z")}
+    assert coverage(rows, "equal calls", families) == [
+        {"placer": "recipe:a", "dev": "1.000 [0.990, 1.020]", "fam": "0.980 [0.970, 1.000]"},
+        {"placer": "recipe:b", "dev": NOT_RUN, "fam": "x 1.100, y 1.200 (2 of 3 families)"},
+        {"placer": "recipe:c", "dev": "4.400 (1 pair(s))", "fam": NOT_RUN},
+    ]
+    assert coverage(rows, "equal seconds", families) == [
+        {"placer": "recipe:b", "dev": NOT_RUN, "fam": "x 0.500 (1 of 3 families)"}
+    ]
+
+
 script = module_fixture("bench_learned")
 
 
@@ -166,7 +201,11 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
     assert calls["floor"] <= calls["best_known"] <= min(1.0, calls["ratio"])
     board = (tmp_path / "LEADERBOARD.md").read_text()
     assert "recipe:scratch[learn_on=case,total_steps=16" in board and "local_search" in board
-    assert "| tiny | tiny/chain-n12 | equal seconds | 2 |" in (tmp_path / "versus.md").read_text()
+    report = (tmp_path / "versus.md").read_text()
+    assert "| tiny | tiny/chain-n12 | equal seconds | 2 |" in report
+    # at a glance: one family of eight on the tiny tier, no other tier
+    glance = report.split("## At a glance", 1)[1].split("## Every row", 1)[0]
+    assert f"| chain-n12 {calls['ratio']:.3f} (1 of 8 families) | not run | not run |" in glance
     from placerl.bench.leaderboard import leaderboard
 
     assert len(leaderboard([tmp_path])) == 3  # versus.json beside the records is no record
@@ -331,6 +370,7 @@ def test_a_row_of_an_earlier_run_shows_the_fields_added_since_as_empty(script, t
     assert (rows[0]["unplaced"], rows[0]["placements"], rows[0]["family"]) == (None, None, "all")
     table = script.report(rows, "placebench-v1", "a run")
     assert "| recipe:x | t | all | equal calls |" in table
+    assert "### equal seconds\n\nNo row yet." in table
 
 
 def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(

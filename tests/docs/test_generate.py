@@ -55,6 +55,36 @@ def test_the_scale_page_shows_every_placement_and_the_tiers_board(generate, tmp_
     assert all(f"- command: `{command}`" in page for command in commands)
 
 
+def test_the_learned_page_shows_each_placers_tiers_at_a_glance(generate, tmp_path):
+    page = generate.learned_page(tmp_path)
+    glance = page.split("## At a glance", 1)[1].split("## Provenance", 1)[0]
+    rows = json.loads((generate.PLACEBENCH / "learned" / "versus.json").read_text())["rows"]
+    tiers = ("tiny", "families", "models", "devices", "scale")
+    shorts = [generate.short_spec(p) for p in {r["placer"] for r in rows}]
+    named = {f"`{generate._distinct_short(r['placer'], shorts)}`": r["placer"] for r in rows}
+    assert len(named) == len(shorts)  # no two placers read the same
+    assert f"| placer | {' | '.join(tiers)} |" in glance
+    for regime, table in zip(
+        ("equal calls", "equal seconds"), glance.split("### Equal seconds"), strict=True
+    ):
+        ran = {(r["placer"], r["tier"]) for r in rows if r["regime"] == regime}
+        lines = [line for line in table.splitlines() if line.startswith("| `")]
+        assert len(lines) == len({placer for placer, _ in ran})
+        for line in lines:  # 'not run' exactly where the placer has no row on the tier
+            cells = line.strip("| ").split(" | ")
+            placer = named[cells[0]]
+            assert [c == "not run" for c in cells[1:]] == [(placer, t) not in ran for t in tiers]
+    pooled = next(r for r in rows if r["family"] == "all" and r["regime"] == "equal calls")
+    assert f"{pooled['ratio']:.3f} [{pooled['ci_low']:.3f}, {pooled['ci_high']:.3f}]" in glance
+
+
+def test_a_shortened_spec_stays_whole_where_another_reads_the_same(generate):
+    long = "recipe:x[" + "a" * 70 + "]"
+    shorts = [generate.short_spec(long), generate.short_spec("recipe:x[" + "b" * 70 + "]")]
+    assert generate._distinct_short(long, shorts) == long
+    assert generate._distinct_short(long, shorts[:1]) == "recipe:x[…]"
+
+
 def test_a_table_escapes_pipes_and_rounds_floats(generate):
     table = generate.markdown_table(
         [{"a": "x|y", "b": 0.123456, "c": None}], {"a": "A", "b": "B", "c": "C"}
