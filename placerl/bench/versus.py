@@ -136,11 +136,10 @@ def coverage(
 ) -> list[dict[str, str]]:
     """Where each placer of ``rows`` (pooled :func:`versus_rows`) met the search, at a glance:
     one row per placer, one cell per tier of ``families`` (each tier's test families, in
-    order) with its ratio in ``regime`` (one of :data:`REGIMES`). A row
-    over the tier's cases gives the cell its ratio and interval (or its count of pairs,
-    where they are too few for one); otherwise the cell lists
-    the ratio on each family the placer ran on and how many of the tier's families those
-    are; :data:`NOT_RUN` where it has no row on the tier."""
+    order) with its ratio in ``regime`` (one of :data:`REGIMES`). A row over the tier's
+    cases gives the cell its ratio and interval (or its count of pairs, where they are too
+    few for one); otherwise the cell lists the ratio on each family the placer ran on and
+    how many of the tier's families those are; :data:`NOT_RUN` where it has no row there."""
     found: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}
     for row in rows:
         if row["regime"] == regime:
