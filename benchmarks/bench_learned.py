@@ -52,6 +52,7 @@ from placerl.bench.run import run_case, run_cases, select_cases
 from placerl.bench.suite import Suite, load_suite
 from placerl.bench.versus import (
     FAMILY_SEARCHES,
+    NO_ROW,
     REGIMES,
     best_runtimes,
     budget_per_case,
@@ -278,7 +279,8 @@ def save_versus(
 
 
 def report(rows: list[dict[str, Any]], suite: str, last_run: str) -> str:
-    """``versus.md``: what ran last, the paired table and each row's verdict."""
+    """``versus.md``: what ran last, the rows at a glance (:func:`at_a_glance`), the paired
+    table and each row's verdict."""
     verdicts = "\n".join(
         f"* {row['tier']}{_family(row)}, {row['regime']}: {row['verdict']}." for row in rows
     )
@@ -309,7 +311,8 @@ def at_a_glance(rows: list[dict[str, Any]], suite: str) -> str:
     tables = []
     for regime in REGIMES:
         table = coverage(rows, regime, families)
-        tables.append(f"### {regime}\n\n{markdown_table(table) if table else 'No row yet.'}")
+        shown = markdown_table(table) if table else NO_ROW
+        tables.append(f"### {regime.capitalize()}\n\n{shown}")
     return "## At a glance\n\n" + "\n\n".join(tables)
 
 

@@ -278,17 +278,18 @@ def learned_page(out: Path) -> str:
 def learned_at_a_glance(rows: Sequence[Mapping[str, Any]]) -> str:
     """Each learned placer's ratio to the search per tier, one table per regime
     (:func:`placerl.bench.versus.coverage`): where it ran, and where it did not yet."""
-    from placerl.bench import load_suite
-    from placerl.bench.versus import REGIMES, coverage
+    from placerl.bench.suite import load_suite
+    from placerl.bench.versus import NO_ROW, REGIMES, coverage
 
-    families = load_suite("placebench-v1").families("test")
+    families = load_suite(PLACEBENCH.name).families("test")
     columns = {"placer": "placer", **{tier: tier for tier in families}}
     lines = [
         "## At a glance",
         "",
         "Each placer's runtime ratio to the search per tier of the test split: over the "
-        "tier's cases with its 95% interval, or family by family where it ran on some of "
-        "them only.",
+        "tier's cases with its 95% interval, or family by family where it has no row over "
+        "the whole tier; a cell names the placements that did not fit or failed, which its "
+        "ratio leaves out of the pairs.",
     ]
     shorts = [short_spec(placer) for placer in {row["placer"] for row in rows}]
     for regime in REGIMES:
@@ -296,7 +297,8 @@ def learned_at_a_glance(rows: Sequence[Mapping[str, Any]]) -> str:
             row | {"placer": f"`{_distinct_short(row['placer'], shorts)}`"}
             for row in coverage(rows, regime, families)
         ]
-        lines += ["", f"### {regime.capitalize()}", "", markdown_table(table, columns)]
+        shown = markdown_table(table, columns) if table else NO_ROW
+        lines += ["", f"### {regime.capitalize()}", "", shown]
     return "\n".join(lines)
 
 

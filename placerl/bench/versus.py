@@ -33,6 +33,8 @@ _NO_LIMIT = {"calls": 1_000_000_000, "seconds": 86_400}
 REGIMES = ("equal calls", "equal seconds")
 #: A :func:`coverage` cell of a tier the placer has no row on.
 NOT_RUN = "not run"
+#: What stands for a :func:`coverage` table of a regime without a row.
+NO_ROW = "No row yet."
 
 
 def budget_per_case(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -135,14 +137,17 @@ def coverage(
     rows: Iterable[Mapping[str, Any]], regime: str, families: Mapping[str, Sequence[str]]
 ) -> list[dict[str, str]]:
     """Where each placer of ``rows`` (pooled :func:`versus_rows`) met the search, at a glance:
-    one row per placer, one cell per tier of ``families`` (each tier's test families, in
-    order) with its ratio in ``regime`` (one of :data:`REGIMES`). A row over the tier's
-    cases gives the cell its ratio and interval (or its count of pairs, where they are too
-    few for one); otherwise the cell lists the ratio on each family the placer ran on and
-    how many of the tier's families those are; :data:`NOT_RUN` where it has no row there."""
+    one row per placer with a row on a tier of ``families`` (each tier's test families, in
+    order), one cell per tier with its ratio in ``regime`` (one of :data:`REGIMES`). A row
+    over the tier's cases gives the cell its ratio and interval (or its count of pairs,
+    where they are too few for one); otherwise the cell lists the ratio on each family the
+    placer ran on and how many of the tier's families those are; :data:`NOT_RUN` where it
+    has no row there. A cell names the placements that did not fit or failed: its ratio
+    pairs the others only."""
     found: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}
     for row in rows:
-        if row["regime"] == regime:
+        known = families.get(row["tier"])
+        if row["regime"] == regime and known is not None and row["family"] in ("all", *known):
             found.setdefault(row["placer"], {}).setdefault(row["tier"], {})[row["family"]] = row
     return [
         {"placer": placer}
@@ -152,15 +157,30 @@ def coverage(
 
 
 def _coverage_cell(by_family: Mapping[str, Mapping[str, Any]], known: Sequence[str]) -> str:
+    """One tier's :func:`coverage` cell from the placer's rows on it, by family."""
     if not by_family:
         return NOT_RUN
     if pooled := by_family.get("all"):
-        if math.isnan(pooled["ci_low"]):  # too few pairs for an interval
-            return f"{pooled['ratio']:.3f} ({pooled['pairs']} pair(s))"
-        return f"{pooled['ratio']:.3f} [{pooled['ci_low']:.3f}, {pooled['ci_high']:.3f}]"
-    ran = [f for f in known if f in by_family] + sorted(set(by_family) - set(known))
-    shown = ", ".join(f"{f.rpartition('/')[2]} {by_family[f]['ratio']:.3f}" for f in ran)
+        return _ratio(pooled, interval=True)
+    ran = [family for family in known if family in by_family]
+    shown = "; ".join(f"{f.rpartition('/')[2]} {_ratio(by_family[f])}" for f in ran)
     return f"{shown} ({len(ran)} of {len(known)} families)"
+
+
+def _ratio(row: Mapping[str, Any], interval: bool = False) -> str:
+    """A row's ratio (with its interval, where asked and there are pairs enough for one)
+    and its placements that did not fit or failed."""
+    if not row["pairs"]:
+        text = "no pair"
+    elif interval and math.isnan(row["ci_low"]):
+        text = f"{row['ratio']:.3f} ({row['pairs']} pair(s))"
+    elif interval:
+        text = f"{row['ratio']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    else:
+        text = f"{row['ratio']:.3f}"
+    if row.get("unplaced"):
+        text += f", {row['unplaced']} of {row['placements']} unplaced"
+    return text
 
 
 def floor(records: Sequence[Mapping[str, Any]]) -> float:

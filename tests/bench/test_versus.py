@@ -124,32 +124,37 @@ def test_the_floor_is_the_lower_bound_over_the_search():
 
 
 def test_coverage_shows_where_each_placer_met_the_search():
-    def row(placer, tier, family, ratio, regime="equal calls"):
-        return {
-            "placer": placer,
-            "tier": tier,
-            "family": family,
-            "regime": regime,
-            "ratio": ratio,
-            "ci_low": ratio - 0.01,
-            "ci_high": ratio + 0.02,
-            "pairs": 3,
-        }
+    def row(placer, tier, family, ratio, regime="equal calls", **more):
+        fields = {"ci_low": ratio - 0.01, "ci_high": ratio + 0.02, "pairs": 3, "unplaced": 0}
+        named = {"placer": placer, "tier": tier, "family": family, "regime": regime}
+        return named | {"ratio": ratio, "placements": 9} | fields | more
 
+    nan = math.nan
     rows = [
-        row("recipe:b", "fam", "fam/y", 1.2),
+        row("recipe:b", "fam", "fam/y", 1.2, unplaced=2),
         row("recipe:b", "fam", "fam/x", 1.1),
+        row("recipe:b", "fam", "fam/q", 0.1),  # no test family of the suite: left out
         row("recipe:b", "fam", "fam/x", 0.5, regime="equal seconds"),
         row("recipe:a", "fam", "all", 0.98),
         row("recipe:a", "fam", "fam/x", 0.97),  # the tier's pooled row stands for it
         row("recipe:a", "dev", "all", 1.0),
-        row("recipe:c", "dev", "all", 4.4) | {"ci_low": math.nan, "ci_high": math.nan, "pairs": 1},
+        row("recipe:c", "dev", "all", 4.4, ci_low=nan, ci_high=nan, pairs=1, unplaced=6),
+        row("recipe:c", "fam", "all", nan, ci_low=nan, ci_high=nan, pairs=0, unplaced=9),
+        row("recipe:d", "gone", "all", 1.0),  # a tier the suite lacks: no row at all
     ]
     families = {"dev": ("dev/x",), "fam": ("fam/x", "fam/y", "fam/z")}
     assert coverage(rows, "equal calls", families) == [
         {"placer": "recipe:a", "dev": "1.000 [0.990, 1.020]", "fam": "0.980 [0.970, 1.000]"},
-        {"placer": "recipe:b", "dev": NOT_RUN, "fam": "x 1.100, y 1.200 (2 of 3 families)"},
-        {"placer": "recipe:c", "dev": "4.400 (1 pair(s))", "fam": NOT_RUN},
+        {
+            "placer": "recipe:b",
+            "dev": NOT_RUN,
+            "fam": "x 1.100; y 1.200, 2 of 9 unplaced (2 of 3 families)",
+        },
+        {
+            "placer": "recipe:c",
+            "dev": "4.400 (1 pair(s)), 6 of 9 unplaced",
+            "fam": "no pair, 9 of 9 unplaced",
+        },
     ]
     assert coverage(rows, "equal seconds", families) == [
         {"placer": "recipe:b", "dev": NOT_RUN, "fam": "x 0.500 (1 of 3 families)"}
@@ -205,7 +210,8 @@ def test_the_script_matches_the_search_to_the_recipe_and_pairs_them(script, tmp_
     assert "| tiny | tiny/chain-n12 | equal seconds | 2 |" in report
     # at a glance: one family of eight on the tiny tier, no other tier
     glance = report.split("## At a glance", 1)[1].split("## Every row", 1)[0]
-    assert f"| chain-n12 {calls['ratio']:.3f} (1 of 8 families) | not run | not run |" in glance
+    cells = f"chain-n12 {calls['ratio']:.3f} (1 of 8 families) |" + " not run |" * 4
+    assert f"{cells}\n" in glance
     from placerl.bench.leaderboard import leaderboard
 
     assert len(leaderboard([tmp_path])) == 3  # versus.json beside the records is no record
@@ -370,7 +376,7 @@ def test_a_row_of_an_earlier_run_shows_the_fields_added_since_as_empty(script, t
     assert (rows[0]["unplaced"], rows[0]["placements"], rows[0]["family"]) == (None, None, "all")
     table = script.report(rows, "placebench-v1", "a run")
     assert "| recipe:x | t | all | equal calls |" in table
-    assert "### equal seconds\n\nNo row yet." in table
+    assert "### Equal seconds\n\nNo row yet." in table
 
 
 def test_a_shipped_policy_meets_the_search_at_its_training_counted_once(
