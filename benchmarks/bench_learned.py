@@ -52,11 +52,9 @@ from placerl.bench.run import run_case, run_cases, select_cases
 from placerl.bench.suite import Suite, load_suite
 from placerl.bench.versus import (
     FAMILY_SEARCHES,
-    NO_ROW,
-    REGIMES,
     best_runtimes,
     budget_per_case,
-    coverage,
+    coverage_sections,
     search_at_calls,
     search_at_seconds,
     versus_rows,
@@ -308,12 +306,7 @@ def at_a_glance(rows: list[dict[str, Any]], suite: str) -> str:
     """Each placer's ratio to the search per tier of ``suite``, one table per regime
     (:func:`placerl.bench.versus.coverage`): where it ran, and where it did not."""
     families = load_suite(suite).families("test")
-    tables = []
-    for regime in REGIMES:
-        table = coverage(rows, regime, families)
-        shown = markdown_table(table) if table else NO_ROW
-        tables.append(f"### {regime.capitalize()}\n\n{shown}")
-    return "## At a glance\n\n" + "\n\n".join(tables)
+    return "## At a glance\n\n" + coverage_sections(rows, families, markdown_table)
 
 
 def _family(row: dict[str, Any]) -> str:

@@ -279,7 +279,7 @@ def learned_at_a_glance(rows: Sequence[Mapping[str, Any]]) -> str:
     """Each learned placer's ratio to the search per tier, one table per regime
     (:func:`placerl.bench.versus.coverage`): where it ran, and where it did not yet."""
     from placerl.bench.suite import load_suite
-    from placerl.bench.versus import NO_ROW, REGIMES, coverage
+    from placerl.bench.versus import coverage_sections
 
     families = load_suite(PLACEBENCH.name).families("test")
     columns = {"placer": "placer", **{tier: tier for tier in families}}
@@ -292,14 +292,12 @@ def learned_at_a_glance(rows: Sequence[Mapping[str, Any]]) -> str:
         "ratio leaves out of the pairs.",
     ]
     shorts = [short_spec(placer) for placer in {row["placer"] for row in rows}]
-    for regime in REGIMES:
-        table = [
-            row | {"placer": f"`{_distinct_short(row['placer'], shorts)}`"}
-            for row in coverage(rows, regime, families)
-        ]
-        shown = markdown_table(table, columns) if table else NO_ROW
-        lines += ["", f"### {regime.capitalize()}", "", shown]
-    return "\n".join(lines)
+
+    def render(table: list[dict[str, str]]) -> str:
+        named = [row | {"placer": f"`{_distinct_short(row['placer'], shorts)}`"} for row in table]
+        return markdown_table(named, columns)
+
+    return "\n".join([*lines, "", coverage_sections(rows, families, render)])
 
 
 def ablation_page(out: Path) -> str:

@@ -19,7 +19,7 @@ where best_of runs its DP): each row shows what both sides really spent.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 #: The folder (under a benchmark's output) of the searches matched to one family's budget:
@@ -154,6 +154,22 @@ def coverage(
         | {tier: _coverage_cell(tiers.get(tier, {}), known) for tier, known in families.items()}
         for placer, tiers in sorted(found.items())
     ]
+
+
+def coverage_sections(
+    rows: Iterable[Mapping[str, Any]],
+    families: Mapping[str, Sequence[str]],
+    render: Callable[[list[dict[str, str]]], str],
+) -> str:
+    """The :func:`coverage` table of each of :data:`REGIMES` under its ``###`` heading,
+    drawn by ``render`` (a markdown table of the cells), or :data:`NO_ROW` where the regime
+    has no row."""
+    rows = list(rows)
+    sections = []
+    for regime in REGIMES:
+        table = coverage(rows, regime, families)
+        sections.append(f"### {regime.capitalize()}\n\n{render(table) if table else NO_ROW}")
+    return "\n\n".join(sections)
 
 
 def _coverage_cell(by_family: Mapping[str, Mapping[str, Any]], known: Sequence[str]) -> str:

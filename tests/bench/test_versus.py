@@ -7,11 +7,13 @@ import pytest
 
 from placerl.baselines.references import parse_placer
 from placerl.bench.versus import (
+    NO_ROW,
     NOT_RUN,
     best_known,
     best_runtimes,
     budget_per_case,
     coverage,
+    coverage_sections,
     floor,
     search_at_calls,
     search_at_seconds,
@@ -159,6 +161,22 @@ def test_coverage_shows_where_each_placer_met_the_search():
     assert coverage(rows, "equal seconds", families) == [
         {"placer": "recipe:b", "dev": NOT_RUN, "fam": "x 0.500 (1 of 3 families)"}
     ]
+
+
+def test_coverage_sections_head_each_regime_and_say_where_none_has_a_row():
+    rows = [
+        {"placer": "recipe:a", "tier": "fam", "family": "all", "regime": "equal calls"}
+        | {"ratio": 0.98, "ci_low": 0.97, "ci_high": 1.0, "pairs": 3, "placements": 3}
+    ]
+    drawn = []
+
+    def render(table):
+        drawn.append(table)
+        return f"<{len(table)} row(s)>"
+
+    text = coverage_sections(rows, {"fam": ("fam/x",)}, render)
+    assert text == f"### Equal calls\n\n<1 row(s)>\n\n### Equal seconds\n\n{NO_ROW}"
+    assert drawn == [[{"placer": "recipe:a", "fam": "0.980 [0.970, 1.000]"}]]
 
 
 script = module_fixture("bench_learned")
